@@ -1,0 +1,1 @@
+"""The submitting side of evalrelay: eval files in, jobs out, results collected."""

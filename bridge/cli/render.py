@@ -1,0 +1,97 @@
+"""`evalrelay render`: show, per case, exactly what each provider would receive."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+
+from bridge.cases import LoadedCase, LoadedEvalFile, load_eval_file
+from bridge.errors import EvalrelayError
+from bridge.messages import ChatMessage
+from bridge.prompt import api_messages
+from bridge.targets import Targets
+
+
+@click.command("render")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--case", "case_id", help="Render only this case.")
+@click.option("--target", "target_name", help="Show the request body this target would send.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per case, one per line.")
+def render_command(file: Path, case_id: str | None, target_name: str | None, as_json: bool) -> None:
+    """Show what each case of FILE would send: question, chat_prompt, guidelines, wire body."""
+    loaded = load_eval_file(file)
+    for case in selected_cases(loaded, case_id):
+        view = case_view(loaded, case, target_name)
+        if as_json:
+            click.echo(json.dumps(view, ensure_ascii=False))
+        else:
+            Console().print(readable(view))
+
+
+def selected_cases(loaded: LoadedEvalFile, case_id: str | None) -> list[LoadedCase]:
+    if case_id is None:
+        return loaded.cases
+    chosen = [c for c in loaded.cases if c.id == case_id]
+    if not chosen:
+        known = ", ".join(c.id for c in loaded.cases)
+        raise EvalrelayError(f"no case '{case_id}' in {loaded.path}; its cases: {known}")
+    return chosen
+
+
+def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None) -> dict[str, Any]:
+    """The render record of one case: what every kind of provider would be given."""
+    settings = None
+    if target_name is not None:
+        settings = Targets.load(loaded.project.root).get(target_name).settings()
+    request = case.request(settings.system_prompt if settings else None)
+    messages = api_messages(request)
+    return {
+        "case_id": case.id,
+        "question": request.question,
+        "chat_prompt": _as_json(request.chat_prompt) if request.chat_prompt is not None else None,
+        "guidelines": request.guidelines,
+        "api_messages": _as_json(messages),
+        "wire": _wire(settings, messages),
+    }
+
+
+def _wire(settings: Any, messages: list[ChatMessage]) -> dict[str, Any] | None:
+    if settings is None:
+        return None
+    # The converters live with the worker's providers, so this shows what a worker sends.
+    from worker.providers.wire import request_body
+
+    return request_body(settings, messages)
+
+
+def _as_json(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    return [m.as_json() for m in messages]
+
+
+def readable(view: dict[str, Any]) -> Panel:
+    parts: list[Any] = [Text("question (agents)", style="bold"), Text(view["question"]), Text()]
+    if view["guidelines"]:
+        parts += [Text("guidelines", style="bold"), Text(view["guidelines"]), Text()]
+    parts.append(Text("api_messages (API providers)", style="bold"))
+    for message in view["api_messages"]:
+        parts.append(Text.assemble((f"[{message['role']}] ", "cyan"), message["content"]))
+        for call in message.get("tool_calls") or ():
+            parts.append(
+                Text(
+                    f"  tool call {call['name']}({json.dumps(call['arguments'])})", style="magenta"
+                )
+            )
+    if view["wire"] is not None:
+        parts += [
+            Text(),
+            Text("wire body", style="bold"),
+            Syntax(json.dumps(view["wire"], indent=2, ensure_ascii=False), "json"),
+        ]
+    return Panel(Group(*parts), title=f"case {view['case_id']}", title_align="left")

@@ -1,0 +1,68 @@
+"""`evalrelay validate`: check eval files before spending anything on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from bridge.cases import LoadedEvalFile, Loc, eval_files_under, load_eval_file
+from bridge.errors import Diagnostic, InvalidFileError, TargetError
+from bridge.project import Project
+from bridge.targets import Targets
+from bridge.yaml_source import load_yaml
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+def validate_command(paths: tuple[Path, ...]) -> None:
+    """Check eval files (or the YAML files in folders); report each error as path:line:column."""
+    files = eval_files_under(paths)
+    if not files:
+        raise click.ClickException("no .yaml or .yml files found in the paths given")
+    failed = 0
+    for path in files:
+        count, problems = check_file(path)
+        for problem in problems:
+            click.echo(str(problem))
+        failed += bool(problems)
+        if not problems:
+            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK")
+    if failed:
+        click.echo(
+            f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True
+        )
+        raise SystemExit(1)
+
+
+def check_file(path: Path) -> tuple[int, list[Diagnostic]]:
+    """The number of cases and every problem in one eval file, unknown target names included."""
+    try:
+        project = Project.containing(path)
+        loaded = load_eval_file(path, project)
+        targets = Targets.load(project.root)
+    except InvalidFileError as exc:
+        return 0, exc.diagnostics
+    doc = load_yaml(path)
+    problems = []
+    for loc, name, case_id in target_references(loaded):
+        try:
+            targets.get(name)
+        except TargetError as exc:
+            problems.append(doc.diagnostic(loc, str(exc), case_id))
+    return len(loaded.cases), problems
+
+
+def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:
+    """Where the file names a target: its `target`, and each case's (or its `execution`'s)."""
+    found: list[tuple[Loc, str, str | None]] = []
+    if loaded.spec.target:
+        found.append((("target",), loaded.spec.target, None))
+    for i, case in enumerate(loaded.cases):
+        if case.case.target:
+            found.append((("evalcases", i, "target"), case.case.target, case.id))
+        elif case.case.execution and case.case.execution.target:
+            found.append(
+                (("evalcases", i, "execution", "target"), case.case.execution.target, case.id)
+            )
+    return found

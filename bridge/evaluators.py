@@ -1,0 +1,77 @@
+"""Evaluator entries as written in eval files (`evaluators:`); grading itself runs in workers.
+
+Each entry is `{type, name?, weight?, ...}`. AgentV's `llm_judge` and `code` entries
+load unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
+
+
+class _EvaluatorBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = None
+    weight: NonNegativeFloat = 1.0
+
+
+class ContainsEvaluator(_EvaluatorBase):
+    type: Literal["contains"]
+    value: str
+
+
+class NotContainsEvaluator(_EvaluatorBase):
+    type: Literal["not_contains"]
+    value: str
+
+
+class RegexEvaluator(_EvaluatorBase):
+    type: Literal["regex"]
+    pattern: str
+
+
+class EqualsEvaluator(_EvaluatorBase):
+    type: Literal["equals"]
+    value: str
+
+
+class JsonValidEvaluator(_EvaluatorBase):
+    type: Literal["json_valid"]
+
+
+class SimilarityEvaluator(_EvaluatorBase):
+    """Similarity of the answer to the reference answer from `expected_messages`."""
+
+    type: Literal["similarity"]
+
+
+class CodeEvaluator(_EvaluatorBase):
+    type: Literal["code"]
+    script: str | list[str]
+    """A command line (split like a shell would, but never run through one) or an argument list."""
+    cwd: str | None = None
+    timeout_seconds: PositiveFloat = 60.0
+
+
+class LlmJudgeEvaluator(_EvaluatorBase):
+    type: Literal["llm_judge"]
+    target: str | None = None
+    """The judge target; defaults to the candidate target's `judge_target`."""
+    prompt: str | None = None
+    """Inline judge instructions, or the path of a file holding them."""
+
+
+EvaluatorSpec = Annotated[
+    ContainsEvaluator
+    | NotContainsEvaluator
+    | RegexEvaluator
+    | EqualsEvaluator
+    | JsonValidEvaluator
+    | SimilarityEvaluator
+    | CodeEvaluator
+    | LlmJudgeEvaluator,
+    Field(discriminator="type"),
+]

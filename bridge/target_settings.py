@@ -1,0 +1,210 @@
+"""Settings of each provider kind, one model per kind, as written in `targets.yaml`.
+
+API keys are never written here: `api_key` names an environment variable (`${VAR}`),
+which only the worker that calls the vendor reads. So no key can reach a job, a result
+or a log line from the submitting side.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
+
+ENV_REFERENCE = re.compile(
+    r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
+)
+"""`${VAR}`, or AgentV's `${{ VAR }}`."""
+
+
+def _env_name(value: str) -> str:
+    match = ENV_REFERENCE.fullmatch(value.strip())
+    if not match:
+        raise ValueError(
+            "must name an environment variable, like ${OPENAI_API_KEY}: a key "
+            "written in the file would travel with every job"
+        )
+    return match.group(1) or match.group(2)
+
+
+EnvName = Annotated[str, AfterValidator(_env_name)]
+"""An environment variable's name, written `${VAR}`; its value is read by the worker."""
+
+
+class TargetBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    judge_target: str | None = None
+    """The target that grades this one's answers with `llm_judge`."""
+    system_prompt: str | None = None
+    timeout_seconds: PositiveFloat | None = None
+    workers: PositiveInt | None = None
+    """Accepted from AgentV files; concurrency comes from the workers here."""
+
+
+class ApiTargetBase(TargetBase):
+    model: str | None = None
+    base_url: str | None = None
+    api_key: EnvName | None = None
+    temperature: NonNegativeFloat | None = None
+    max_output_tokens: PositiveInt | None = Field(default=None, alias="max_tokens")
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    rpm: PositiveInt | None = None
+    """Requests per minute for this target across all workers."""
+    tpm: PositiveInt | None = None
+    """Tokens per minute for this target across all workers."""
+    max_concurrency: PositiveInt | None = None
+
+    KEY_ENV: ClassVar[str | None] = None
+    """The variable read for the key when `api_key` is not set."""
+
+    def key_env(self) -> str | None:
+        return self.api_key or self.KEY_ENV
+
+
+class OpenAITarget(ApiTargetBase):
+    provider: Literal["openai"]
+    model: str
+    api: Literal["chat", "responses"] = "chat"
+    organization: str | None = None
+    KEY_ENV: ClassVar[str | None] = "OPENAI_API_KEY"
+
+
+class OpenAICompatibleTarget(ApiTargetBase):
+    """Any server speaking the OpenAI API: vLLM, Ollama, llama.cpp, LM Studio."""
+
+    provider: Literal["openai-compatible"]
+    model: str
+    base_url: str
+    api: Literal["chat", "responses"] = "chat"
+
+
+class AzureTarget(ApiTargetBase):
+    provider: Literal["azure", "azure-openai"]
+    endpoint: str = Field(alias="resource")
+    deployment: str | None = None
+    """The Azure deployment; `model` is accepted in its place, as AgentV files write it."""
+    api_version: str = Field(default="2024-10-01-preview", alias="version")
+    api: Literal["chat", "responses"] = "chat"
+    KEY_ENV: ClassVar[str | None] = "AZURE_OPENAI_API_KEY"
+
+    @model_validator(mode="after")
+    def _deployment_or_model(self) -> AzureTarget:
+        if not (self.deployment or self.model):
+            raise ValueError("an azure target needs deployment (the Azure deployment name)")
+        return self
+
+    def deployment_name(self) -> str:
+        return self.deployment or self.model or ""
+
+
+class AnthropicTarget(ApiTargetBase):
+    provider: Literal["anthropic"]
+    model: str
+    max_output_tokens: PositiveInt = Field(default=4096, alias="max_tokens")
+    KEY_ENV: ClassVar[str | None] = "ANTHROPIC_API_KEY"
+
+
+class GeminiTarget(ApiTargetBase):
+    provider: Literal["gemini", "google", "google-gemini"]
+    model: str = "gemini-2.5-flash"
+    KEY_ENV: ClassVar[str | None] = "GEMINI_API_KEY"
+
+
+FailureKind = Literal[
+    "model_failure", "infra_error", "rate_limited", "quota_exhausted", "timeout", "invalid_input"
+]
+
+
+class MockTarget(TargetBase):
+    """A provider that answers without a network: for quick starts, tests and benchmarks."""
+
+    provider: Literal["mock"]
+    response: str = "Mock response"
+    echo: bool = False
+    """Answer with the last user message."""
+    responses: dict[str, str] = Field(default_factory=dict)
+    """Answers by case id; cases not listed get `response` (or the echo)."""
+    latency_ms: NonNegativeFloat = 0
+    failure_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    failure_kind: FailureKind = "infra_error"
+
+
+class VSCodeTarget(TargetBase):
+    provider: Literal["vscode", "vscode-insiders"]
+    executable: str | None = Field(default=None, alias="vscode_cmd")
+    subagent_root: str | None = None
+    workspace_template: str | None = None
+    wait: bool = True
+
+
+class CodexTarget(TargetBase):
+    provider: Literal["codex", "codex-cli"]
+    executable: str = "codex"
+    args: list[str] = Field(default_factory=list)
+    model: str | None = None
+    profile: str | None = None
+    sandbox: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    """`-c key=value` overrides passed to Codex."""
+    workspace_template: str | None = None
+
+
+class CliTarget(TargetBase):
+    """Any command-line agent: a command template run without a shell."""
+
+    provider: Literal["cli"]
+    command: str | list[str] = Field(alias="command_template")
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    workspace_template: str | None = None
+    files_format: str = "{path}"
+
+
+TargetSettings = Annotated[
+    OpenAITarget
+    | OpenAICompatibleTarget
+    | AzureTarget
+    | AnthropicTarget
+    | GeminiTarget
+    | MockTarget
+    | VSCodeTarget
+    | CodexTarget
+    | CliTarget,
+    Field(discriminator="provider"),
+]
+
+API_KINDS = frozenset(
+    {
+        "openai",
+        "openai-compatible",
+        "azure",
+        "azure-openai",
+        "anthropic",
+        "gemini",
+        "google",
+        "google-gemini",
+        "mock",
+    }
+)
+
+QUEUE_FOR_KIND = {
+    **{kind: "api" for kind in API_KINDS},
+    "vscode": "agent.vscode",
+    "vscode-insiders": "agent.vscode",
+    "codex": "agent.codex",
+    "codex-cli": "agent.codex",
+    "cli": "agent.cli",
+}
+"""Which Celery queue runs jobs of each provider kind."""

@@ -1,0 +1,170 @@
+"""Safe YAML loading that keeps positions, so every error can name its line and column.
+
+PyYAML's `safe_load` silently keeps the last of two duplicate keys and reads YAML 1.1
+scalars such as `no` as False and `1:30` as 90. Our loader refuses duplicates and reads
+plain scalars by YAML 1.2 core rules, so what the author wrote is what we validate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import yaml
+
+from bridge.errors import Diagnostic, InvalidFileError
+
+
+class StrictSafeLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 core scalars that records duplicate keys instead of hiding them."""
+
+    duplicates: list[yaml.Node]
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                self.duplicates.append(key_node)
+            if isinstance(key, (str, int, float, bool)):
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_dropped_tags = {
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:timestamp",
+}
+StrictSafeLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _dropped_tags]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+StrictSafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+StrictSafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+    list("-+0123456789"),
+)
+StrictSafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+def _construct_core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    return int(text, 0) if text.lstrip("+-").startswith(("0o", "0x")) else int(text, 10)
+
+
+StrictSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)
+
+
+class YamlDocument(NamedTuple):
+    """A parsed YAML file: its data and the node tree that knows where each value was written."""
+
+    path: Path
+    data: Any
+    root: yaml.Node | None
+
+    def position(self, loc: Sequence[str | int]) -> tuple[int, int]:
+        """1-based line and column of the value at `loc`, or of the nearest enclosing one."""
+        node = self.root
+        if node is None:
+            return 1, 1
+        for part in loc:
+            child = _child(node, part)
+            if child is not None:
+                node = child
+            # A part that is not in the file (a union tag, a missing key) keeps the parent.
+        return node.start_mark.line + 1, node.start_mark.column + 1
+
+    def key_position(self, loc: Sequence[str | int]) -> tuple[int, int]:
+        """Position of the key that ends `loc` (for unknown keys), else of the value."""
+        if not loc or self.root is None:
+            return self.position(loc)
+        parent_line, parent_col = self.position(loc[:-1])
+        node = self.root
+        for part in loc[:-1]:
+            node = _child(node, part) or node
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                if key_node.value == loc[-1]:
+                    return key_node.start_mark.line + 1, key_node.start_mark.column + 1
+        return parent_line, parent_col
+
+    def diagnostic(
+        self,
+        loc: Sequence[str | int],
+        message: str,
+        case_id: str | None = None,
+        *,
+        key: bool = False,
+    ) -> Diagnostic:
+        line, column = self.key_position(loc) if key else self.position(loc)
+        return Diagnostic(self.path, line, column, message, case_id)
+
+
+def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:
+    if isinstance(node, yaml.MappingNode):
+        return next((v for k, v in node.value if k.value == part), None)
+    if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        child: yaml.Node = node.value[part]
+        return child
+    return None
+
+
+def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
+    """Parse one YAML document safely; syntax errors and duplicate keys raise InvalidFileError."""
+    if text is None:
+        text = read_yaml_text(path)
+    loader = StrictSafeLoader(text)
+    loader.duplicates = []
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InvalidFileError(
+            [Diagnostic(path, line, column, f"YAML syntax error: {problem}")]
+        ) from None
+    finally:
+        loader.dispose()
+    if loader.duplicates:
+        raise InvalidFileError(
+            [
+                Diagnostic(
+                    path,
+                    n.start_mark.line + 1,
+                    n.start_mark.column + 1,
+                    f"duplicate key '{n.value}': each key may appear once; remove or rename one",
+                )
+                for n in sorted(loader.duplicates, key=lambda n: n.start_mark.index)
+            ]
+        )
+    return YamlDocument(path, data, root)
+
+
+def read_yaml_text(path: Path) -> str:
+    """A YAML file's text, with unreadable or non-UTF-8 files reported at line 1."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidFileError(
+            [Diagnostic(path, 1, 1, f"not UTF-8 text ({exc.reason}); save the file as UTF-8")]
+        ) from None
+    except OSError as exc:
+        raise InvalidFileError(
+            [Diagnostic(path, 1, 1, f"cannot read file: {exc.strerror}")]
+        ) from None

@@ -1,0 +1,3 @@
+def second_largest(numbers):
+    numbers.sort()
+    return numbers[-2]

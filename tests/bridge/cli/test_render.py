@@ -1,0 +1,98 @@
+"""`evalrelay render --target`: the vendor body a worker would send, and never a key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from bridge.cli.main import cli
+from tests.conftest import WriteFiles
+
+TARGETS = """\
+targets:
+  - {name: gpt, provider: openai, model: gpt-5, api: responses}
+  - {name: claude, provider: anthropic, model: claude-sonnet-4-5, max_output_tokens: 100}
+  - {name: gem, provider: gemini, model: gemini-2.5-pro, system_prompt: Target prompt}
+  - {name: local, provider: openai-compatible, base_url: "http://127.0.0.1:1/v1", model: q,
+     max_output_tokens: 7, api_key: "${LOCAL_KEY}"}
+  - {name: agent, provider: codex}
+"""
+CASE = """\
+evalcases:
+  - id: chat
+    input_messages:
+      - {role: user, content: Hi}
+      - {role: assistant, content: Hello}
+      - {role: user, content: Bye}
+"""
+
+
+def render(project: WriteFiles, target: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    root = project({"targets.yaml": TARGETS, "case.yaml": CASE})
+    result = CliRunner(env=env).invoke(
+        cli, ["render", "--json", "--target", target, str(root / "case.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    record: dict[str, Any] = json.loads(result.output)
+    return record
+
+
+def test_openai_responses_wire(project: WriteFiles) -> None:
+    assert render(project, "gpt")["wire"] == {
+        "model": "gpt-5",
+        "instructions": "You are a careful assistant.",
+        "input": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Bye"},
+        ],
+    }
+
+
+def test_anthropic_wire(project: WriteFiles) -> None:
+    assert render(project, "claude")["wire"] == {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "system": "You are a careful assistant.",
+        "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Bye"},
+        ],
+    }
+
+
+def test_target_system_prompt_reaches_the_wire(project: WriteFiles) -> None:
+    record = render(project, "gem")
+    assert record["api_messages"][0] == {"role": "system", "content": "Target prompt"}
+    assert record["wire"]["systemInstruction"] == {"parts": [{"text": "Target prompt"}]}
+
+
+def test_openai_compatible_uses_max_tokens_and_never_prints_the_key(project: WriteFiles) -> None:
+    record = render(project, "local", env={"LOCAL_KEY": "sk-very-secret-value"})
+    assert record["wire"]["max_tokens"] == 7
+    assert "sk-very-secret-value" not in json.dumps(record)
+
+
+def test_agent_target_has_no_wire_body(project: WriteFiles) -> None:
+    assert render(project, "agent")["wire"] is None
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_unknown_target_is_one_clear_error(project: WriteFiles, as_json: bool) -> None:
+    root = project({"targets.yaml": TARGETS, "case.yaml": CASE})
+    args = ["render", "--target", "nope", str(root / "case.yaml")] + (["--json"] if as_json else [])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert "unknown target 'nope'" in str(result.exception)
+
+
+def test_readable_view_shows_question_and_messages(project: WriteFiles) -> None:
+    root = project({"case.yaml": CASE})
+    result = CliRunner().invoke(cli, ["render", str(root / "case.yaml")])
+    assert result.exit_code == 0
+    assert "[User]: Hi" in result.output
+    assert "[assistant] Hello" in result.output

@@ -1,0 +1,236 @@
+"""`evalrelay validate`: each error as path:line:column with its case, exit 1; else exit 0."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bridge.cli.main import cli
+from tests.conftest import WriteFiles
+
+GOOD = """\
+evalcases:
+  - id: hello
+    input_messages:
+      - {role: user, content: Hi}
+  - id: review
+    expected_outcome: Names the bug
+    input_messages:
+      - role: user
+        content: [{type: text, value: Review}, {type: file, value: /src/app.py}]
+"""
+
+
+def validate(*paths: Path) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(cli, ["validate", *map(str, paths)])
+    return result.exit_code, result.stdout.splitlines()
+
+
+def test_good_files_print_a_count_each_and_exit_0(project: WriteFiles) -> None:
+    root = project(
+        {
+            "src/app.py": "print(1)\n",
+            "evals/a.yaml": GOOD,
+            "evals/sub/b.yml": "evalcases: [{id: x, input_messages: [{role: user, content: y}]}]\n",
+        }
+    )
+    code, lines = validate(root / "evals")
+    assert code == 0
+    assert lines == [f"{root}/evals/a.yaml: 2 cases OK", f"{root}/evals/sub/b.yml: 1 case OK"]
+
+
+def test_yaml_syntax_error_names_line_and_column(project: WriteFiles) -> None:
+    root = project({"bad.yaml": "evalcases:\n  - id: [1, 2\n    input_messages: x\n"})
+    code, lines = validate(root / "bad.yaml")
+    assert code == 1
+    assert lines == [f"{root}/bad.yaml:3:19: YAML syntax error: expected ',' or ']', but got ':'"]
+
+
+def test_duplicate_key_is_an_error(project: WriteFiles) -> None:
+    root = project({"dup.yaml": "evalcases:\n  - id: a\n    id: b\n    input_messages: []\n"})
+    code, lines = validate(root / "dup.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/dup.yaml:3:5: duplicate key 'id': each key may appear once; remove or rename one"
+    ]
+
+
+def test_unknown_key_suggests_the_nearest_known_one(project: WriteFiles) -> None:
+    root = project(
+        {
+            "typo.yaml": """\
+        evalcases:
+          - id: greet
+            input_mesages:
+              - {role: user, content: Hi}
+        """
+        }
+    )
+    code, lines = validate(root / "typo.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/typo.yaml:2:5: case 'greet': missing required key 'input_messages' "
+        "in evalcases[0]",
+        f"{root}/typo.yaml:3:5: case 'greet': unknown key 'input_mesages' in evalcases[0]; "
+        "did you mean 'input_messages'?",
+    ]
+
+
+def test_missing_id_names_the_case_by_position(project: WriteFiles) -> None:
+    root = project(
+        {
+            "noid.yaml": """\
+        evalcases:
+          - id: first
+            input_messages: [{role: user, content: Hi}]
+          - input_messages: [{role: user, content: Hi}]
+        """
+        }
+    )
+    code, lines = validate(root / "noid.yaml")
+    assert code == 1
+    assert lines == [f"{root}/noid.yaml:4:5: case '#2': missing required key 'id' in evalcases[1]"]
+
+
+def test_missing_file_is_an_error_never_a_silent_drop(project: WriteFiles) -> None:
+    root = project(
+        {
+            "evals/m.yaml": """\
+        evalcases:
+          - id: m
+            input_messages:
+              - role: user
+                content: [{type: file, value: ./nowhere.md}]
+        """
+        }
+    )
+    code, lines = validate(root / "evals/m.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/evals/m.yaml:5:39: case 'm': file './nowhere.md' not found "
+        "(looked for evals/nowhere.md, nowhere.md); create it or fix the path "
+        "(a leading '/' means the project root)"
+    ]
+
+
+def test_path_escaping_the_root_is_refused(project: WriteFiles, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("top secret")
+    root = project(
+        {
+            "e.yaml": """\
+        evalcases:
+          - id: escape
+            input_messages:
+              - role: user
+                content: [{type: file, value: ../secret.txt}]
+        """
+        }
+    )
+    code, lines = validate(root / "e.yaml")
+    assert code == 1
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        f"{root}/e.yaml:5:39: case 'escape': file '../secret.txt' resolves to"
+    )
+    assert "outside the project root" in lines[0]
+
+
+def test_symlink_escaping_the_root_is_refused(project: WriteFiles, tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("top secret")
+    root = project(
+        {
+            "e.yaml": """\
+        evalcases:
+          - id: link
+            input_messages:
+              - role: user
+                content: [{type: file, value: innocent.txt}]
+        """
+        }
+    )
+    os.symlink(tmp_path / "secret.txt", root / "innocent.txt")
+    code, lines = validate(root / "e.yaml")
+    assert code == 1
+    assert "file 'innocent.txt' resolves to" in lines[0]
+    assert "outside the project root" in lines[0]
+
+
+def test_binary_and_oversized_files_are_refused(project: WriteFiles) -> None:
+    root = project(
+        {
+            "evalrelay.yaml": "max_file_bytes: 10\n",
+            "big.txt": "x" * 11,
+            "e.yaml": """\
+        evalcases:
+          - id: files
+            input_messages:
+              - role: user
+                content: [{type: file, value: blob.bin}, {type: file, value: big.txt}]
+        """,
+        }
+    )
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
+    code, lines = validate(root / "e.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/e.yaml:5:39: case 'files': file 'blob.bin' is binary; "
+        "only text files can be attached",
+        f"{root}/e.yaml:5:70: case 'files': file 'big.txt' is 11 bytes, over the 10-byte limit; "
+        "attach a smaller file or raise max_file_bytes in evalrelay.yaml",
+    ]
+
+
+def test_all_errors_of_a_file_are_reported_at_once(project: WriteFiles) -> None:
+    root = project(
+        {
+            "many.yaml": """\
+        evalcases:
+          - id: a
+            input_messages: [{role: robot, content: x}]
+          - id: a
+            repeats: 0
+            input_messages: [{role: user, content: [{type: file, value: gone.md}]}]
+        """
+        }
+    )
+    code, lines = validate(root / "many.yaml")
+    assert code == 1
+    assert [line.split(": ", 1)[0] for line in lines] == [
+        f"{root}/many.yaml:3:22",
+        f"{root}/many.yaml:4:9",
+        f"{root}/many.yaml:5:14",
+        f"{root}/many.yaml:6:65",
+    ]
+
+
+def test_unknown_target_name_is_reported_at_its_key(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: fast, provider: mock}\n",
+            "t.yaml": """\
+        target: fast
+        evalcases:
+          - id: a
+            execution: {target: slow}
+            input_messages: [{role: user, content: x}]
+        """,
+        }
+    )
+    code, lines = validate(root / "t.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/t.yaml:4:25: case 'a': unknown target 'slow' in {root}/targets.yaml; "
+        "available: fast, mock"
+    ]
+
+
+def test_one_bad_file_does_not_hide_the_good_ones(project: WriteFiles) -> None:
+    root = project({"src/app.py": "x", "ok.yaml": GOOD, "bad.yaml": "evalcases: []\n"})
+    code, lines = validate(root / "bad.yaml", root / "ok.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/bad.yaml:1:12: evalcases: must not be empty",
+        f"{root}/ok.yaml: 2 cases OK",
+    ]

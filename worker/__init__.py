@@ -1,0 +1,1 @@
+"""The executing side of evalrelay: Celery workers that run jobs and report results."""
