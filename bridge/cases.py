@@ -93,8 +93,12 @@ def eval_files_under(paths: Sequence[Path]) -> list[Path]:
 
 def _is_eval_file(path: Path, folder: Path) -> bool:
     hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
-    return (path.suffix in EVAL_SUFFIXES and path.name not in NOT_EVAL_FILES and not hidden
-            and path.is_file())
+    return (
+        path.suffix in EVAL_SUFFIXES
+        and path.name not in NOT_EVAL_FILES
+        and not hidden
+        and path.is_file()
+    )
 
 
 def _check_raw(

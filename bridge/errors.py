@@ -34,3 +34,7 @@ class InvalidFileError(EvalrelayError):
 
 class TargetError(EvalrelayError):
     """Raised when a target is unknown, or cannot be used as configured on this machine."""
+
+
+class PrerequisiteError(EvalrelayError):
+    """Raised when something evalrelay needs is missing or unreachable: Redis, an SDK, a binary."""

@@ -208,3 +208,8 @@ QUEUE_FOR_KIND = {
     "cli": "agent.cli",
 }
 """Which Celery queue runs jobs of each provider kind."""
+
+DEFAULT_KEY_VARIABLES = frozenset(
+    cls.KEY_ENV for cls in (OpenAITarget, AzureTarget, AnthropicTarget, GeminiTarget) if cls.KEY_ENV
+)
+"""The variables API providers read keys from when a target names none."""

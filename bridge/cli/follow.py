@@ -1,0 +1,80 @@
+"""Following a campaign to its end: the collector, a live progress bar, a summary table."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import redis
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from bridge.campaigns import CampaignInfo, progress
+from bridge.collector import Collector
+from bridge.results_file import results_path
+from bridge.summary import CampaignSummary
+
+STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
+
+
+def follow_campaign(
+    client: redis.Redis, info: CampaignInfo, console: Console, consumer: str | None = None
+) -> CampaignSummary:
+    """Collect the campaign's results until every job has one; returns its summary."""
+    out_dir = Path(info.out_dir)
+    collector = Collector(
+        client, consumer or f"run-{info.campaign_id}", lambda _: out_dir, lambda _: info.total
+    )
+    started = time.monotonic()
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+    )
+    try:
+        with Progress(*columns, console=console, transient=False) as bar:
+            task = bar.add_task("jobs", total=info.total, counts="", rate="")
+            while True:
+                collector.poll([info.campaign_id], block_ms=250)
+                state = progress(client, info.campaign_id)
+                rate = state.done / max(time.monotonic() - started, 1e-6)
+                bar.update(
+                    task,
+                    completed=state.done,
+                    total=state.total,
+                    counts=counts_text(state.counts),
+                    rate=f"{rate:.1f}/s",
+                )
+                if state.finished:
+                    break
+    finally:
+        summary = collector.results_file(info.campaign_id).summary
+        collector.close()
+    return summary
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return " ".join(f"[{STATUS_STYLES.get(k, 'red')}]{k} {v}[/]" for k, v in sorted(counts.items()))
+
+
+def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary) -> None:
+    table = Table(title=f"campaign {info.campaign_id}")
+    table.add_column("target")
+    table.add_column("results", justify="right")
+    table.add_column("mean score", justify="right")
+    for status in sorted(summary.counts):
+        table.add_column(status, justify="right", style=STATUS_STYLES.get(status, "red"))
+    for name, target in sorted(summary.targets.items()):
+        mean = target.mean_score
+        table.add_row(
+            name,
+            str(target.results),
+            "-" if mean is None else f"{mean:.3f}",
+            *(str(target.counts.get(s, 0)) for s in sorted(summary.counts)),
+        )
+    console.print(table)
+    console.print(f"results: {results_path(Path(info.out_dir), info.campaign_id)}")

@@ -1,0 +1,126 @@
+"""`evalrelay run`: submit a campaign, show its progress, collect its results, summarise."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from bridge.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
+from bridge.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from bridge.cli.follow import follow_campaign, print_summary
+from bridge.errors import InvalidFileError
+from bridge.jobs import Job
+from bridge.project import Project
+from bridge.runtime import open_runtime
+from bridge.targets import Targets
+
+
+@click.command("run")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--target", help="Run every case on this target.")
+@click.option("--repeats", type=click.IntRange(min=1), help="Run each case this many times.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Results folder (default: the project's results_dir, `results`).",
+)
+@click.option(
+    "--local-worker",
+    is_flag=True,
+    help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Submit and exit; an `evalrelay collect` service writes the results.",
+)
+@click.option(
+    "--min-score", type=click.FloatRange(0, 1), help="Exit 1 when the mean score is below this."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Jobs at once in the in-process worker.",
+)
+def run_command(
+    paths: tuple[Path, ...],
+    target: str | None,
+    repeats: int | None,
+    out: Path | None,
+    local_worker: bool,
+    detach: bool,
+    min_score: float | None,
+    concurrency: int,
+) -> None:
+    """Run the eval files (or folders of them) in PATHS as one campaign."""
+    files = load_all(paths)
+    campaign_id = new_campaign_id(files)
+    jobs = plan_jobs(campaign_id, files, target, repeats)
+    out_dir = (out or default_out(files)).resolve()
+    console = Console(stderr=True)
+    with open_runtime(
+        worker=not detach, force_local_worker=local_worker, concurrency=concurrency
+    ) as runtime:
+        if runtime.embedded or local_worker:
+            check_targets_here(files, jobs)
+        info = CampaignInfo(
+            campaign_id=campaign_id,
+            created_at=datetime.now(UTC),
+            sources=[str(f.path) for f in files],
+            targets=sorted({j.target.name for j in jobs}),
+            total=len(jobs),
+            out_dir=str(out_dir),
+            collector="service" if detach else "run",
+        )
+        submit(runtime.client, runtime.queue, info, jobs, files)
+        if detach:
+            click.echo(campaign_id)
+            return
+        console.print(f"campaign [bold]{campaign_id}[/]: {len(jobs)} jobs")
+        try:
+            final = follow_campaign(runtime.client, info, console)
+        except KeyboardInterrupt:
+            cancel(runtime.client, campaign_id)
+            console.print(
+                f"cancelled; finished results are in {out_dir}. "
+                f"Continue with `evalrelay resume {campaign_id}`."
+            )
+            sys.exit(130)
+    print_summary(console, info, final)
+    if min_score is not None and not final.meets(min_score):
+        sys.exit(1)
+
+
+def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
+    """Every eval file, or one error listing every problem in all of them."""
+    files, problems = [], []
+    for path in eval_files_under(paths):
+        try:
+            files.append(load_eval_file(path))
+        except InvalidFileError as exc:
+            problems += exc.diagnostics
+    if problems:
+        raise InvalidFileError(problems)
+    if not files:
+        raise click.ClickException("no .yaml or .yml eval files found in the paths given")
+    return files
+
+
+def default_out(files: list[LoadedEvalFile]) -> Path:
+    project: Project = files[0].project
+    return project.root / project.config.results_dir
+
+
+def check_targets_here(files: list[LoadedEvalFile], jobs: list[Job]) -> None:
+    """When this machine runs the jobs, a target it cannot use fails now, not once per job."""
+    used = {job.target.name for job in jobs}
+    for loaded in files:
+        targets = Targets.load(loaded.project.root)
+        for name in sorted(used & targets.by_name.keys()):
+            targets.get(name).settings()

@@ -1,0 +1,127 @@
+"""A job: one case, on one target, one repeat; everything a worker anywhere needs to run it.
+
+Jobs travel as JSON. They carry the built request, the target's settings as written
+(`${VAR}` references unresolved, so keys stay in workers' environments) and the
+content hashes of attached files, whose text lives once in Redis (`bridge.blobs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.cases import LoadedCase
+from bridge.evaluators import EvaluatorSpec
+from bridge.files import ResolvedFile
+from bridge.prompt import PromptRequest, render
+from bridge.targets import Target
+
+DEFAULT_TIMEOUT_SECONDS = {
+    "api": 300.0,
+    "agent.vscode": 1800.0,
+    "agent.codex": 1800.0,
+    "agent.cli": 1800.0,
+}
+"""Per-queue time limit of one job when neither the case nor the target sets one."""
+
+
+class AttachedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    display_path: str
+    project_path: str
+    sha256: str
+    is_guideline: bool
+
+
+class TargetRef(BaseModel):
+    """The target as written in targets.yaml; workers resolve variables from their environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kind: str
+    queue: str
+    settings: dict[str, Any]
+
+
+class Job(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign_id: str
+    job_id: str
+    case_id: str
+    dataset: str
+    repeat: int = 0
+    attempt: int = 1
+    target: TargetRef
+    request: PromptRequest
+    outcome: str | None = None
+    reference_answer: str | None = None
+    """The first expected message, rendered; the grader compares against it."""
+    files: list[AttachedFile] = Field(default_factory=list)
+    evaluators: list[EvaluatorSpec] = Field(default_factory=list)
+    timeout_seconds: float
+    conversation_id: str | None = None
+
+    def next_attempt(self) -> Job:
+        return self.model_copy(update={"attempt": self.attempt + 1})
+
+
+def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: int) -> str:
+    """Deterministic: the same case, target and repeat in a campaign is always the same job."""
+    key = "\0".join((campaign_id, dataset, case_id, target, str(repeat)))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def build_job(
+    campaign_id: str,
+    dataset: str,
+    case: LoadedCase,
+    target: Target,
+    repeat: int,
+    *,
+    evaluators: list[EvaluatorSpec] | None = None,
+    timeout_seconds: float | None = None,
+) -> Job:
+    system_prompt = target.raw.get("system_prompt")
+    spec = case.case
+    expected = case.expected[0] if case.expected else None
+    return Job(
+        campaign_id=campaign_id,
+        job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
+        case_id=case.id,
+        dataset=dataset,
+        repeat=repeat,
+        target=TargetRef(
+            name=target.name, kind=target.kind, queue=target.queue, settings=target.raw
+        ),
+        request=case.request(system_prompt if isinstance(system_prompt, str) else None),
+        outcome=spec.outcome,
+        reference_answer=render(expected) if expected else None,
+        files=[attached(f) for f in case.files()],
+        evaluators=list(case.case.evaluator_specs() or evaluators or []),
+        timeout_seconds=(
+            spec.timeout_seconds
+            or timeout_seconds
+            or _target_timeout(target)
+            or DEFAULT_TIMEOUT_SECONDS[target.queue]
+        ),
+        conversation_id=spec.conversation_id,
+    )
+
+
+def attached(file: ResolvedFile) -> AttachedFile:
+    return AttachedFile(
+        display_path=file.display_path,
+        project_path=file.project_path,
+        sha256=file.sha256,
+        is_guideline=file.is_guideline,
+    )
+
+
+def _target_timeout(target: Target) -> float | None:
+    value = target.raw.get("timeout_seconds")
+    return float(value) if isinstance(value, int | float) else None

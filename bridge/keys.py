@@ -1,0 +1,79 @@
+"""Every Redis key evalrelay uses, built in one place from one prefix."""
+
+from __future__ import annotations
+
+PREFIX = "evalrelay"
+
+
+def campaigns_key() -> str:
+    """Sorted set of campaign ids, scored by creation time."""
+    return f"{PREFIX}:campaigns"
+
+
+def campaign_key(campaign_id: str) -> str:
+    """Hash: the campaign's metadata (a `CampaignInfo`)."""
+    return f"{PREFIX}:campaign:{campaign_id}"
+
+
+def manifest_key(campaign_id: str) -> str:
+    """Set: the ids of every job the campaign expects a result for."""
+    return f"{PREFIX}:campaign:{campaign_id}:jobs"
+
+
+def counts_key(campaign_id: str) -> str:
+    """Hash: collected results by status, kept by the collector."""
+    return f"{PREFIX}:campaign:{campaign_id}:counts"
+
+
+def collected_key(campaign_id: str) -> str:
+    """Set: ids of the jobs whose result is in the campaign's JSONL file."""
+    return f"{PREFIX}:campaign:{campaign_id}:collected"
+
+
+def cancel_key(campaign_id: str) -> str:
+    """String: present while the campaign is cancelled; workers then skip its jobs."""
+    return f"{PREFIX}:campaign:{campaign_id}:cancelled"
+
+
+def results_stream_key(campaign_id: str) -> str:
+    """Stream: results as workers finish them, read by the collector's consumer group."""
+    return f"{PREFIX}:results:{campaign_id}"
+
+
+def job_key(job_id: str) -> str:
+    """String: the job's JSON, kept so the reaper, resume and retry can send it again."""
+    return f"{PREFIX}:job:{job_id}"
+
+
+def done_key(job_id: str) -> str:
+    """String: the highest attempt of the job whose result is in the stream."""
+    return f"{PREFIX}:done:{job_id}"
+
+
+def lease_key(job_id: str) -> str:
+    """String with a TTL: the token of the worker running the job, renewed by its heartbeat."""
+    return f"{PREFIX}:lease:{job_id}"
+
+
+def inflight_key() -> str:
+    """Sorted set: running job ids, scored by when their lease runs out."""
+    return f"{PREFIX}:inflight"
+
+
+def reaper_lock_key() -> str:
+    """String with a TTL: held by the one process re-queuing jobs whose lease expired."""
+    return f"{PREFIX}:reaper"
+
+
+def blob_key(sha256: str) -> str:
+    """String: an attached file's text, by content hash."""
+    return f"{PREFIX}:blob:{sha256}"
+
+
+def workers_key() -> str:
+    """Hash: worker name to its last heartbeat (JSON), for `evalrelay status`."""
+    return f"{PREFIX}:workers"
+
+
+COLLECTOR_GROUP = "collectors"
+"""The consumer group every collector reads result streams through."""

@@ -1,0 +1,107 @@
+"""The Celery app of the workers and its settings.
+
+`celery -A worker.app inspect ping` and Flower work against it as usual: the app reads
+`EVALRELAY_REDIS_URL` (default: the Redis on 127.0.0.1:6379).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+import redis
+from celery import Celery, signals
+from kombu import Queue
+
+from bridge.connection import broker_url, configured_url
+from bridge.keys import workers_key
+from bridge.queue import MAX_JOB_SECONDS, QUEUES, JobQueue
+from bridge.reaper import Reaper
+from worker.tasks import register_tasks
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+
+VISIBILITY_TIMEOUT_SECONDS = int(MAX_JOB_SECONDS + 2 * 3600)
+"""Longer than the longest hard time limit, so the broker never re-delivers a live job.
+Dead workers' jobs come back through leases and the reaper, not through this."""
+
+WORKER_HEARTBEAT_SECONDS = 10.0
+
+_clients: dict[str, redis.Redis] = {}
+
+
+def create_app(redis_url: str | None = None) -> Celery:
+    url = redis_url or configured_url() or DEFAULT_URL
+    app = Celery("evalrelay", broker=broker_url(url), set_as_current=False)
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        event_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_ignore_result=True,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS},
+        visibility_timeout=VISIBILITY_TIMEOUT_SECONDS,
+        worker_send_task_events=True,
+        task_send_sent_event=True,
+        task_default_queue="api",
+        task_queues=[Queue(name) for name in QUEUES],
+        worker_hijack_root_logger=False,
+    )
+    app.conf.evalrelay_redis_url = url
+    register_tasks(app, lambda: redis_client(url))
+    return app
+
+
+def redis_client(url: str) -> redis.Redis:
+    """One client per process and URL (redis-py's pool reconnects after a fork)."""
+    if url not in _clients:
+        _clients[url] = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+    return _clients[url]
+
+
+@signals.worker_ready.connect
+def _on_worker_ready(sender: Any = None, **_: Any) -> None:
+    start_background(sender)
+
+
+def start_background(consumer: Any) -> None:
+    """Each worker reaps expired leases and reports itself for `evalrelay status`."""
+    app = consumer.app
+    client = redis_client(app.conf.evalrelay_redis_url)
+    name = consumer.hostname
+    queue = JobQueue(app)
+    Reaper(client, lambda job: queue.send([job]), owner=name).start()
+    info = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "queues": sorted(q.name for q in app.amqp.queues.consume_from.values())
+        if app.amqp.queues.consume_from
+        else list(QUEUES),
+    }
+    threading.Thread(
+        target=_report, args=(client, name, info), daemon=True, name="evalrelay-worker-heartbeat"
+    ).start()
+
+
+def _report(client: redis.Redis, name: str, info: dict[str, Any]) -> None:
+    while True:
+        try:
+            client.hset(workers_key(), name, json.dumps({**info, "seen": time.time()}))
+        except redis.RedisError as exc:
+            log.warning("worker %s: status heartbeat failed: %s", name, exc)
+        time.sleep(WORKER_HEARTBEAT_SECONDS)
+
+
+app = create_app()

@@ -1,0 +1,111 @@
+"""Running one job's provider call and turning whatever happens into a `Result`.
+
+Every outcome is a result with a status: an answer, a recognised vendor failure, a
+timeout, or an unexpected exception (an `infra_error`). Error texts are scrubbed of
+the values of the secrets this worker holds for the target.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from datetime import UTC, datetime
+
+from bridge.errors import TargetError
+from bridge.jobs import Job
+from bridge.results import ErrorInfo, Result, Status
+from bridge.target_settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
+from bridge.targets import OneTarget, interpolate
+from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
+
+log = logging.getLogger(__name__)
+
+
+def execute(job: Job, worker: str) -> Result:
+    started, clock = datetime.now(UTC), time.monotonic()
+    try:
+        output = call_provider(job, clock + job.timeout_seconds)
+        status, answer, error = Status.OK, output.answer, None
+    except ProviderFailure as failure:
+        output, status, answer = None, failure.status, None
+        error = ErrorInfo(kind=failure.status.value, message=scrub(failure.message, job))
+    except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
+        log.exception("job %s: provider raised", job.job_id)
+        output, status, answer = None, Status.INFRA_ERROR, None
+        error = ErrorInfo(kind=type(exc).__name__, message=scrub(str(exc), job))
+    return Result(
+        campaign_id=job.campaign_id,
+        job_id=job.job_id,
+        case_id=job.case_id,
+        dataset=job.dataset,
+        target=job.target.name,
+        repeat=job.repeat,
+        attempt=job.attempt,
+        status=status,
+        answer=answer,
+        raw_request=job.request,
+        usage=output.usage if output else None,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        duration_ms=int((time.monotonic() - clock) * 1000),
+        worker=worker,
+        error=error,
+        artifacts=_artifacts(output),
+    )
+
+
+def call_provider(job: Job, deadline: float) -> ProviderOutput:
+    try:
+        settings = OneTarget.model_validate(
+            {"target": interpolate(job.target.settings, _Environment())}
+        ).target
+    except TargetError as exc:
+        raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
+    return provider_for(settings).run(job, deadline)
+
+
+class _Environment(dict[str, str]):
+    """This worker's environment; a missing variable names itself and this machine."""
+
+    def __missing__(self, key: str) -> str:
+        value = os.environ.get(key)
+        if value is None:
+            raise TargetError(
+                f"environment variable {key} is not set on worker host "
+                f"{os.uname().nodename}; set it where the workers run"
+            )
+        return value
+
+
+def scrub(text: str, job: Job) -> str:
+    """The text with the values of the target's secret variables masked."""
+    for name in _secret_names(job):
+        value = os.environ.get(name)
+        if value and len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
+
+
+def _secret_names(job: Job) -> set[str]:
+    names = set(DEFAULT_KEY_VARIABLES)
+    key = job.target.settings.get("api_key")
+    match = ENV_REFERENCE.fullmatch(key.strip()) if isinstance(key, str) else None
+    if match:
+        names.add(match.group(1) or match.group(2))
+    return names
+
+
+def _artifacts(output: ProviderOutput | None) -> dict[str, object]:
+    if output is None:
+        return {}
+    extra = {
+        k: v
+        for k, v in (
+            ("model", output.model),
+            ("finish_reason", output.finish_reason),
+            ("request_id", output.request_id),
+        )
+        if v is not None
+    }
+    return {**extra, **output.artifacts}

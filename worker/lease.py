@@ -1,0 +1,108 @@
+"""The lease a worker holds on a job while it runs it, renewed by a heartbeat thread.
+
+A second delivery of the same job finds the lease and leaves. A worker that dies stops
+renewing; the lease runs out and the reaper (`bridge.reaper`) sends the job again, long
+before the broker's visibility timeout would.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+from bridge.keys import inflight_key, lease_key
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
+"""How long a lease outlives its last heartbeat; heartbeats come three times as often."""
+
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+  return 1
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+class Lease:
+    def __init__(self, client: redis.Redis, job_id: str, token: str, seconds: float) -> None:
+        self.client = client
+        self.job_id = job_id
+        self.token = token
+        self.seconds = seconds
+        self.lost = threading.Event()
+
+    @classmethod
+    def acquire(
+        cls, client: redis.Redis, job_id: str, owner: str, seconds: float = LEASE_SECONDS
+    ) -> Lease | None:
+        """The lease, or None when another live worker holds it."""
+        token = f"{owner}:{uuid.uuid4().hex}"
+        if not client.set(lease_key(job_id), token, nx=True, px=int(seconds * 1000)):
+            return None
+        client.zadd(inflight_key(), {job_id: _expiry_ms(seconds)})
+        return cls(client, job_id, token, seconds)
+
+    def renew(self) -> bool:
+        renewed = self.client.eval(
+            _RENEW,
+            2,
+            lease_key(self.job_id),
+            inflight_key(),
+            self.token,
+            int(self.seconds * 1000),
+            _expiry_ms(self.seconds),
+            self.job_id,
+        )
+        return bool(renewed)
+
+    def release(self) -> None:
+        self.client.eval(
+            _RELEASE, 2, lease_key(self.job_id), inflight_key(), self.token, self.job_id
+        )
+
+    @contextmanager
+    def heartbeat(self) -> Iterator[Lease]:
+        stop = threading.Event()
+        thread = threading.Thread(
+            target=self._beat, args=(stop,), daemon=True, name=f"lease-{self.job_id[:8]}"
+        )
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+
+    def _beat(self, stop: threading.Event) -> None:
+        while not stop.wait(self.seconds / 3):
+            try:
+                if not self.renew():
+                    log.warning("job %s: lease lost; another worker may run it", self.job_id)
+                    self.lost.set()
+                    return
+            except redis.RedisError as exc:
+                log.warning("job %s: lease heartbeat failed: %s", self.job_id, exc)
+
+
+def _expiry_ms(seconds: float) -> int:
+    return int((time.time() + seconds) * 1000)

@@ -1,0 +1,94 @@
+"""What a provider is, how providers are found, and how their failures become statuses.
+
+A provider has one required method, `run(job, deadline)`. Known failures surface as
+`ProviderFailure` with a status; anything else is an `infra_error`. Providers register
+in a map from kind to a factory, so an SDK is imported only when its kind is used.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.jobs import Job
+from bridge.results import Status, Usage
+from bridge.target_settings import TargetSettings
+
+
+class ProviderOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    answer: str
+    usage: Usage | None = None
+    model: str | None = None
+    finish_reason: str | None = None
+    request_id: str | None = None
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProviderFailure(Exception):
+    """Raised by a provider for a failure it recognises; carries the result status."""
+
+    def __init__(self, status: Status, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+class Provider(ABC):
+    """One kind of system under test."""
+
+    def __init__(self, settings: TargetSettings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        """Answer the job before `deadline` (a `time.monotonic()` value) or raise."""
+
+    @staticmethod
+    def remaining(deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
+        return left
+
+
+ProviderFactory = Callable[[TargetSettings], Provider]
+
+_factories: dict[str, ProviderFactory] = {}
+_builtins_loaded = False
+
+
+def register(kinds: tuple[str, ...], factory: ProviderFactory) -> None:
+    for kind in kinds:
+        _factories[kind] = factory
+
+
+def unregister(kinds: tuple[str, ...]) -> None:
+    for kind in kinds:
+        _factories.pop(kind, None)
+
+
+def provider_for(settings: TargetSettings) -> Provider:
+    _load_builtins()
+    try:
+        factory = _factories[settings.provider]
+    except KeyError:
+        raise ProviderFailure(
+            Status.INFRA_ERROR, f"this worker has no provider for kind '{settings.provider}'"
+        ) from None
+    return factory(settings)
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        from worker.providers import mock
+
+        mock.register_provider()
+        _builtins_loaded = True

@@ -1,0 +1,63 @@
+"""The `mock` provider: canned, echoed or per-case answers, latency and injected failures.
+
+It serves the quick start, the tests and the benchmarks. Injected failures are drawn from
+a hash of the job id and attempt, so a run is reproducible and a retry can succeed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+from bridge.jobs import Job
+from bridge.prompt import PromptRequest
+from bridge.results import Status
+from bridge.target_settings import MockTarget, TargetSettings
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput, register
+
+
+class MockProvider(Provider):
+    settings: MockTarget
+
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        latency = self.settings.latency_ms / 1000
+        if latency:
+            if latency > self.remaining(deadline):
+                time.sleep(self.remaining(deadline))
+                raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
+            time.sleep(latency)
+        if self._fails(job):
+            raise ProviderFailure(
+                Status(self.settings.failure_kind),
+                f"injected {self.settings.failure_kind} (mock failure_rate)",
+            )
+        return ProviderOutput(answer=self._answer(job), model="mock", finish_reason="stop")
+
+    def _answer(self, job: Job) -> str:
+        if job.case_id in self.settings.responses:
+            return self.settings.responses[job.case_id]
+        if self.settings.echo:
+            return last_user_text(job.request)
+        return self.settings.response
+
+    def _fails(self, job: Job) -> bool:
+        if self.settings.failure_rate <= 0:
+            return False
+        digest = hashlib.sha256(f"{job.job_id}:{job.attempt}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.settings.failure_rate
+
+
+def last_user_text(request: PromptRequest) -> str:
+    if request.chat_prompt is None:
+        return request.question
+    users = [m.content for m in request.chat_prompt if m.role == "user"]
+    return users[-1] if users else ""
+
+
+def _factory(settings: TargetSettings) -> Provider:
+    assert isinstance(settings, MockTarget)
+    return MockProvider(settings)
+
+
+def register_provider() -> None:
+    register(("mock",), _factory)

@@ -1,0 +1,63 @@
+"""`run_case`: run one job under a lease, publish its result once, whatever happens."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from celery import Celery, Task
+
+from bridge.jobs import Job
+from bridge.keys import cancel_key
+from bridge.queue import RUN_CASE
+from worker.execute import execute
+from worker.lease import Lease
+from worker.publish import is_done, publish
+
+log = logging.getLogger(__name__)
+
+
+def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
+    @app.task(
+        name=RUN_CASE,
+        bind=True,
+        shared=False,
+        lazy=False,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        ignore_result=True,
+    )
+    def run_case(self: Task, payload: dict[str, Any]) -> str:
+        job = Job.model_validate(payload)
+        return run_job(client(), job, self.request.hostname or "worker")
+
+
+def run_job(client: redis.Redis, job: Job, worker: str) -> str:
+    """Run the job unless it is cancelled, done, or running elsewhere; say which."""
+    if client.exists(cancel_key(job.campaign_id)):
+        log.info("job %s: campaign %s is cancelled; skipped", job.job_id, job.campaign_id)
+        return "cancelled"
+    if is_done(client, job.job_id, job.attempt):
+        log.info("job %s: already done; duplicate delivery ignored", job.job_id)
+        return "duplicate"
+    lease = Lease.acquire(client, job.job_id, worker)
+    if lease is None:
+        log.info("job %s: running on another worker; duplicate delivery ignored", job.job_id)
+        return "running-elsewhere"
+    try:
+        if is_done(client, job.job_id, job.attempt):  # finished between our check and the lease
+            return "duplicate"
+        with lease.heartbeat():
+            result = execute(job, worker)
+            published = publish(client, result)
+    finally:
+        lease.release()
+    log.info(
+        "job %s: %s (%s)",
+        job.job_id,
+        result.status.value,
+        "published" if published else "already published",
+    )
+    return result.status.value
