@@ -156,7 +156,7 @@ def load_info(client: redis.Redis, campaign_id: str) -> CampaignInfo:
 
 
 def list_campaigns(client: redis.Redis, limit: int = 20) -> list[CampaignInfo]:
-    ids = client.zrevrange(campaigns_key(), 0, limit - 1)
+    ids = [str(i) for i in client.zrevrange(campaigns_key(), 0, limit - 1)]
     raws = client.mget([campaign_key(i) for i in ids]) if ids else []
     return [CampaignInfo.model_validate_json(raw) for raw in raws if raw]
 
@@ -171,7 +171,7 @@ def progress(client: redis.Redis, campaign_id: str) -> Progress:
 
 
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
-    ids = sorted(client.smembers(manifest_key(campaign_id)))
+    ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
     for chunk in _chunks(ids, WRITE_CHUNK):
         for raw in client.mget([job_key(i) for i in chunk]):
             if raw is not None:

@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import redis
 from pydantic import ValidationError
@@ -61,11 +62,16 @@ class Collector:
         self._maybe_write_summaries()
         return written
 
-    def close(self) -> None:
-        for file in self.files.values():
+    def finish(self, campaign_id: str) -> None:
+        """Write the campaign's final summary and close its file."""
+        file = self.files.pop(campaign_id, None)
+        if file is not None:
             file.write_summary()
             file.close()
-        self.files.clear()
+
+    def close(self) -> None:
+        for campaign_id in list(self.files):
+            self.finish(campaign_id)
 
     def results_file(self, campaign_id: str) -> ResultsFile:
         if campaign_id not in self.files:
@@ -80,8 +86,8 @@ class Collector:
         """Make Redis's counts agree with the file, which a crash may have left ahead of them."""
         pipe = self.client.pipeline(transaction=True)
         pipe.delete(counts_key(campaign_id), collected_key(campaign_id))
-        if file.summary.counts:
-            pipe.hset(counts_key(campaign_id), mapping=file.summary.counts)
+        for status, count in file.summary.counts.items():
+            pipe.hset(counts_key(campaign_id), status, count)
         ids = sorted(file.job_ids)
         for start in range(0, len(ids), 10_000):
             pipe.sadd(collected_key(campaign_id), *ids[start : start + 10_000])
@@ -120,12 +126,11 @@ class Collector:
         return self._xread({results_stream_key(c): ">" for c in campaigns}, block_ms)
 
     def _xread(self, streams: dict[str, str], block_ms: int | None) -> list[tuple[str, Entry]]:
-        reply = self.client.xreadgroup(
-            COLLECTOR_GROUP,
-            self.consumer,
-            streams,  # type: ignore[arg-type]
-            count=500,
-            block=block_ms,
+        # RESP2 (redis-py's default): a list of [stream, entries] pairs.
+        ids = cast(dict[Any, Any], streams)
+        reply = cast(
+            list[Any],
+            self.client.xreadgroup(COLLECTOR_GROUP, self.consumer, ids, count=500, block=block_ms),
         )
         found = []
         for stream, entries in reply or []:

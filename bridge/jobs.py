@@ -16,6 +16,7 @@ from bridge.cases import LoadedCase
 from bridge.evaluators import EvaluatorSpec
 from bridge.files import ResolvedFile
 from bridge.prompt import PromptRequest, render
+from bridge.results import AttemptSummary
 from bridge.targets import Target
 
 DEFAULT_TIMEOUT_SECONDS = {
@@ -65,9 +66,16 @@ class Job(BaseModel):
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     timeout_seconds: float
     conversation_id: str | None = None
+    previous_attempts: list[AttemptSummary] = Field(default_factory=list)
+    """Earlier attempts of this job, carried into its result when it is retried."""
 
-    def next_attempt(self) -> Job:
-        return self.model_copy(update={"attempt": self.attempt + 1})
+    def retried(self, earlier: AttemptSummary) -> Job:
+        return self.model_copy(
+            update={
+                "attempt": max(self.attempt, earlier.attempt) + 1,
+                "previous_attempts": [*self.previous_attempts, earlier],
+            }
+        )
 
 
 def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: int) -> str:

@@ -8,6 +8,7 @@ broker's visibility timeout (which must stay longer than the longest job).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,8 @@ from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, 
 
 log = logging.getLogger(__name__)
 
-REAP_INTERVAL_SECONDS = 5.0
+REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
+"""How often workers look for expired leases."""
 
 _TAKE_EXPIRED = """
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])

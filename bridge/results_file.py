@@ -61,6 +61,25 @@ class ResultsFile:
         self.handle.close()
 
 
+def remove_results(out_dir: Path, campaign_id: str, job_ids: set[str]) -> list[Result]:
+    """Move the lines of these jobs to `<campaign>.attempts.jsonl`; returns the results moved.
+
+    Used by `retry` before it runs the jobs again, so the main file keeps one line per job.
+    """
+    path = results_path(out_dir, campaign_id)
+    kept: list[Result] = []
+    moved: list[Result] = []
+    for result in read_results(path):
+        (moved if result.job_id in job_ids else kept).append(result)
+    attempts = out_dir / f"{campaign_id}.attempts.jsonl"
+    with attempts.open("a", encoding="utf-8") as handle:
+        handle.writelines(r.model_dump_json() + "\n" for r in moved)
+        handle.flush()
+        os.fsync(handle.fileno())
+    write_atomically(path, "".join(r.model_dump_json() + "\n" for r in kept))
+    return moved
+
+
 def read_results(path: Path) -> Iterator[Result]:
     if not path.exists():
         return
@@ -77,9 +96,7 @@ def _drop_torn_tail(path: Path) -> None:
     """A crash mid-write can leave a last line without its newline; it was never acknowledged."""
     if not path.exists() or path.stat().st_size == 0:
         return
-    with path.open("rb+") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) == b"\n":
-            return
-        data = handle.seek(0) or handle.read()
-        handle.truncate(data.rfind(b"\n") + 1)
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        with path.open("rb+") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)

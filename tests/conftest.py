@@ -1,14 +1,30 @@
-"""Shared fixtures: small projects on disk, written by the tests themselves."""
+"""Shared fixtures: projects on disk, a real Redis, real worker processes.
+
+Tests that need Redis use the machine's server on 127.0.0.1:6379 (database 13, flushed
+before and after each test) and fail loudly when it is not there.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import textwrap
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
+
+from bridge.connection import connect
+from bridge.keys import workers_key
 
 WriteFiles = Callable[[dict[str, str]], Path]
+
+TEST_REDIS_URL = os.environ.get("EVALRELAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 
 
 @pytest.fixture
@@ -26,3 +42,101 @@ def project(tmp_path: Path) -> WriteFiles:
         return root
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own EVALRELAY_HOME and no cluster URL unless it sets one."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("EVALRELAY_HOME", str(home))
+    monkeypatch.delenv("EVALRELAY_REDIS_URL", raising=False)
+    return home
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    """The test database of the machine's Redis, empty before and after the test."""
+    client = connect(TEST_REDIS_URL)  # raises, naming the URL, when Redis is down
+    client.flushdb()
+    yield TEST_REDIS_URL
+    client.flushdb()
+
+
+@pytest.fixture
+def client(redis_url: str) -> redis.Redis:
+    return redis.Redis.from_url(redis_url, decode_responses=True)
+
+
+class Processes:
+    """Real evalrelay processes started by a test, each in its own process group."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env = env
+        self.logs = logs
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self,
+        *args: str,
+        name: str,
+        extra_env: dict[str, str] | None = None,
+    ) -> subprocess.Popen[bytes]:
+        log = (self.logs / f"{name}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli.main", *args],
+            env={**self.env, **(extra_env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.started.append(process)
+        return process
+
+    def worker(
+        self, client: redis.Redis, name: str, *args: str, extra_env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """A worker process, returned once it has reported itself ready."""
+        process = self.start("worker", "--name", name, *args, name=name, extra_env=extra_env)
+        wait_for(
+            lambda: any(n == name for n in client.hkeys(workers_key())),
+            30,
+            f"worker {name} to start (log: {self.logs / name}.log)",
+        )
+        return process
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text(errors="replace")
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+@pytest.fixture
+def processes(redis_url: str, tmp_path: Path, private_home: Path) -> Iterator[Processes]:
+    env = {
+        **os.environ,
+        "EVALRELAY_REDIS_URL": redis_url,
+        "EVALRELAY_HOME": str(private_home),
+        "PYTHONUNBUFFERED": "1",
+    }
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    running = Processes(env, logs)
+    yield running
+    running.stop_all()
+
+
+def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds}s waiting for {what}")
+        time.sleep(0.1)
+
+
+def read_jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -16,9 +16,10 @@ from typing import Any
 
 import redis
 from celery import Celery, signals
-from kombu import Queue
+from kombu import Queue  # type: ignore[attr-defined]
 
 from bridge.connection import broker_url, configured_url
+from bridge.jobs import Job
 from bridge.keys import workers_key
 from bridge.queue import MAX_JOB_SECONDS, QUEUES, JobQueue
 from bridge.reaper import Reaper
@@ -58,6 +59,7 @@ def create_app(redis_url: str | None = None) -> Celery:
         task_default_queue="api",
         task_queues=[Queue(name) for name in QUEUES],
         worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
     )
     app.conf.evalrelay_redis_url = url
     register_tasks(app, lambda: redis_client(url))
@@ -82,7 +84,11 @@ def start_background(consumer: Any) -> None:
     client = redis_client(app.conf.evalrelay_redis_url)
     name = consumer.hostname
     queue = JobQueue(app)
-    Reaper(client, lambda job: queue.send([job]), owner=name).start()
+
+    def send(job: Job) -> None:
+        queue.send([job])
+
+    Reaper(client, send, owner=name).start()
     info = {
         "host": socket.gethostname(),
         "pid": os.getpid(),

@@ -52,6 +52,7 @@ def execute(job: Job, worker: str) -> Result:
         worker=worker,
         error=error,
         artifacts=_artifacts(output),
+        attempts=job.previous_attempts,
     )
 
 

@@ -9,9 +9,14 @@ import click
 from rich.console import Console
 from rich.logging import RichHandler
 
+from bridge.cli.collect import collect_command
 from bridge.cli.render import render_command
+from bridge.cli.resume import resume_command
+from bridge.cli.retry import retry_command
 from bridge.cli.run import run_command
+from bridge.cli.status import status_command
 from bridge.cli.validate import validate_command
+from bridge.cli.worker import worker_command
 from bridge.errors import EvalrelayError, InvalidFileError
 
 
@@ -32,7 +37,15 @@ def cli(verbose: int) -> None:
 
 cli.add_command(validate_command)
 cli.add_command(render_command)
-cli.add_command(run_command)
+for command in (
+    run_command,
+    worker_command,
+    collect_command,
+    status_command,
+    resume_command,
+    retry_command,
+):
+    cli.add_command(command)
 
 
 def main() -> None:
@@ -54,3 +67,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -65,13 +65,18 @@ _builtins_loaded = False
 
 
 def register(kinds: tuple[str, ...], factory: ProviderFactory) -> None:
+    """Make `factory` the provider of these kinds; it replaces a built-in of the same kind."""
+    _load_builtins()
     for kind in kinds:
         _factories[kind] = factory
 
 
 def unregister(kinds: tuple[str, ...]) -> None:
+    """Remove these kinds; built-ins come back on the next lookup."""
+    global _builtins_loaded
     for kind in kinds:
         _factories.pop(kind, None)
+    _builtins_loaded = False
 
 
 def provider_for(settings: TargetSettings) -> Provider:
@@ -88,7 +93,8 @@ def provider_for(settings: TargetSettings) -> Provider:
 def _load_builtins() -> None:
     global _builtins_loaded
     if not _builtins_loaded:
+        _builtins_loaded = True
         from worker.providers import mock
 
-        mock.register_provider()
-        _builtins_loaded = True
+        for kind, factory in mock.FACTORIES.items():
+            _factories.setdefault(kind, factory)

@@ -13,7 +13,7 @@ from bridge.jobs import Job
 from bridge.prompt import PromptRequest
 from bridge.results import Status
 from bridge.target_settings import MockTarget, TargetSettings
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput, register
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
 
 class MockProvider(Provider):
@@ -59,5 +59,4 @@ def _factory(settings: TargetSettings) -> Provider:
     return MockProvider(settings)
 
 
-def register_provider() -> None:
-    register(("mock",), _factory)
+FACTORIES = {"mock": _factory}

@@ -1,0 +1,32 @@
+"""`evalrelay resume`: send again the jobs of a campaign that have no result, and follow it."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from bridge.campaigns import load_info, missing_jobs, uncancel
+from bridge.cli.follow import follow_campaign, print_summary
+from bridge.runtime import open_runtime
+
+
+@click.command("resume")
+@click.argument("campaign")
+@click.option(
+    "--local-worker",
+    is_flag=True,
+    help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
+)
+def resume_command(campaign: str, local_worker: bool) -> None:
+    """Enqueue only the jobs of CAMPAIGN with no result, then collect until it is complete."""
+    console = Console(stderr=True)
+    with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
+        info = load_info(runtime.client, campaign)
+        uncancel(runtime.client, campaign)
+        missing = missing_jobs(runtime.client, campaign)
+        runtime.queue.send(missing)
+        console.print(
+            f"campaign [bold]{campaign}[/]: {len(missing)} of {info.total} jobs sent again"
+        )
+        summary = follow_campaign(runtime.client, info, console)
+    print_summary(console, info, summary)

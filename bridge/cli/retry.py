@@ -1,0 +1,56 @@
+"""`evalrelay retry`: run again the jobs of a campaign that ended in chosen statuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from bridge.campaigns import load_info, store_jobs, stored_jobs, uncancel
+from bridge.cli.follow import follow_campaign, print_summary
+from bridge.results import Status
+from bridge.results_file import read_results, remove_results, results_path
+from bridge.runtime import open_runtime
+
+
+@click.command("retry")
+@click.argument("campaign")
+@click.option(
+    "--status",
+    "statuses",
+    default="infra_error,timeout,rate_limited",
+    show_default=True,
+    help="Comma-separated statuses to run again.",
+)
+@click.option(
+    "--local-worker",
+    is_flag=True,
+    help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
+)
+def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
+    """Run again the jobs of CAMPAIGN whose result has one of the statuses.
+
+    The earlier lines move to <campaign>.attempts.jsonl and each new result lists the
+    earlier attempts, so the main file keeps one line per job.
+    """
+    wanted = {Status(s.strip()) for s in statuses.split(",") if s.strip()}
+    console = Console(stderr=True)
+    with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
+        info = load_info(runtime.client, campaign)
+        out_dir = Path(info.out_dir)
+        chosen = {
+            r.job_id for r in read_results(results_path(out_dir, campaign)) if r.status in wanted
+        }
+        earlier = {r.job_id: r.summary() for r in remove_results(out_dir, campaign, chosen)}
+        jobs = [
+            job.retried(earlier[job.job_id])
+            for job in stored_jobs(runtime.client, campaign)
+            if job.job_id in earlier
+        ]
+        store_jobs(runtime.client, jobs)
+        uncancel(runtime.client, campaign)
+        runtime.queue.send(jobs)
+        console.print(f"campaign [bold]{campaign}[/]: {len(jobs)} jobs sent again")
+        summary = follow_campaign(runtime.client, info, console)
+    print_summary(console, info, summary)

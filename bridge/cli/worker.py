@@ -1,0 +1,82 @@
+"""`evalrelay worker`: a Celery worker that joins the cluster on `EVALRELAY_REDIS_URL`."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import click
+
+from bridge.connection import URL_VARIABLE, configured_url, connect
+from bridge.errors import PrerequisiteError
+from bridge.queue import QUEUES
+
+DEFAULT_CONCURRENCY = {"api": 32, "agent.vscode": 1, "agent.codex": 2, "agent.cli": 2}
+"""API calls wait on the network, so one process runs many; agents run a few at a time."""
+
+
+@click.command("worker")
+@click.option(
+    "--queues",
+    "-Q",
+    default="api",
+    show_default=True,
+    help=f"Comma-separated queues to serve, of: {', '.join(QUEUES)}.",
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    help="Jobs at once (default: 32 per api queue, 2 per agent queue).",
+)
+@click.option(
+    "--pool",
+    "-P",
+    type=click.Choice(["threads", "prefork"]),
+    default="threads",
+    show_default=True,
+    help="prefork runs each job in a child process.",
+)
+@click.option("--name", "-n", help="Worker name (default: evalrelay-<queues>-<pid>@<host>).")
+@click.option("--loglevel", "-l", default="INFO", show_default=True)
+def worker_command(
+    queues: str, concurrency: int | None, pool: str, name: str | None, loglevel: str
+) -> None:
+    """Serve jobs from the queues until stopped (Ctrl-C finishes running jobs first)."""
+    url = configured_url()
+    if url is None:
+        raise PrerequisiteError(
+            f"set {URL_VARIABLE} to the cluster's Redis; `evalrelay run` "
+            "starts its own worker when no cluster is configured"
+        )
+    chosen = [q.strip() for q in queues.split(",") if q.strip()]
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if unknown:
+        raise click.BadParameter(f"unknown queue(s) {', '.join(unknown)}", param_hint="--queues")
+    connect(url)
+    logging.getLogger().setLevel(loglevel.upper())
+    from worker.app import create_app
+
+    app = create_app(url)
+    app.set_default()
+    count = concurrency or sum(DEFAULT_CONCURRENCY[q] for q in chosen)
+    hostname = name or f"evalrelay-{'+'.join(chosen)}-{os.getpid()}@{socket.gethostname()}"
+    app.worker_main(
+        [
+            "worker",
+            "--queues",
+            ",".join(chosen),
+            "--concurrency",
+            str(count),
+            "--pool",
+            pool,
+            "--hostname",
+            hostname,
+            "--loglevel",
+            loglevel,
+            "--without-mingle",
+            "--without-gossip",
+            "--task-events",
+        ]
+    )

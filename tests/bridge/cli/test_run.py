@@ -1,0 +1,131 @@
+"""`evalrelay run` end to end: real processes, a real Redis, results exactly once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import redis
+
+from tests.conftest import Processes, WriteFiles, read_jsonl
+
+TARGETS = """\
+targets:
+  - {name: echo, provider: mock, echo: true}
+  - {name: flaky, provider: mock, response: fine, failure_rate: 0.5, failure_kind: infra_error}
+"""
+
+
+def cases(count: int) -> str:
+    lines = ["evalcases:"]
+    for i in range(count):
+        lines += [
+            f"  - id: case-{i}",
+            "    input_messages:",
+            f"      - {{role: user, content: 'question {i}'}}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def run(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "run", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_run_on_the_embedded_default(project: WriteFiles, private_home: Path) -> None:
+    """No EVALRELAY_REDIS_URL: a private Redis and an in-process worker, stopped afterwards."""
+    root = project({"targets.yaml": TARGETS, "evals/many.yaml": cases(25)})
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+    env["EVALRELAY_HOME"] = str(private_home)
+    done = run("evals/many.yaml", "--target", "echo", "--repeats", "2", env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    lines = read_jsonl(jsonl)
+    assert len(lines) == 50
+    assert len({line["job_id"] for line in lines}) == 50
+    assert {(line["case_id"], line["answer"]) for line in lines} == {
+        (f"case-{i}", f"question {i}") for i in range(25)
+    }
+    assert all(line["status"] == "ok" for line in lines)
+    socket = private_home / "redis" / "redis.sock"
+    assert not socket.exists() or not _answers(f"unix://{socket}")
+    assert "ok 50" in done.stderr
+
+
+def test_run_against_cluster_redis_with_a_separate_worker(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    root = project({"targets.yaml": TARGETS, "evals/few.yaml": cases(10)})
+    processes.worker(client, "w1@test")
+    done = run("evals/few.yaml", "--target", "echo", "--out", "out", env=processes.env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    lines = read_jsonl(next((root / "out").glob("*.jsonl")))
+    assert len(lines) == 10
+    assert {line["worker"] for line in lines} == {"w1@test"}
+
+
+def test_redis_unreachable_is_a_clear_error(project: WriteFiles) -> None:
+    root = project({"evals/few.yaml": cases(1)})
+    env = {**os.environ, "EVALRELAY_REDIS_URL": "redis://:hunter2@127.0.0.1:1/0"}
+    done = run("evals/few.yaml", "--target", "mock", env=env, cwd=root)
+    assert done.returncode == 1
+    assert "cannot reach Redis at redis://:***@127.0.0.1:1/0" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "hunter2" not in done.stderr
+
+
+def test_invalid_file_is_reported_and_nothing_is_queued(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project({"evals/bad.yaml": "evalcases:\n  - id: x\n    input_mesages: []\n"})
+    done = run("evals/bad.yaml", env={**os.environ, "EVALRELAY_HOME": str(private_home)}, cwd=root)
+    assert done.returncode == 1
+    assert "evals/bad.yaml:3:5: case 'x': unknown key 'input_mesages'" in done.stderr
+    assert not (private_home / "redis").exists()
+
+
+def test_retry_reruns_failures_keeping_earlier_attempts(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project({"targets.yaml": TARGETS, "evals/many.yaml": cases(20)})
+    env = {**os.environ, "EVALRELAY_HOME": str(private_home)}
+    first = run("evals/many.yaml", "--target", "flaky", env=env, cwd=root)
+    assert first.returncode == 0, first.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    failed = {line["job_id"] for line in read_jsonl(jsonl) if line["status"] == "infra_error"}
+    assert 0 < len(failed) < 20
+    campaign = jsonl.stem
+    again = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "retry", campaign, "--status", "infra_error"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert again.returncode == 0, again.stderr
+    lines = read_jsonl(jsonl)
+    assert len(lines) == 20
+    assert len({line["job_id"] for line in lines}) == 20
+    retried = [line for line in lines if line["job_id"] in failed]
+    assert all(line["attempt"] == 2 for line in retried)
+    assert all(line["attempts"][0]["status"] == "infra_error" for line in retried)  # type: ignore[index]
+    moved = read_jsonl(jsonl.with_name(f"{campaign}.attempts.jsonl"))
+    assert {line["job_id"] for line in moved} == failed
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except (redis.RedisError, OSError):
+        return False
