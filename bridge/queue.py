@@ -33,7 +33,6 @@ def producer_app(redis_url: str) -> Celery:
         result_serializer="json",
         task_ignore_result=True,
         broker_connection_retry_on_startup=True,
-        task_send_sent_event=True,
     )
     return app
 

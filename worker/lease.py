@@ -17,12 +17,21 @@ from contextlib import contextmanager
 
 import redis
 
-from bridge.keys import inflight_key, lease_key
+from bridge.keys import cancel_key, done_key, inflight_key, lease_key
 
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 """How long a lease outlives its last heartbeat; heartbeats come three times as often."""
+
+_BEGIN = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
+if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'running-elsewhere' end
+redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+return 'leased'
+"""
+"""One round trip: skip a cancelled, finished or running job, else take its lease."""
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -56,11 +65,35 @@ class Lease:
         cls, client: redis.Redis, job_id: str, owner: str, seconds: float = LEASE_SECONDS
     ) -> Lease | None:
         """The lease, or None when another live worker holds it."""
+        return cls.begin(client, job_id, owner, seconds=seconds)[1]
+
+    @classmethod
+    def begin(
+        cls,
+        client: redis.Redis,
+        job_id: str,
+        owner: str,
+        *,
+        campaign_id: str = "",
+        attempt: int = 1,
+        seconds: float = LEASE_SECONDS,
+    ) -> tuple[str, Lease | None]:
+        """(`leased`, the lease), or (`cancelled` | `duplicate` | `running-elsewhere`, None)."""
         token = f"{owner}:{uuid.uuid4().hex}"
-        if not client.set(lease_key(job_id), token, nx=True, px=int(seconds * 1000)):
-            return None
-        client.zadd(inflight_key(), {job_id: _expiry_ms(seconds)})
-        return cls(client, job_id, token, seconds)
+        keys = (cancel_key(campaign_id), done_key(job_id), lease_key(job_id), inflight_key())
+        outcome = str(
+            client.eval(
+                _BEGIN,
+                len(keys),
+                *keys,
+                attempt,
+                token,
+                int(seconds * 1000),
+                _expiry_ms(seconds),
+                job_id,
+            )
+        )
+        return outcome, (cls(client, job_id, token, seconds) if outcome == "leased" else None)
 
     def renew(self) -> bool:
         renewed = self.client.eval(

@@ -4,35 +4,43 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import done_key, results_stream_key
+from bridge.keys import done_key, inflight_key, lease_key, results_stream_key
 from bridge.results import Result
 
 DONE_TTL_SECONDS = 30 * 24 * 3600
 
 _PUBLISH = """
-local done = tonumber(redis.call('GET', KEYS[1]) or '0')
-if done >= tonumber(ARGV[1]) then return 0 end
-redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
-return 1
+local added = 0
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
+  added = 1
+end
+if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
+  redis.call('DEL', KEYS[3])
+  redis.call('ZREM', KEYS[4], ARGV[2])
+end
+return added
 """
+"""One round trip: append the result unless already there, then release the lease if ours."""
 
 
-def publish(client: redis.Redis, result: Result) -> bool:
+def publish(client: redis.Redis, result: Result, lease_token: str = "") -> bool:
     """Append the result unless this attempt (or a later one) is already published."""
-    added = client.eval(
-        _PUBLISH,
-        2,
+    keys = (
         done_key(result.job_id),
         results_stream_key(result.campaign_id),
+        lease_key(result.job_id),
+        inflight_key(),
+    )
+    added = client.eval(
+        _PUBLISH,
+        len(keys),
+        *keys,
         result.attempt,
         result.job_id,
         result.model_dump_json(),
         DONE_TTL_SECONDS,
+        lease_token,
     )
     return bool(added)
-
-
-def is_done(client: redis.Redis, job_id: str, attempt: int) -> bool:
-    done = client.get(done_key(job_id))
-    return done is not None and int(done) >= attempt

@@ -10,11 +10,10 @@ import redis
 from celery import Celery, Task
 
 from bridge.jobs import Job
-from bridge.keys import cancel_key
 from bridge.queue import RUN_CASE
 from worker.execute import execute
 from worker.lease import Lease
-from worker.publish import is_done, publish
+from worker.publish import publish
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +35,19 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
 
 def run_job(client: redis.Redis, job: Job, worker: str) -> str:
     """Run the job unless it is cancelled, done, or running elsewhere; say which."""
-    if client.exists(cancel_key(job.campaign_id)):
-        log.info("job %s: campaign %s is cancelled; skipped", job.job_id, job.campaign_id)
-        return "cancelled"
-    if is_done(client, job.job_id, job.attempt):
-        log.info("job %s: already done; duplicate delivery ignored", job.job_id)
-        return "duplicate"
-    lease = Lease.acquire(client, job.job_id, worker)
+    outcome, lease = Lease.begin(
+        client, job.job_id, worker, campaign_id=job.campaign_id, attempt=job.attempt
+    )
     if lease is None:
-        log.info("job %s: running on another worker; duplicate delivery ignored", job.job_id)
-        return "running-elsewhere"
+        log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
+        return outcome
     try:
-        if is_done(client, job.job_id, job.attempt):  # finished between our check and the lease
-            return "duplicate"
         with lease.heartbeat():
             result = execute(job, worker)
-            published = publish(client, result)
-    finally:
+        published = publish(client, result, lease.token)
+    except BaseException:
         lease.release()
+        raise
     log.info(
         "job %s: %s (%s)",
         job.job_id,

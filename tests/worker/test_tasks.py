@@ -127,7 +127,7 @@ def test_same_job_delivered_twice_runs_once(
     queue.send([job])
     wait_for(lambda: client.xlen(results_stream_key("dup")) == 1, 30, "the result")
     wait_for(
-        lambda: "duplicate delivery ignored" in processes.log("twice@test"),
+        lambda: "this delivery is ignored" in processes.log("twice@test"),
         30,
         "the second delivery to be ignored",
     )

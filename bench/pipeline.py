@@ -1,0 +1,236 @@
+"""Throughput of the whole pipeline against bare Celery, on the same Redis, in one run.
+
+    python bench/pipeline.py [--jobs 2000] [--concurrency 8] [--campaign 10000]
+
+1. Bare Celery: N no-op tasks through a threads-pool worker (the baseline).
+2. evalrelay: N mock cases through enqueue, worker, results stream, collector and JSONL,
+   with a worker of the same pool and concurrency.
+3. A campaign of `--campaign` cases: time to enqueue, time to finish, and the peak
+   memory (VmHWM) of an `evalrelay collect` process writing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bridge.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
+from bridge.cases import load_eval_file  # noqa: E402
+from bridge.collector import Collector  # noqa: E402
+from bridge.keys import workers_key  # noqa: E402
+from bridge.queue import JobQueue, producer_app  # noqa: E402
+
+URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        args,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def wait(condition: object, seconds: float = 600) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise SystemExit("benchmark timed out")
+        time.sleep(0.01)
+
+
+def bare_celery(client: redis.Redis, jobs: int, concurrency: int, env: dict[str, str]) -> float:
+    client.flushdb()
+    worker = start(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "bench.noop_app",
+            "worker",
+            "-P",
+            "threads",
+            "-c",
+            str(concurrency),
+            "--without-mingle",
+            "--without-gossip",
+            "-l",
+            "WARNING",
+        ],
+        env,
+    )
+    try:
+        from bench.noop_app import noop
+
+        time.sleep(3)
+        started = time.monotonic()
+        with noop.app.producer_or_acquire() as producer:
+            for _ in range(jobs):
+                noop.apply_async(producer=producer)
+        wait(lambda: int(client.get("bench:noop:done") or 0) >= jobs)
+        return jobs / (time.monotonic() - started)
+    finally:
+        stop(worker)
+
+
+def eval_file(folder: Path, count: int) -> Path:
+    (folder / "evalrelay.yaml").write_text("")
+    path = folder / "bench.yaml"
+    path.write_text(
+        "evalcases:\n"
+        + "".join(
+            f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n"
+            for i in range(count)
+        )
+    )
+    return path
+
+
+def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInfo, float]:
+    """Submit `count` mock cases; returns the campaign and the seconds enqueueing took."""
+    loaded = load_eval_file(eval_file(folder, count))
+    started = time.monotonic()
+    campaign_id = f"bench-{time.time_ns()}"
+    jobs = plan_jobs(campaign_id, [loaded], "mock", None)
+    info = CampaignInfo(
+        campaign_id=campaign_id,
+        created_at=datetime.now(UTC),
+        sources=[],
+        targets=["mock"],
+        total=count,
+        out_dir=str(folder / "results"),
+        collector="service",
+    )
+    submit(client, JobQueue(producer_app(URL)), info, jobs, [loaded])
+    return info, time.monotonic() - started
+
+
+def evalrelay_worker(
+    client: redis.Redis, concurrency: int, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    worker = start(
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "worker",
+            "-c",
+            str(concurrency),
+            "-n",
+            "bench@host",
+            "-l",
+            "WARNING",
+        ],
+        env,
+    )
+    wait(lambda: client.hexists(workers_key(), "bench@host"), 60)
+    return worker
+
+
+def pipeline(client: redis.Redis, jobs: int, concurrency: int, env: dict[str, str]) -> float:
+    client.flushdb()
+    worker = evalrelay_worker(client, concurrency, env)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.monotonic()
+            info, _ = campaign(client, Path(folder), jobs)
+            collector = Collector(client, "bench", lambda _: Path(info.out_dir))
+            while not progress(client, info.campaign_id).finished:
+                collector.poll([info.campaign_id], block_ms=100)
+            collector.close()
+            return jobs / (time.monotonic() - started)
+    finally:
+        stop(worker)
+
+
+def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[str, str]) -> None:
+    client.flushdb()
+    worker = evalrelay_worker(client, concurrency, env)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            started = time.monotonic()
+            info, enqueue_seconds = campaign(client, Path(folder), count)
+            collect = start(
+                [
+                    sys.executable,
+                    "-m",
+                    "bridge.cli.main",
+                    "collect",
+                    "--campaign",
+                    info.campaign_id,
+                ],
+                env,
+            )
+            peak_kb = 0
+            while not progress(client, info.campaign_id).finished:
+                peak_kb = max(peak_kb, _vm_hwm_kb(collect.pid))
+                time.sleep(0.2)
+            peak_kb = max(peak_kb, _vm_hwm_kb(collect.pid))
+            finished = time.monotonic() - started
+            stop(collect)
+            lines = sum(1 for _ in (Path(info.out_dir) / f"{info.campaign_id}.jsonl").open())
+    finally:
+        stop(worker)
+    print(
+        f"campaign of {count} cases: enqueue {enqueue_seconds:.1f} s "
+        f"({count / enqueue_seconds:.0f}/s), finished in {finished:.1f} s "
+        f"({count / finished:.0f}/s), {lines} lines, collector peak RSS {peak_kb / 1024:.0f} MiB"
+    )
+
+
+def _vm_hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--campaign", type=int, default=10_000)
+    args = parser.parse_args()
+    env = {**os.environ, "EVALRELAY_REDIS_URL": URL, "PYTHONPATH": str(ROOT)}
+    client = redis.Redis.from_url(URL, decode_responses=True)
+    baseline = bare_celery(client, args.jobs, args.concurrency, env)
+    ours = pipeline(client, args.jobs, args.concurrency, env)
+    print(
+        f"bare Celery no-op tasks: {baseline:.0f}/s (threads pool, concurrency {args.concurrency})"
+    )
+    print(f"evalrelay mock cases, whole pipeline: {ours:.0f}/s")
+    print(f"ratio evalrelay / bare Celery: {ours / baseline:.2f}")
+    if args.campaign:
+        big_campaign(client, args.campaign, args.concurrency, env)
+    client.flushdb()
+
+
+if __name__ == "__main__":
+    main()
