@@ -50,8 +50,9 @@ class CampaignInfo(BaseModel):
     targets: list[str]
     total: int
     out_dir: str
-    collector: Literal["run", "service"] = "run"
-    """Who writes the results: the `run` that submitted it, or the `collect` service."""
+    collector: Literal["run", "service", "watch"] = "run"
+    """Who writes the results: the `run` that submitted it, the `collect` service, or the
+    watchers of the inbox it was dropped in."""
 
 
 class Progress(BaseModel):
@@ -71,10 +72,21 @@ def new_campaign_id(files: Sequence[LoadedEvalFile]) -> str:
 
 
 def target_for(
-    targets: Targets, loaded: LoadedEvalFile, case_target: str | None, override: str | None
+    targets: Targets,
+    loaded: LoadedEvalFile,
+    case_target: str | None,
+    override: str | None,
+    fallback: str | None = None,
 ) -> Target:
-    """`--target` wins, then the case's target, the file's, and the project's default."""
-    name = override or case_target or loaded.spec.target or loaded.project.config.default_target
+    """`--target` wins, then the case's target, the file's, `fallback` (the inbox folder's
+    or the watcher's), and the project's default."""
+    name = (
+        override
+        or case_target
+        or loaded.spec.target
+        or fallback
+        or loaded.project.config.default_target
+    )
     if name is None:
         raise TargetError(
             f"{loaded.path}: no target; pass --target, or set `target:` in the file "
@@ -84,14 +96,18 @@ def target_for(
 
 
 def plan_jobs(
-    campaign_id: str, files: Sequence[LoadedEvalFile], override: str | None, repeats: int | None
+    campaign_id: str,
+    files: Sequence[LoadedEvalFile],
+    override: str | None,
+    repeats: int | None,
+    fallback_target: str | None = None,
 ) -> list[Job]:
     """Every job of the campaign: each case on its target, once per repeat."""
     jobs = []
     for loaded in files:
         targets = Targets.load(loaded.project.root)
         for case in loaded.cases:
-            target = target_for(targets, loaded, case.case.target_name(), override)
+            target = target_for(targets, loaded, case.case.target_name(), override, fallback_target)
             count = repeats or case.case.repeats or loaded.spec.repeats or 1
             jobs += [
                 build_job(

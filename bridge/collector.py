@@ -18,7 +18,13 @@ from typing import Any, cast
 import redis
 from pydantic import ValidationError
 
-from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stream_key
+from bridge.keys import (
+    COLLECTOR_GROUP,
+    collected_key,
+    collector_lease_key,
+    counts_key,
+    results_stream_key,
+)
 from bridge.results import Result
 from bridge.results_file import ResultsFile
 
@@ -28,6 +34,23 @@ CLAIM_IDLE_MS = 30_000
 """An entry unacknowledged this long belongs to a dead collector and may be taken over."""
 
 SUMMARY_INTERVAL_SECONDS = 1.0
+
+COLLECTOR_LEASE_MS = 30_000
+"""A collector that has not polled a campaign for this long loses it to another."""
+
+_HOLD = """
+local holder = redis.call('GET', KEYS[1])
+if holder == false or holder == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 Entry = tuple[str, dict[str, str]]
 
@@ -50,6 +73,7 @@ class Collector:
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
+        campaigns = [c for c in campaigns if self._hold(c)]
         if not campaigns:
             time.sleep(block_ms / 1000)
             return 0
@@ -63,11 +87,26 @@ class Collector:
         return written
 
     def finish(self, campaign_id: str) -> None:
-        """Write the campaign's final summary and close its file."""
+        """Write the campaign's final summary, close its file, and let other collectors have it."""
         file = self.files.pop(campaign_id, None)
         if file is not None:
             file.write_summary()
             file.close()
+        self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
+
+    def _hold(self, campaign_id: str) -> bool:
+        """Take or keep the campaign's collector lease; one collector writes a file at a time."""
+        held = self.client.eval(
+            _HOLD, 1, collector_lease_key(campaign_id), self.consumer, COLLECTOR_LEASE_MS
+        )
+        if not held and campaign_id in self.files:
+            log.warning(
+                "collector %s: campaign %s taken over by another collector",
+                self.consumer,
+                campaign_id,
+            )
+            self.files.pop(campaign_id).close()
+        return bool(held)
 
     def close(self) -> None:
         for campaign_id in list(self.files):

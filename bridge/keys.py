@@ -30,6 +30,11 @@ def collected_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:collected"
 
 
+def collector_lease_key(campaign_id: str) -> str:
+    """String with a TTL: the one collector writing this campaign's file right now."""
+    return f"{PREFIX}:campaign:{campaign_id}:collector"
+
+
 def cancel_key(campaign_id: str) -> str:
     """String: present while the campaign is cancelled; workers then skip its jobs."""
     return f"{PREFIX}:campaign:{campaign_id}:cancelled"
@@ -73,6 +78,21 @@ def blob_key(sha256: str) -> str:
 def workers_key() -> str:
     """Hash: worker name to its last heartbeat (JSON), for `evalrelay status`."""
     return f"{PREFIX}:workers"
+
+
+def intake_key(identity: str) -> str:
+    """String: the record of one dropped file's content (`bridge.intake.IntakeRecord`)."""
+    return f"{PREFIX}:intake:{identity}"
+
+
+def watch_campaigns_key(inbox_id: str) -> str:
+    """Hash: campaigns submitted from an inbox, to the path in `queued/` of their file."""
+    return f"{PREFIX}:inbox:{inbox_id}:campaigns"
+
+
+def watchers_key() -> str:
+    """Hash: watcher name to its last heartbeat, scan and backlog (JSON)."""
+    return f"{PREFIX}:watchers"
 
 
 COLLECTOR_GROUP = "collectors"

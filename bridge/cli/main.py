@@ -16,6 +16,7 @@ from bridge.cli.retry import retry_command
 from bridge.cli.run import run_command
 from bridge.cli.status import status_command
 from bridge.cli.validate import validate_command
+from bridge.cli.watch import watch_command
 from bridge.cli.worker import worker_command
 from bridge.errors import EvalrelayError, InvalidFileError
 
@@ -44,6 +45,7 @@ for command in (
     status_command,
     resume_command,
     retry_command,
+    watch_command,
 ):
     cli.add_command(command)
 

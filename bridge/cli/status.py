@@ -12,7 +12,7 @@ from rich.table import Table
 
 from bridge.campaigns import list_campaigns, load_info, missing_jobs, progress
 from bridge.cli.follow import counts_text
-from bridge.keys import inflight_key, workers_key
+from bridge.keys import inflight_key, watchers_key, workers_key
 from bridge.queue import QUEUES
 from bridge.runtime import open_runtime
 
@@ -33,6 +33,8 @@ def status_command(campaign: str | None) -> None:
             console.print(campaign_table(client, ids) if ids else "no campaigns yet")
         console.print(queue_table(client))
         console.print(worker_table(client))
+        if client.hlen(watchers_key()):
+            console.print(watcher_table(client))
 
 
 def campaign_table(client: redis.Redis, ids: list[str], detail: bool = False) -> Table:
@@ -76,4 +78,25 @@ def worker_table(client: redis.Redis) -> Table:
         if age < 24 * 3600:
             seen = f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)")
             table.add_row(str(name), ", ".join(info.get("queues", [])), seen)
+    return table
+
+
+def watcher_table(client: redis.Redis) -> Table:
+    table = Table(title="watchers")
+    for column in ("watcher", "inbox", "last seen", "last scan", "backlog", "submitted"):
+        table.add_column(column)
+    now = time.time()
+    for name, raw in sorted(client.hgetall(watchers_key()).items()):
+        info = json.loads(raw)
+        age = now - float(info.get("seen", 0))
+        if age < 24 * 3600:
+            seen = f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)")
+            table.add_row(
+                str(name),
+                info.get("inbox", ""),
+                seen,
+                f"{now - float(info.get('last_scan', now)):.0f}s ago",
+                str(info.get("backlog", 0)),
+                str(info.get("submitted", 0)),
+            )
     return table

@@ -1,0 +1,74 @@
+"""`evalrelay watch`: a drop folder; every complete eval file saved in it runs once."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from bridge.runtime import open_runtime
+from bridge.watcher import Watcher
+
+
+@click.command("watch")
+@click.argument("inbox", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--target", help="Target for files that name none (a subfolder may name one).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Results folder (default: INBOX/../results).",
+)
+@click.option(
+    "--rerun", is_flag=True, help="Run a file again when the same content is dropped again."
+)
+@click.option(
+    "--polling",
+    is_flag=True,
+    help="Poll instead of using kernel events (network shares, container mounts).",
+)
+@click.option("--name", help="Watcher name shown by `evalrelay status`.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Jobs at once in the in-process worker (embedded default only).",
+)
+def watch_command(
+    inbox: Path,
+    target: str | None,
+    out: Path | None,
+    rerun: bool,
+    polling: bool,
+    name: str | None,
+    concurrency: int,
+) -> None:
+    """Turn eval files dropped into INBOX into campaigns, until stopped.
+
+    Files move to INBOX/queued/, then INBOX/done/; invalid ones to INBOX/failed/ beside
+    NAME.error.txt. Nothing dropped is ever deleted.
+    """
+    inbox.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    with open_runtime(worker=True, concurrency=concurrency) as runtime:
+        watcher = Watcher(
+            runtime.client,
+            runtime.queue,
+            inbox,
+            out or inbox.resolve().parent / "results",
+            default_target=target,
+            rerun=rerun,
+            polling=polling,
+            name=name,
+        )
+        click.echo(f"watching {watcher.inbox.root} (Ctrl-C to stop)", err=True)
+        watcher.run(stop)
