@@ -178,12 +178,25 @@ def list_campaigns(client: redis.Redis, limit: int = 20) -> list[CampaignInfo]:
 
 
 def progress(client: redis.Redis, campaign_id: str) -> Progress:
+    return progress_many(client, [campaign_id])[campaign_id]
+
+
+def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, Progress]:
+    """Progress of many campaigns in one round trip."""
     pipe = client.pipeline(transaction=False)
-    pipe.scard(manifest_key(campaign_id))
-    pipe.scard(collected_key(campaign_id))
-    pipe.hgetall(counts_key(campaign_id))
-    total, done, counts = pipe.execute()
-    return Progress(total=total, done=done, counts={k: int(v) for k, v in counts.items()})
+    for campaign_id in campaign_ids:
+        pipe.scard(manifest_key(campaign_id))
+        pipe.scard(collected_key(campaign_id))
+        pipe.hgetall(counts_key(campaign_id))
+    replies = pipe.execute()
+    return {
+        campaign_id: Progress(
+            total=replies[3 * i],
+            done=replies[3 * i + 1],
+            counts={k: int(v) for k, v in replies[3 * i + 2].items()},
+        )
+        for i, campaign_id in enumerate(campaign_ids)
+    }
 
 
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:

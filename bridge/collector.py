@@ -35,6 +35,9 @@ CLAIM_IDLE_MS = 30_000
 
 SUMMARY_INTERVAL_SECONDS = 1.0
 
+CLAIM_INTERVAL_SECONDS = 5.0
+"""How often to look for entries abandoned by dead collectors."""
+
 COLLECTOR_LEASE_MS = 30_000
 """A collector that has not polled a campaign for this long loses it to another."""
 
@@ -70,6 +73,9 @@ class Collector:
         self.files: dict[str, ResultsFile] = {}
         self.own_pending_read: set[str] = set()
         self.summary_written = 0.0
+        self.groups: set[str] = set()
+        self.held_at: dict[str, float] = {}
+        self.claimed_at = 0.0
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
@@ -79,7 +85,10 @@ class Collector:
             return 0
         for campaign_id in campaigns:
             self._ensure_group(campaign_id)
-        entries = self._own_pending(campaigns) + self._claim_abandoned(campaigns)
+        entries = self._own_pending(campaigns)
+        if time.monotonic() - self.claimed_at >= CLAIM_INTERVAL_SECONDS:
+            entries += self._claim_abandoned(campaigns)
+            self.claimed_at = time.monotonic()
         if not entries:
             entries = self._read_new(campaigns, block_ms)
         written = self._handle(entries)
@@ -92,10 +101,13 @@ class Collector:
         if file is not None:
             file.write_summary()
             file.close()
+        self.held_at.pop(campaign_id, None)
         self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
 
     def _hold(self, campaign_id: str) -> bool:
         """Take or keep the campaign's collector lease; one collector writes a file at a time."""
+        if time.monotonic() - self.held_at.get(campaign_id, -1e9) < COLLECTOR_LEASE_MS / 3000:
+            return True
         held = self.client.eval(
             _HOLD, 1, collector_lease_key(campaign_id), self.consumer, COLLECTOR_LEASE_MS
         )
@@ -106,6 +118,8 @@ class Collector:
                 campaign_id,
             )
             self.files.pop(campaign_id).close()
+        if held:
+            self.held_at[campaign_id] = time.monotonic()
         return bool(held)
 
     def close(self) -> None:
@@ -133,6 +147,8 @@ class Collector:
         pipe.execute()
 
     def _ensure_group(self, campaign_id: str) -> None:
+        if campaign_id in self.groups:
+            return
         try:
             self.client.xgroup_create(
                 results_stream_key(campaign_id), COLLECTOR_GROUP, id="0", mkstream=True
@@ -140,6 +156,7 @@ class Collector:
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
+        self.groups.add(campaign_id)
 
     def _own_pending(self, campaigns: list[str]) -> list[tuple[str, Entry]]:
         """After a restart under the same name, first finish what this consumer had read."""

@@ -31,7 +31,14 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from bridge.campaigns import CampaignInfo, load_info, new_campaign_id, plan_jobs, progress, submit
+from bridge.campaigns import (
+    CampaignInfo,
+    load_info,
+    new_campaign_id,
+    plan_jobs,
+    progress_many,
+    submit,
+)
 from bridge.cases import load_eval_file
 from bridge.collector import Collector
 from bridge.errors import EvalrelayError, InvalidFileError
@@ -47,6 +54,9 @@ RESCAN_SECONDS = 30.0
 """The kernel can drop events (inotify overflow); a rescan this often finds what they missed."""
 
 TICK_SECONDS = 0.1
+
+FOLLOW_SECONDS = 0.5
+"""How often results are collected and finished campaigns moved to `done/`."""
 
 
 class _Events(FileSystemEventHandler):
@@ -97,6 +107,7 @@ class Watcher:
             lambda c: load_info(client, c).total,
         )
         self.last_scan = 0.0
+        self.followed_at = 0.0
         self.submitted = 0
 
     def run(self, stop: object) -> None:
@@ -120,7 +131,9 @@ class Watcher:
             self.scan()
         for path in self.settler.complete():
             self.take(path)
-        self._follow()
+        if time.monotonic() - self.followed_at >= FOLLOW_SECONDS:
+            self._follow()
+            self.followed_at = time.monotonic()
         self._report()
 
     def scan(self) -> None:
@@ -245,8 +258,8 @@ class Watcher:
         if not campaigns:
             return
         self.collector.poll(campaigns, block_ms=10)
-        for campaign_id in campaigns:
-            if progress(self.client, campaign_id).finished:
+        for campaign_id, state in progress_many(self.client, campaigns).items():
+            if state.finished:
                 self.collector.finish(campaign_id)
                 self._done(campaign_id)
 
