@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import click
 import redis
@@ -71,13 +73,8 @@ def worker_table(client: redis.Redis) -> Table:
     table = Table(title="workers")
     for column in ("worker", "queues", "last seen"):
         table.add_column(column)
-    now = time.time()
-    for name, raw in sorted(client.hgetall(workers_key()).items()):
-        info = json.loads(raw)
-        age = now - float(info.get("seen", 0))
-        if age < 24 * 3600:
-            seen = f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)")
-            table.add_row(str(name), ", ".join(info.get("queues", [])), seen)
+    for name, info, seen in heartbeats(client, workers_key()):
+        table.add_row(name, ", ".join(info.get("queues", [])), seen)
     return table
 
 
@@ -86,17 +83,28 @@ def watcher_table(client: redis.Redis) -> Table:
     for column in ("watcher", "inbox", "last seen", "last scan", "backlog", "submitted"):
         table.add_column(column)
     now = time.time()
-    for name, raw in sorted(client.hgetall(watchers_key()).items()):
+    for name, info, seen in heartbeats(client, watchers_key()):
+        last_scan = f"{now - float(info.get('last_scan', now)):.0f}s ago"
+        table.add_row(
+            name,
+            info.get("inbox", ""),
+            seen,
+            last_scan,
+            str(info.get("backlog", 0)),
+            str(info.get("submitted", 0)),
+        )
+    return table
+
+
+def heartbeats(client: redis.Redis, key: str) -> Iterator[tuple[str, dict[str, Any], str]]:
+    """Processes that reported in the last day: name, report, and how long ago."""
+    now = time.time()
+    for name, raw in sorted(client.hgetall(key).items()):
         info = json.loads(raw)
         age = now - float(info.get("seen", 0))
         if age < 24 * 3600:
-            seen = f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)")
-            table.add_row(
+            yield (
                 str(name),
-                info.get("inbox", ""),
-                seen,
-                f"{now - float(info.get('last_scan', now)):.0f}s ago",
-                str(info.get("backlog", 0)),
-                str(info.get("submitted", 0)),
+                info,
+                f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)"),
             )
-    return table

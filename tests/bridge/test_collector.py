@@ -136,3 +136,17 @@ def test_collector_process_killed_and_restarted_mid_campaign(
     assert len({line["job_id"] for line in lines}) == 60
     summary = (Path(info.out_dir) / f"{info.campaign_id}.summary.json").read_text()
     assert '"results": 60' in summary
+
+
+def test_one_collector_at_a_time_writes_a_campaign(client: redis.Redis, tmp_path: Path) -> None:
+    first = make_collector(client, tmp_path / "first", name="first")
+    second = make_collector(client, tmp_path / "second", name="second")
+    add(client, result("a"))
+    assert first.poll(["c"], block_ms=50) == 1
+    add(client, result("b"))
+    assert second.poll(["c"], block_ms=50) == 0  # the campaign is first's
+    first.finish("c")
+    assert second.poll(["c"], block_ms=50) == 1
+    second.close()
+    assert not (tmp_path / "first" / "c.jsonl").read_text().count('"b"')
+    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["b"]

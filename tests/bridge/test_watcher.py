@@ -8,6 +8,8 @@ no worker is needed for a file to become a campaign, so most tests leave files i
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -223,3 +225,34 @@ def test_watch_on_the_embedded_default_runs_files_to_done(
     wait_for(lambda: (inbox / "done" / "run.yaml").exists(), 60, "run.yaml in done/")
     (jsonl,) = (inbox.parent / "results").glob("*.jsonl")
     assert '"answer":"Mock response"' in jsonl.read_text()
+
+
+def test_files_moved_into_the_inbox_are_taken(
+    inbox: Path, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "written-elsewhere.yaml"
+    outside.write_text(CASE.format(name="moved-in"))
+    with watching(client, redis_url, inbox):
+        os.replace(outside, inbox / "moved-in.yaml")
+        (inbox / ".renamed.yaml.tmp").write_text(CASE.format(name="renamed"))
+        os.replace(inbox / ".renamed.yaml.tmp", inbox / "renamed.yaml")
+        wait_for(lambda: campaigns(client) == 2, 20, "both campaigns")
+    assert files_in(inbox / "queued") == ["moved-in.yaml", "renamed.yaml"]
+
+
+def test_status_shows_the_watchers_health(
+    inbox: Path, processes: Processes, client: redis.Redis
+) -> None:
+    processes.start("watch", str(inbox), "--target", "mock", "--name", "healthy", name="healthy")
+    wait_for(lambda: client.hexists("evalrelay:watchers", "healthy"), 30, "the heartbeat")
+    status = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "status"],
+        env={**processes.env, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "watchers" in status.stdout
+    assert "healthy" in status.stdout
+    assert str(inbox.resolve()) in status.stdout

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import redis
 
-from tests.conftest import Processes, WriteFiles, read_jsonl
+from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
 
 TARGETS = """\
 targets:
@@ -129,3 +130,58 @@ def _answers(url: str) -> bool:
         return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
     except (redis.RedisError, OSError):
         return False
+
+
+def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 700}\n",
+            "evals/many.yaml": cases(12),
+        }
+    )
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+    env["EVALRELAY_HOME"] = str(private_home)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "run",
+            "evals/many.yaml",
+            "--target",
+            "slow",
+            "--concurrency",
+            "2",
+        ],
+        env=env,
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(
+        lambda: any(p.stat().st_size for p in (root / "results").glob("*.jsonl")),
+        60,
+        "the first results",
+    )
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    kept = read_jsonl(jsonl)
+    assert 0 < len(kept) < 12
+    assert f"evalrelay resume {jsonl.stem}" in stderr
+    resumed = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "resume", jsonl.stem],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    lines = read_jsonl(jsonl)
+    assert len(lines) == 12
+    assert len({line["job_id"] for line in lines}) == 12
