@@ -66,6 +66,8 @@ class Job(BaseModel):
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     timeout_seconds: float
     conversation_id: str | None = None
+    cache_ttl_seconds: int | None = None
+    """Serve and store API answers from the response cache for this long (`run --cache`)."""
     previous_attempts: list[AttemptSummary] = Field(default_factory=list)
     """Earlier attempts of this job, carried into its result when it is retried."""
 

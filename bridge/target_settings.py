@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeFloat,
+    NonNegativeInt,
     PositiveFloat,
     PositiveInt,
     model_validator,
@@ -65,6 +66,11 @@ class ApiTargetBase(TargetBase):
     tpm: PositiveInt | None = None
     """Tokens per minute for this target across all workers."""
     max_concurrency: PositiveInt | None = None
+    max_retries: NonNegativeInt = 3
+    retry_initial_delay_ms: NonNegativeInt = 1000
+    retry_max_delay_ms: NonNegativeInt = 60_000
+    retry_max_seconds: PositiveFloat = 300.0
+    """Retries of one job stop after this long, whatever the count."""
 
     KEY_ENV: ClassVar[str | None] = None
     """The variable read for the key when `api_key` is not set."""
@@ -184,6 +190,10 @@ TargetSettings = Annotated[
     | CliTarget,
     Field(discriminator="provider"),
 ]
+
+ApiTargetSettings = (
+    OpenAITarget | OpenAICompatibleTarget | AzureTarget | AnthropicTarget | GeminiTarget
+)
 
 API_KINDS = frozenset(
     {

@@ -11,6 +11,9 @@ import logging
 import os
 import time
 from datetime import UTC, datetime
+from typing import Any
+
+import redis
 
 from bridge.errors import TargetError
 from bridge.jobs import Job
@@ -22,14 +25,19 @@ from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
 log = logging.getLogger(__name__)
 
 
-def execute(job: Job, worker: str) -> Result:
+def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
+    calls: list[dict[str, object]] = []
     try:
-        output = call_provider(job, clock + job.timeout_seconds)
+        output = call_provider(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
+        if output.model_failure:
+            status = Status.MODEL_FAILURE
+            error = ErrorInfo(kind=status.value, message=output.model_failure)
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
         error = ErrorInfo(kind=failure.status.value, message=scrub(failure.message, job))
+        calls = [{**c, "message": scrub(str(c.get("message", "")), job)} for c in failure.calls]
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
@@ -51,19 +59,21 @@ def execute(job: Job, worker: str) -> Result:
         duration_ms=int((time.monotonic() - clock) * 1000),
         worker=worker,
         error=error,
-        artifacts=_artifacts(output),
+        artifacts=_artifacts(output) if output else ({"calls": calls} if calls else {}),
         attempts=job.previous_attempts,
     )
 
 
-def call_provider(job: Job, deadline: float) -> ProviderOutput:
+def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
     try:
         settings = OneTarget.model_validate(
             {"target": interpolate(job.target.settings, _Environment())}
         ).target
     except TargetError as exc:
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
-    return provider_for(settings).run(job, deadline)
+    provider = provider_for(settings)
+    provider.redis = client
+    return provider.run(job, deadline)
 
 
 class _Environment(dict[str, str]):
@@ -97,10 +107,8 @@ def _secret_names(job: Job) -> set[str]:
     return names
 
 
-def _artifacts(output: ProviderOutput | None) -> dict[str, object]:
-    if output is None:
-        return {}
-    extra = {
+def _artifacts(output: ProviderOutput) -> dict[str, Any]:
+    extra: dict[str, Any] = {
         k: v
         for k, v in (
             ("model", output.model),
@@ -109,4 +117,6 @@ def _artifacts(output: ProviderOutput | None) -> dict[str, object]:
         )
         if v is not None
     }
+    if output.tool_calls:
+        extra["tool_calls"] = output.tool_calls
     return {**extra, **output.artifacts}

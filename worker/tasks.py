@@ -43,7 +43,7 @@ def run_job(client: redis.Redis, job: Job, worker: str) -> str:
         return outcome
     try:
         with lease.heartbeat():
-            result = execute(job, worker)
+            result = execute(job, worker, client)
         published = publish(client, result, lease.token)
     except BaseException:
         lease.release()

@@ -1,12 +1,17 @@
-"""Anthropic Messages: the wire converter (the provider class joins it with the API issue)."""
+"""Anthropic Messages: the provider, through the official SDK, and its wire converter."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from bridge.messages import ChatMessage
+from bridge.results import Usage
+from bridge.target_settings import AnthropicTarget
 from worker.providers._openai import JsonDict, untied_tool_text
+from worker.providers.api import ApiProvider, elapsed_ms, finish
+from worker.providers.base import ProviderOutput
 
 
 def as_anthropic_messages(messages: Sequence[ChatMessage]) -> tuple[str | None, list[JsonDict]]:
@@ -77,3 +82,47 @@ def anthropic_body(
     if temperature is not None:
         body["temperature"] = temperature
     return {**body, **(extra_body or {})}
+
+
+class AnthropicProvider(ApiProvider):
+    settings: AnthropicTarget
+    sdk = "anthropic"
+
+    def send(self, body: JsonDict, timeout: float) -> ProviderOutput:
+        try:
+            import anthropic
+        except ImportError:
+            raise self.missing_sdk("anthropic") from None
+        began = time.monotonic()
+        client = anthropic.Anthropic(
+            api_key=self.api_key(), base_url=self.settings.base_url, max_retries=0, timeout=timeout
+        )
+        known = ("model", "max_tokens", "messages", "system")
+        extra = {k: v for k, v in body.items() if k not in known}
+        system = {"system": body["system"]} if "system" in body else {}
+        raw = client.messages.with_raw_response.create(
+            model=body["model"],
+            max_tokens=body["max_tokens"],
+            messages=body["messages"],
+            extra_body=extra,
+            **system,
+        )
+        response = raw.parse()
+        answer = "".join(block.text for block in response.content if block.type == "text")
+        calls = [
+            {"id": b.id, "name": b.name, "arguments": b.input}
+            for b in response.content
+            if b.type == "tool_use"
+        ]
+        return ProviderOutput(
+            answer=answer,
+            model=response.model,
+            finish_reason=response.stop_reason,
+            tool_calls=calls,
+            request_id=raw.headers.get("request-id"),
+            usage=Usage(
+                input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+            ),
+            model_failure=finish(answer, response.stop_reason, calls),
+            artifacts={"latency_ms": elapsed_ms(began)},
+        )

@@ -12,6 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.jobs import Job
@@ -27,21 +28,37 @@ class ProviderOutput(BaseModel):
     model: str | None = None
     finish_reason: str | None = None
     request_id: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    model_failure: str | None = None
+    """Why the answer is the model's failure (a refusal, an empty answer), when it is one."""
     artifacts: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProviderFailure(Exception):
     """Raised by a provider for a failure it recognises; carries the result status."""
 
-    def __init__(self, status: Status, message: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status: Status,
+        message: str,
+        retry_after: float | None = None,
+        *,
+        retryable: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        self.retryable = retryable
+        self.calls: list[dict[str, Any]] = []
+        """Every vendor call this failure ended, oldest first (see `worker.providers.retry`)."""
 
 
 class Provider(ABC):
     """One kind of system under test."""
+
+    redis: redis.Redis | None = None
+    """Set by the worker before `run`: for shared rate limits and the response cache."""
 
     def __init__(self, settings: TargetSettings) -> None:
         self.settings = settings
@@ -94,7 +111,34 @@ def _load_builtins() -> None:
     global _builtins_loaded
     if not _builtins_loaded:
         _builtins_loaded = True
-        from worker.providers import mock
-
-        for kind, factory in mock.FACTORIES.items():
+        for kind, factory in _builtin_factories().items():
             _factories.setdefault(kind, factory)
+
+
+def _builtin_factories() -> dict[str, ProviderFactory]:
+    """Each vendor module is imported when its kind is first used; SDKs even later."""
+
+    def lazy(module: str, cls: str) -> ProviderFactory:
+        def factory(settings: TargetSettings) -> Provider:
+            import importlib
+
+            provider: Provider = getattr(importlib.import_module(module), cls)(settings)
+            return provider
+
+        return factory
+
+    openai = lazy("worker.providers.openai", "OpenAIProvider")
+    azure = lazy("worker.providers.azure", "AzureProvider")
+    anthropic = lazy("worker.providers.anthropic", "AnthropicProvider")
+    gemini = lazy("worker.providers.gemini", "GeminiProvider")
+    return {
+        "mock": lazy("worker.providers.mock", "MockProvider"),
+        "openai": openai,
+        "openai-compatible": openai,
+        "azure": azure,
+        "azure-openai": azure,
+        "anthropic": anthropic,
+        "gemini": gemini,
+        "google": gemini,
+        "google-gemini": gemini,
+    }

@@ -1,13 +1,18 @@
-"""Google Gemini generateContent: the wire converter (the provider class joins it later)."""
+"""Google Gemini generateContent: the provider, through google-genai, and its wire converter."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from bridge.messages import ChatMessage
+from bridge.results import Usage
+from bridge.target_settings import GeminiTarget
 from worker.providers._openai import JsonDict, untied_tool_text
+from worker.providers.api import ApiProvider, elapsed_ms, finish
+from worker.providers.base import ProviderOutput
 
 
 def as_gemini_contents(messages: Sequence[ChatMessage]) -> tuple[JsonDict | None, list[JsonDict]]:
@@ -93,3 +98,69 @@ def gemini_body(
     if config:
         body["generationConfig"] = config
     return {**body, **(extra_body or {})}
+
+
+class GeminiProvider(ApiProvider):
+    settings: GeminiTarget
+    sdk = "gemini"
+
+    def endpoint(self) -> str:
+        return self.settings.base_url or "https://generativelanguage.googleapis.com"
+
+    def send(self, body: JsonDict, timeout: float) -> ProviderOutput:
+        try:
+            from google import genai
+            from google.genai import types
+        except ImportError:
+            raise self.missing_sdk("google-genai") from None
+        began = time.monotonic()
+        known = ("contents", "systemInstruction", "generationConfig")
+        extra = {k: v for k, v in body.items() if k not in known}
+        generation = body.get("generationConfig", {})
+        options = types.HttpOptions(
+            base_url=self.settings.base_url,
+            timeout=int(timeout * 1000),
+            extra_body=extra or None,
+            retry_options=types.HttpRetryOptions(attempts=1),
+        )
+        client = genai.Client(api_key=self.api_key(), http_options=options)
+        config = types.GenerateContentConfig(
+            system_instruction=body.get("systemInstruction"),
+            temperature=generation.get("temperature"),
+            max_output_tokens=generation.get("maxOutputTokens"),
+        )
+        response = client.models.generate_content(
+            model=self.settings.model, contents=body["contents"], config=config
+        )
+        return gemini_output(response, elapsed_ms(began))
+
+
+def gemini_output(response: Any, latency_ms: int) -> ProviderOutput:
+    candidate = (response.candidates or [None])[0]
+    parts = candidate.content.parts if candidate and candidate.content else []
+    answer = "".join(p.text for p in parts or () if p.text)
+    calls = [
+        {
+            "id": p.function_call.id,
+            "name": p.function_call.name,
+            "arguments": p.function_call.args or {},
+        }
+        for p in parts or ()
+        if p.function_call
+    ]
+    reason = candidate.finish_reason.value if candidate and candidate.finish_reason else None
+    usage = response.usage_metadata
+    return ProviderOutput(
+        answer=answer,
+        model=response.model_version,
+        finish_reason=reason,
+        tool_calls=calls,
+        request_id=response.response_id,
+        usage=Usage(
+            input_tokens=usage.prompt_token_count, output_tokens=usage.candidates_token_count
+        )
+        if usage
+        else None,
+        model_failure=finish(answer, reason, calls),
+        artifacts={"latency_ms": latency_ms},
+    )

@@ -12,7 +12,7 @@ import time
 from bridge.jobs import Job
 from bridge.prompt import PromptRequest
 from bridge.results import Status
-from bridge.target_settings import MockTarget, TargetSettings
+from bridge.target_settings import MockTarget
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
 
@@ -52,11 +52,3 @@ def last_user_text(request: PromptRequest) -> str:
         return request.question
     users = [m.content for m in request.chat_prompt if m.role == "user"]
     return users[-1] if users else ""
-
-
-def _factory(settings: TargetSettings) -> Provider:
-    assert isinstance(settings, MockTarget)
-    return MockProvider(settings)
-
-
-FACTORIES = {"mock": _factory}

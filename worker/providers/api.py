@@ -1,0 +1,123 @@
+"""What every HTTP API provider shares: the wire body, the cache, the shared rate limit,
+retries, and the key read from this worker's environment.
+
+A vendor module supplies `send(body, timeout)`, which makes one call through the vendor's
+SDK (its own retries off) and turns the response into a `ProviderOutput`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from abc import abstractmethod
+from contextlib import nullcontext
+from typing import Any
+
+from bridge.jobs import Job
+from bridge.keys import PREFIX
+from bridge.prompt import api_messages
+from bridge.results import Status
+from bridge.target_settings import ApiTargetSettings
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+from worker.providers.failures import classify_exception
+from worker.providers.limits import RateGate
+from worker.providers.retry import RetryPolicy, with_retries
+
+REFUSALS = ("content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT")
+"""Finish reasons that mean the model declined: a model failure, not an infrastructure one."""
+
+
+class ApiProvider(Provider):
+    settings: ApiTargetSettings
+    sdk: str = ""
+    """The optional extra that installs this vendor's SDK: `pip install 'evalrelay[sdk]'`."""
+
+    @abstractmethod
+    def send(self, body: dict[str, Any], timeout: float) -> ProviderOutput:
+        """One call to the vendor; raises the SDK's exceptions."""
+
+    def endpoint(self) -> str:
+        return self.settings.base_url or ""
+
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        from worker.providers.wire import request_body  # wire imports the vendor modules
+
+        body = request_body(self.settings, api_messages(job.request)) or {}
+        key = self._cache_key(body)
+        if job.cache_ttl_seconds and self.redis is not None:
+            cached = self.redis.get(key)
+            if cached:
+                output = ProviderOutput.model_validate_json(cached)
+                output.artifacts["cached"] = True
+                return output
+        gate = self._gate()
+        tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
+
+        def attempt(remaining: float) -> ProviderOutput:
+            timeout = min(remaining, self.settings.timeout_seconds or remaining)
+            if timeout <= 0:
+                raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
+            with gate.call(deadline, tokens) if gate else nullcontext():
+                return self.send(body, timeout)
+
+        output, calls = with_retries(attempt, classify_exception, deadline, self.retry_policy())
+        output.artifacts["calls"] = calls
+        if job.cache_ttl_seconds and self.redis is not None and not output.model_failure:
+            self.redis.set(key, output.model_dump_json(), ex=job.cache_ttl_seconds)
+        return output
+
+    def api_key(self, required: bool = True) -> str:
+        name = self.settings.key_env()
+        value = os.environ.get(name) if name else None
+        if value:
+            return value
+        if not required:
+            return "unused"
+        raise ProviderFailure(
+            Status.INFRA_ERROR,
+            f"environment variable {name} is not set on "
+            f"worker host {socket.gethostname()}; set it where workers run",
+        )
+
+    def missing_sdk(self, module: str) -> ProviderFailure:
+        return ProviderFailure(
+            Status.INFRA_ERROR,
+            f"the {self.settings.provider} provider needs "
+            f"the {module} package on this worker: pip install "
+            f"'evalrelay[{self.sdk}]'",
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        s = self.settings
+        return RetryPolicy(
+            max_retries=s.max_retries,
+            initial_delay=s.retry_initial_delay_ms / 1000,
+            max_delay=s.retry_max_delay_ms / 1000,
+            max_seconds=s.retry_max_seconds,
+        )
+
+    def _gate(self) -> RateGate | None:
+        s = self.settings
+        if self.redis is None or not (s.rpm or s.tpm or s.max_concurrency):
+            return None
+        return RateGate(self.redis, s.name, rpm=s.rpm, tpm=s.tpm, max_concurrency=s.max_concurrency)
+
+    def _cache_key(self, body: dict[str, Any]) -> str:
+        identity = json.dumps([self.settings.provider, self.endpoint(), body], sort_keys=True)
+        return f"{PREFIX}:cache:{hashlib.sha256(identity.encode()).hexdigest()}"
+
+
+def finish(answer: str, reason: str | None, tool_calls: list[dict[str, Any]]) -> str | None:
+    """Why a response is a model failure, or None when it is an answer."""
+    if reason and any(r.lower() == reason.lower() for r in REFUSALS):
+        return f"the model declined (finish reason {reason})"
+    if not answer.strip() and not tool_calls:
+        return f"the model returned an empty answer (finish reason {reason})"
+    return None
+
+
+def elapsed_ms(began: float) -> int:
+    return int((time.monotonic() - began) * 1000)

@@ -1,0 +1,124 @@
+"""One rate limit for all workers: per target, requests and tokens per minute and a cap on
+calls at once, kept in Redis so every worker process on every machine shares it.
+
+Requests and tokens per minute are token buckets refilled continuously; the concurrency
+cap is a semaphore whose slots are leases, so a worker that dies frees its slot when the
+lease runs out.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+from bridge.keys import PREFIX
+from bridge.results import Status
+from worker.providers.base import ProviderFailure
+
+SLOT_LEASE_SECONDS = 600.0
+"""A concurrency slot outlives a crashed holder by at most this long."""
+
+_TAKE_TOKENS = """
+local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, cost = tonumber(ARGV[3]), tonumber(ARGV[4])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + (now - at) * rate / 1000)
+local wait = 0
+if tokens >= cost then
+  tokens = tokens - cost
+else
+  wait = math.ceil((cost - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('PEXPIRE', KEYS[1], 120000)
+return wait
+"""
+"""Take `cost` tokens now (returns 0), or say how many ms until there will be enough."""
+
+_TAKE_SLOT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+  return 1
+end
+return 0
+"""
+
+
+def _bucket_key(target: str, kind: str) -> str:
+    return f"{PREFIX}:limit:{target}:{kind}"
+
+
+class RateGate:
+    def __init__(
+        self,
+        client: redis.Redis,
+        target: str,
+        *,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        max_concurrency: int | None = None,
+    ) -> None:
+        self.client, self.target = client, target
+        self.rpm, self.tpm, self.max_concurrency = rpm, tpm, max_concurrency
+
+    @contextmanager
+    def call(self, deadline: float, tokens: int = 0) -> Iterator[None]:
+        """Wait for a request slot (and tokens) within the deadline, hold it for the call."""
+        slot = self._take_slot(deadline) if self.max_concurrency else None
+        try:
+            if self.rpm:
+                self._take(deadline, "rpm", self.rpm, 1)
+            if self.tpm and tokens:
+                self._take(deadline, "tpm", self.tpm, min(tokens, self.tpm))
+            yield
+        finally:
+            if slot is not None:
+                self.client.zrem(_bucket_key(self.target, "slots"), slot)
+
+    def _take(self, deadline: float, kind: str, per_minute: int, cost: int) -> None:
+        # A burst of one request: limits hold over any window, not only per minute.
+        burst = 1 if kind == "rpm" else per_minute
+        while True:
+            wait_ms = int(
+                self.client.eval(
+                    _TAKE_TOKENS,
+                    1,
+                    _bucket_key(self.target, kind),
+                    per_minute / 60,
+                    burst,
+                    int(time.time() * 1000),
+                    cost,
+                )
+            )
+            if wait_ms == 0:
+                return
+            _sleep_within(deadline, wait_ms / 1000, f"{kind} limit of target {self.target}")
+
+    def _take_slot(self, deadline: float) -> str:
+        slot, cap = uuid.uuid4().hex, self.max_concurrency or 1
+        while True:
+            now = time.time()
+            if self.client.eval(
+                _TAKE_SLOT,
+                1,
+                _bucket_key(self.target, "slots"),
+                now,
+                cap,
+                now + SLOT_LEASE_SECONDS,
+                slot,
+            ):
+                return slot
+            _sleep_within(deadline, 0.05, f"max_concurrency of target {self.target}")
+
+
+def _sleep_within(deadline: float, seconds: float, what: str) -> None:
+    if time.monotonic() + seconds >= deadline:
+        raise ProviderFailure(Status.TIMEOUT, f"the job's time ran out waiting for the {what}")
+    time.sleep(seconds)

@@ -1,0 +1,99 @@
+"""OpenAI (Chat Completions or Responses) and any OpenAI-compatible server, through the
+official SDK with its own retries off. The wire converters live in `_openai.py`."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from bridge.results import Usage
+from bridge.target_settings import OpenAICompatibleTarget, OpenAITarget
+from worker.providers.api import ApiProvider, elapsed_ms, finish
+from worker.providers.base import ProviderOutput
+
+
+class OpenAIProvider(ApiProvider):
+    settings: OpenAITarget | OpenAICompatibleTarget
+    sdk = "openai"
+
+    def client(self, timeout: float) -> Any:
+        try:
+            import openai
+        except ImportError:
+            raise self.missing_sdk("openai") from None
+        compatible = isinstance(self.settings, OpenAICompatibleTarget)
+        return openai.OpenAI(
+            api_key=self.api_key(required=not compatible),
+            base_url=self.settings.base_url,
+            organization=getattr(self.settings, "organization", None),
+            max_retries=0,
+            timeout=timeout,
+        )
+
+    def send(self, body: dict[str, Any], timeout: float) -> ProviderOutput:
+        began = time.monotonic()
+        client = self.client(timeout)
+        if self.settings.api == "responses":
+            fields = {k: v for k, v in body.items() if k not in ("model", "input")}
+            raw = client.responses.with_raw_response.create(
+                model=body["model"], input=body["input"], extra_body=fields
+            )
+            output = responses_output(raw.parse())
+        else:
+            fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
+            raw = client.chat.completions.with_raw_response.create(
+                model=body["model"], messages=body["messages"], extra_body=fields
+            )
+            output = chat_output(raw.parse())
+        output.request_id = raw.headers.get("x-request-id")
+        output.artifacts["latency_ms"] = elapsed_ms(began)
+        return output
+
+
+def chat_output(response: Any) -> ProviderOutput:
+    choice = response.choices[0]
+    answer = choice.message.content or ""
+    calls = [
+        {"id": c.id, "name": c.function.name, "arguments": _arguments(c.function.arguments)}
+        for c in choice.message.tool_calls or ()
+    ]
+    usage = response.usage
+    return ProviderOutput(
+        answer=answer,
+        model=response.model,
+        finish_reason=choice.finish_reason,
+        tool_calls=calls,
+        usage=Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens)
+        if usage
+        else None,
+        model_failure=finish(answer, choice.finish_reason, calls),
+    )
+
+
+def responses_output(response: Any) -> ProviderOutput:
+    answer = response.output_text or ""
+    calls = [
+        {"id": item.call_id, "name": item.name, "arguments": _arguments(item.arguments)}
+        for item in response.output
+        if item.type == "function_call"
+    ]
+    usage = response.usage
+    reason = response.status
+    return ProviderOutput(
+        answer=answer,
+        model=response.model,
+        finish_reason=reason,
+        tool_calls=calls,
+        usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        if usage
+        else None,
+        model_failure=finish(answer, reason, calls),
+    )
+
+
+def _arguments(text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return text
