@@ -10,7 +10,7 @@ from bridge.messages import ChatMessage
 from bridge.results import Usage
 from bridge.target_settings import AnthropicTarget
 from worker.providers._openai import JsonDict, untied_tool_text
-from worker.providers.api import ApiProvider, elapsed_ms, finish
+from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
 from worker.providers.base import ProviderOutput
 
 
@@ -93,6 +93,8 @@ class AnthropicProvider(ApiProvider):
             import anthropic
         except ImportError:
             raise self.missing_sdk("anthropic") from None
+        if not body["messages"]:
+            raise no_turns("Anthropic")
         began = time.monotonic()
         client = anthropic.Anthropic(
             api_key=self.api_key(), base_url=self.settings.base_url, max_retries=0, timeout=timeout

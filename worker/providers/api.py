@@ -119,5 +119,13 @@ def finish(answer: str, reason: str | None, tool_calls: list[dict[str, Any]]) ->
     return None
 
 
+def no_turns(vendor: str) -> ProviderFailure:
+    return ProviderFailure(
+        Status.INVALID_INPUT,
+        f"{vendor} needs at least one user or assistant "
+        "turn, and this case has only a system message; add a user message",
+    )
+
+
 def elapsed_ms(began: float) -> int:
     return int((time.monotonic() - began) * 1000)

@@ -11,7 +11,7 @@ from bridge.messages import ChatMessage
 from bridge.results import Usage
 from bridge.target_settings import GeminiTarget
 from worker.providers._openai import JsonDict, untied_tool_text
-from worker.providers.api import ApiProvider, elapsed_ms, finish
+from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
 from worker.providers.base import ProviderOutput
 
 
@@ -90,13 +90,13 @@ def gemini_body(
     body: JsonDict = {"contents": contents}
     if instruction is not None:
         body["systemInstruction"] = instruction
+    # Google's SDK always sends a generation config, empty or not; so does this body.
     config: JsonDict = {}
     if temperature is not None:
         config["temperature"] = temperature
     if max_output_tokens is not None:
         config["maxOutputTokens"] = max_output_tokens
-    if config:
-        body["generationConfig"] = config
+    body["generationConfig"] = config
     return {**body, **(extra_body or {})}
 
 
@@ -113,6 +113,8 @@ class GeminiProvider(ApiProvider):
             from google.genai import types
         except ImportError:
             raise self.missing_sdk("google-genai") from None
+        if not body["contents"]:
+            raise no_turns("Gemini")
         began = time.monotonic()
         known = ("contents", "systemInstruction", "generationConfig")
         extra = {k: v for k, v in body.items() if k not in known}

@@ -46,4 +46,7 @@ def test_function_calls_and_responses_by_name() -> None:
 
 def test_empty_texts_are_skipped() -> None:
     messages = [ChatMessage(role="user", content="hi"), ChatMessage(role="assistant", content="")]
-    assert gemini_body(messages) == {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    assert gemini_body(messages) == {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "generationConfig": {},
+    }
