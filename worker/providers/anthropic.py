@@ -88,17 +88,19 @@ class AnthropicProvider(ApiProvider):
     settings: AnthropicTarget
     sdk = "anthropic"
 
-    def send(self, body: JsonDict, timeout: float) -> ProviderOutput:
+    def connect(self) -> Any:
         try:
             import anthropic
         except ImportError:
             raise self.missing_sdk("anthropic") from None
+        return anthropic.Anthropic(
+            api_key=self.api_key(), base_url=self.settings.base_url, max_retries=0
+        )
+
+    def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
         if not body["messages"]:
             raise no_turns("Anthropic")
         began = time.monotonic()
-        client = anthropic.Anthropic(
-            api_key=self.api_key(), base_url=self.settings.base_url, max_retries=0, timeout=timeout
-        )
         known = ("model", "max_tokens", "messages", "system")
         extra = {k: v for k, v in body.items() if k not in known}
         system = {"system": body["system"]} if "system" in body else {}
@@ -107,6 +109,7 @@ class AnthropicProvider(ApiProvider):
             max_tokens=body["max_tokens"],
             messages=body["messages"],
             extra_body=extra,
+            timeout=timeout,
             **system,
         )
         response = raw.parse()

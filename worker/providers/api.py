@@ -36,7 +36,12 @@ class ApiProvider(Provider):
     """The optional extra that installs this vendor's SDK: `pip install 'evalrelay[sdk]'`."""
 
     @abstractmethod
-    def send(self, body: dict[str, Any], timeout: float) -> ProviderOutput:
+    def connect(self) -> Any:
+        """The vendor's SDK client, its own retries off; built before any rate limit is taken
+        so that importing an SDK never delays a request that already holds its turn."""
+
+    @abstractmethod
+    def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
         """One call to the vendor; raises the SDK's exceptions."""
 
     def endpoint(self) -> str:
@@ -55,13 +60,14 @@ class ApiProvider(Provider):
                 return output
         gate = self._gate()
         tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
+        client = self.connect()
 
         def attempt(remaining: float) -> ProviderOutput:
             timeout = min(remaining, self.settings.timeout_seconds or remaining)
             if timeout <= 0:
                 raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
             with gate.call(deadline, tokens) if gate else nullcontext():
-                return self.send(body, timeout)
+                return self.send(client, body, timeout)
 
         output, calls = with_retries(attempt, classify_exception, deadline, self.retry_policy())
         output.artifacts["calls"] = calls

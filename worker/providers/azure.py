@@ -14,7 +14,7 @@ class AzureProvider(OpenAIProvider):
     def endpoint(self) -> str:
         return f"{self.settings.endpoint}/{self.settings.deployment_name()}"
 
-    def client(self, timeout: float) -> Any:
+    def connect(self) -> Any:
         try:
             import openai
         except ImportError:
@@ -25,5 +25,4 @@ class AzureProvider(OpenAIProvider):
             azure_deployment=self.settings.deployment_name(),
             api_version=self.settings.api_version,
             max_retries=0,
-            timeout=timeout,
         )

@@ -107,29 +107,35 @@ class GeminiProvider(ApiProvider):
     def endpoint(self) -> str:
         return self.settings.base_url or "https://generativelanguage.googleapis.com"
 
-    def send(self, body: JsonDict, timeout: float) -> ProviderOutput:
+    def connect(self) -> Any:
         try:
             from google import genai
             from google.genai import types
         except ImportError:
             raise self.missing_sdk("google-genai") from None
+        options = types.HttpOptions(
+            base_url=self.settings.base_url, retry_options=types.HttpRetryOptions(attempts=1)
+        )
+        return genai.Client(api_key=self.api_key(), http_options=options)
+
+    def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
+        from google.genai import types
+
         if not body["contents"]:
             raise no_turns("Gemini")
         began = time.monotonic()
         known = ("contents", "systemInstruction", "generationConfig")
         extra = {k: v for k, v in body.items() if k not in known}
         generation = body.get("generationConfig", {})
-        options = types.HttpOptions(
-            base_url=self.settings.base_url,
-            timeout=int(timeout * 1000),
-            extra_body=extra or None,
-            retry_options=types.HttpRetryOptions(attempts=1),
-        )
-        client = genai.Client(api_key=self.api_key(), http_options=options)
         config = types.GenerateContentConfig(
             system_instruction=body.get("systemInstruction"),
             temperature=generation.get("temperature"),
             max_output_tokens=generation.get("maxOutputTokens"),
+            http_options=types.HttpOptions(
+                timeout=int(timeout * 1000),
+                extra_body=extra or None,
+                retry_options=types.HttpRetryOptions(attempts=1),
+            ),
         )
         response = client.models.generate_content(
             model=self.settings.model, contents=body["contents"], config=config

@@ -17,7 +17,7 @@ class OpenAIProvider(ApiProvider):
     settings: OpenAITarget | OpenAICompatibleTarget
     sdk = "openai"
 
-    def client(self, timeout: float) -> Any:
+    def connect(self) -> Any:
         try:
             import openai
         except ImportError:
@@ -28,22 +28,20 @@ class OpenAIProvider(ApiProvider):
             base_url=self.settings.base_url,
             organization=getattr(self.settings, "organization", None),
             max_retries=0,
-            timeout=timeout,
         )
 
-    def send(self, body: dict[str, Any], timeout: float) -> ProviderOutput:
+    def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
         began = time.monotonic()
-        client = self.client(timeout)
         if self.settings.api == "responses":
             fields = {k: v for k, v in body.items() if k not in ("model", "input")}
             raw = client.responses.with_raw_response.create(
-                model=body["model"], input=body["input"], extra_body=fields
+                model=body["model"], input=body["input"], extra_body=fields, timeout=timeout
             )
             output = responses_output(raw.parse())
         else:
             fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
             raw = client.chat.completions.with_raw_response.create(
-                model=body["model"], messages=body["messages"], extra_body=fields
+                model=body["model"], messages=body["messages"], extra_body=fields, timeout=timeout
             )
             output = chat_output(raw.parse())
         output.request_id = raw.headers.get("x-request-id")
@@ -79,16 +77,15 @@ def responses_output(response: Any) -> ProviderOutput:
         if item.type == "function_call"
     ]
     usage = response.usage
-    reason = response.status
     return ProviderOutput(
         answer=answer,
         model=response.model,
-        finish_reason=reason,
+        finish_reason=response.status,
         tool_calls=calls,
         usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
         if usage
         else None,
-        model_failure=finish(answer, reason, calls),
+        model_failure=finish(answer, response.status, calls),
     )
 
 
