@@ -42,6 +42,16 @@ from bridge.targets import Targets
     "--min-score", type=click.FloatRange(0, 1), help="Exit 1 when the mean score is below this."
 )
 @click.option(
+    "--cache", is_flag=True, help="Answer repeated API requests from a response cache in Redis."
+)
+@click.option(
+    "--cache-ttl",
+    type=click.IntRange(min=1),
+    default=7 * 24 * 3600,
+    show_default=True,
+    help="Seconds a cached answer stays valid.",
+)
+@click.option(
     "--concurrency",
     type=click.IntRange(min=1),
     default=16,
@@ -56,12 +66,16 @@ def run_command(
     local_worker: bool,
     detach: bool,
     min_score: float | None,
+    cache: bool,
+    cache_ttl: int,
     concurrency: int,
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
     files = load_all(paths)
     campaign_id = new_campaign_id(files)
     jobs = plan_jobs(campaign_id, files, target, repeats)
+    if cache:
+        jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
     out_dir = (out or default_out(files)).resolve()
     console = Console(stderr=True)
     with open_runtime(

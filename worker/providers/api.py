@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 from abc import abstractmethod
 from contextlib import nullcontext
@@ -25,6 +26,9 @@ from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 from worker.providers.failures import classify_exception
 from worker.providers.limits import RateGate
 from worker.providers.retry import RetryPolicy, with_retries
+
+_clients: dict[tuple[str, str, str], Any] = {}
+_clients_lock = threading.Lock()
 
 REFUSALS = ("content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT")
 """Finish reasons that mean the model declined: a model failure, not an infrastructure one."""
@@ -60,7 +64,7 @@ class ApiProvider(Provider):
                 return output
         gate = self._gate()
         tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
-        client = self.connect()
+        client = self._client()
 
         def attempt(remaining: float) -> ProviderOutput:
             timeout = min(remaining, self.settings.timeout_seconds or remaining)
@@ -74,6 +78,20 @@ class ApiProvider(Provider):
         if job.cache_ttl_seconds and self.redis is not None and not output.model_failure:
             self.redis.set(key, output.model_dump_json(), ex=job.cache_ttl_seconds)
         return output
+
+    def _client(self) -> Any:
+        """SDK clients are thread-safe and costly to build (TLS setup): one per process and
+        set of settings, shared by the jobs that use them."""
+        name = self.settings.key_env()
+        identity = (
+            type(self).__name__,
+            self.settings.model_dump_json(),
+            hashlib.sha256((os.environ.get(name) or "").encode()).hexdigest() if name else "",
+        )
+        with _clients_lock:
+            if identity not in _clients:
+                _clients[identity] = self.connect()
+            return _clients[identity]
 
     def api_key(self, required: bool = True) -> str:
         name = self.settings.key_env()

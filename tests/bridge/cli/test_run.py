@@ -185,3 +185,26 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
     lines = read_jsonl(jsonl)
     assert len(lines) == 12
     assert len({line["job_id"] for line in lines}) == 12
+
+
+def test_run_with_cache_calls_the_vendor_once_per_distinct_request(
+    project: WriteFiles, private_home: Path
+) -> None:
+    from tests.worker.providers.vendor_server import Reply, openai_chat, serving
+
+    with serving(Reply(openai_chat("cached answer"))) as server:
+        root = project({"targets.yaml": f"""\
+            targets:
+              - {{name: local, provider: openai-compatible, model: m,
+                  base_url: "{server.url}/v1"}}
+            """, "evals/few.yaml": cases(3)})
+        env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+        env["EVALRELAY_HOME"] = str(private_home)
+        for _ in range(2):
+            done = run("evals/few.yaml", "--target", "local", "--cache", env=env, cwd=root)
+            assert done.returncode == 0, done.stderr
+    assert len(server.seen) == 3
+    latest = max((root / "results").glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    lines = read_jsonl(latest)
+    assert [line["answer"] for line in lines] == ["cached answer"] * 3
+    assert all(line["artifacts"]["cached"] for line in lines)  # type: ignore[index]
