@@ -193,11 +193,16 @@ def test_run_with_cache_calls_the_vendor_once_per_distinct_request(
     from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 
     with serving(Reply(openai_chat("cached answer"))) as server:
-        root = project({"targets.yaml": f"""\
+        root = project(
+            {
+                "targets.yaml": f"""\
             targets:
               - {{name: local, provider: openai-compatible, model: m,
                   base_url: "{server.url}/v1"}}
-            """, "evals/few.yaml": cases(3)})
+            """,
+                "evals/few.yaml": cases(3),
+            }
+        )
         env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
         env["EVALRELAY_HOME"] = str(private_home)
         for _ in range(2):

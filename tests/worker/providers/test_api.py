@@ -541,3 +541,45 @@ def test_api_messages_helper_matches_the_expected_table() -> None:
     for vector, request in SPEC_REQUESTS.items():
         assert [(m.role, m.content) for m in api_messages(request)] == EXPECTED[vector], vector
     assert json.dumps(EXPECTED)  # the table itself is plain data
+
+
+VENDORS = {
+    "anthropic": (
+        lambda url: {
+            "name": "c",
+            "provider": "anthropic",
+            "model": "m",
+            "base_url": url,
+            "retry_initial_delay_ms": 10,
+        },
+        anthropic_message,
+    ),
+    "gemini": (
+        lambda url: {
+            "name": "g",
+            "provider": "gemini",
+            "model": "m",
+            "base_url": url,
+            "retry_initial_delay_ms": 10,
+        },
+        gemini_response,
+    ),
+    "responses": (lambda url: openai_target(url, api="responses"), openai_responses),
+}
+
+
+@pytest.mark.parametrize("vendor", sorted(VENDORS))
+def test_each_sdks_errors_are_classified_alike(vendor: str) -> None:
+    settings, success = VENDORS[vendor]
+    limited = Reply({"error": {"message": "slow down"}}, status=429, headers={"retry-after": "0.2"})
+    with serving(limited, Reply(success())) as server:
+        result = execute(job(settings(server.url), SPEC_REQUESTS["E1"]), "w")
+    assert (result.status, statuses(result)) == (Status.OK, ["rate_limited", "ok"])
+    assert server.seen[1].at - server.seen[0].at >= 0.2
+    with serving(Reply({"error": {"message": f"bad key {KEY}"}}, status=401)) as server:
+        result = execute(job(settings(server.url), SPEC_REQUESTS["E1"]), "w")
+    assert (result.status, len(server.seen)) == (Status.INFRA_ERROR, 1)
+    assert KEY not in result.model_dump_json()
+    with serving(Reply({"error": {"message": "no such model"}}, status=404)) as server:
+        result = execute(job(settings(server.url), SPEC_REQUESTS["E1"]), "w")
+    assert result.status is Status.INVALID_INPUT
