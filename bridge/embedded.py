@@ -78,23 +78,36 @@ def _answers(url: str) -> bool:
 
 @contextlib.contextmanager
 def embedded_redis(home: Path | None = None) -> Iterator[str]:
-    """Yield the URL of the private Redis, starting it if no other command has."""
+    """Yield the URL of the private Redis, starting it if no other command has.
+
+    Each user holds a shared lock on `users.lock` for as long as it needs the server;
+    starting and stopping happen under an exclusive `start.lock`, so a command never
+    starts using a server that another is stopping.
+    """
     data_dir = _private_dir((home or evalrelay_home()) / "redis")
     url = f"unix://{_socket_path(data_dir)}"
-    with (data_dir / "users.lock").open("a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _answers(url):
-            _start(data_dir, url)
-        fcntl.flock(lock, fcntl.LOCK_SH)  # other commands may now share it
+    with (data_dir / "users.lock").open("a+") as users:
+        with _exclusive(data_dir / "start.lock"):
+            if not _answers(url):
+                _start(data_dir, url)
+            fcntl.flock(users, fcntl.LOCK_SH)
         try:
             yield url
         finally:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.debug("embedded Redis still in use by another command; left running")
-            else:
-                _stop(url)
+            with _exclusive(data_dir / "start.lock"):
+                try:
+                    fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    log.debug("embedded Redis still in use by another command; left running")
+                else:
+                    _stop(url)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    with path.open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _start(data_dir: Path, url: str) -> None:
@@ -152,7 +165,7 @@ def _stop(url: str) -> None:
 def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> Iterator[None]:
     """A Celery worker (threads pool) in this process, stopped on leaving the block."""
     # The embedded runtime is the one place the submitting side starts a worker.
-    from worker.app import create_app, start_background
+    from worker.app import create_app, start_background, stop_background
 
     ready = threading.Event()
 
@@ -162,12 +175,13 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
 
     app = create_app(redis_url)
     app.set_default()  # pool threads trace tasks through the default app
+    hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"
     controller = app.WorkController(
         pool="threads",
         concurrency=concurrency,
         queues=queues,
         loglevel="WARNING",
-        hostname=f"embedded-{os.getpid()}@{os.uname().nodename}",
+        hostname=hostname,
         ready_callback=on_ready,
         without_mingle=True,
         without_gossip=True,
@@ -182,3 +196,4 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
     finally:
         controller.stop(in_sighandler=False)
         thread.join(timeout=30)
+        stop_background(hostname)

@@ -74,10 +74,11 @@ class Reaper(threading.Thread):
         send: Callable[[Job], None],
         owner: str,
         interval: float = REAP_INTERVAL_SECONDS,
+        stopping: threading.Event | None = None,
     ) -> None:
         super().__init__(daemon=True, name="evalrelay-reaper")
         self.client, self.send, self.owner, self.interval = client, send, owner, interval
-        self.stopping = threading.Event()
+        self.stopping = stopping or threading.Event()
 
     def run(self) -> None:
         while not self.stopping.wait(self.interval):

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -73,9 +74,19 @@ def redis_client(url: str) -> redis.Redis:
     return _clients[url]
 
 
+_background: dict[str, tuple[threading.Event, redis.Redis]] = {}
+"""The stop switch of each worker's background threads, by worker name."""
+
+
 @signals.worker_ready.connect
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     start_background(sender)
+
+
+@signals.worker_shutdown.connect
+def _on_worker_shutdown(sender: Any = None, **_: Any) -> None:
+    for name in list(_background):
+        stop_background(name)
 
 
 def start_background(consumer: Any) -> None:
@@ -84,11 +95,13 @@ def start_background(consumer: Any) -> None:
     client = redis_client(app.conf.evalrelay_redis_url)
     name = consumer.hostname
     queue = JobQueue(app)
+    stopping = threading.Event()
+    _background[name] = (stopping, client)
 
     def send(job: Job) -> None:
         queue.send([job])
 
-    Reaper(client, send, owner=name).start()
+    Reaper(client, send, owner=name, stopping=stopping).start()
     info = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
@@ -97,17 +110,33 @@ def start_background(consumer: Any) -> None:
         else list(QUEUES),
     }
     threading.Thread(
-        target=_report, args=(client, name, info), daemon=True, name="evalrelay-worker-heartbeat"
+        target=_report,
+        args=(client, name, info, stopping),
+        daemon=True,
+        name="evalrelay-worker-heartbeat",
     ).start()
 
 
-def _report(client: redis.Redis, name: str, info: dict[str, Any]) -> None:
-    while True:
+def stop_background(name: str) -> None:
+    """Stop a worker's reaper and status heartbeat, and take it off `evalrelay status`."""
+    entry = _background.pop(name, None)
+    if entry is not None:
+        stopping, client = entry
+        stopping.set()
+        # Redis going away is a usual reason for a worker to stop.
+        with contextlib.suppress(redis.RedisError):
+            client.hdel(workers_key(), name)
+
+
+def _report(
+    client: redis.Redis, name: str, info: dict[str, Any], stopping: threading.Event
+) -> None:
+    while not stopping.is_set():
         try:
             client.hset(workers_key(), name, json.dumps({**info, "seen": time.time()}))
         except redis.RedisError as exc:
             log.warning("worker %s: status heartbeat failed: %s", name, exc)
-        time.sleep(WORKER_HEARTBEAT_SECONDS)
+        stopping.wait(WORKER_HEARTBEAT_SECONDS)
 
 
 app = create_app()
