@@ -6,10 +6,15 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from bridge.errors import PrerequisiteError
 
 URL_VARIABLE = "EVALRELAY_REDIS_URL"
+
+RECONNECT_TRIES = 10
+"""About ten seconds of retries before a Redis outage becomes an error."""
 
 
 def configured_url() -> str | None:
@@ -32,6 +37,21 @@ def shown(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def client_for(url: str) -> redis.Redis:
+    """A client that rides out a short Redis outage (a restart) by retrying with backoff.
+
+    Every script evalrelay runs is safe to repeat: it checks before it writes.
+    """
+    return redis.Redis.from_url(
+        url,
+        decode_responses=True,
+        socket_connect_timeout=5,
+        health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), RECONNECT_TRIES),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+    )
+
+
 def connect(url: str) -> redis.Redis:
     """A client that has answered PING, or a PrerequisiteError saying what to do."""
     try:
@@ -39,6 +59,7 @@ def connect(url: str) -> redis.Redis:
             url, decode_responses=True, socket_connect_timeout=5, health_check_interval=30
         )
         client.ping()
+        client = client_for(url)
     except (redis.RedisError, ValueError, OSError) as exc:
         raise PrerequisiteError(
             f"cannot reach Redis at {shown(url)} ({type(exc).__name__}: {exc}); start it, fix "

@@ -19,7 +19,7 @@ import redis
 from celery import Celery, signals
 from kombu import Queue  # type: ignore[attr-defined]
 
-from bridge.connection import broker_url, configured_url
+from bridge.connection import broker_url, client_for, configured_url
 from bridge.jobs import Job
 from bridge.keys import workers_key
 from bridge.queue import MAX_JOB_SECONDS, QUEUES, JobQueue
@@ -70,7 +70,7 @@ def create_app(redis_url: str | None = None) -> Celery:
 def redis_client(url: str) -> redis.Redis:
     """One client per process and URL (redis-py's pool reconnects after a fork)."""
     if url not in _clients:
-        _clients[url] = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+        _clients[url] = client_for(url)
     return _clients[url]
 
 

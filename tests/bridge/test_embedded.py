@@ -33,12 +33,20 @@ def test_private_redis_is_shared_and_stopped_by_its_last_user(tmp_path: Path) ->
         assert redis.Redis.from_url(again, decode_responses=True).get("kept") == "yes"
 
 
-def test_local_worker_reports_itself_and_leaves_no_thread_behind(redis_url: str,
-                                                                 client: redis.Redis) -> None:
+def test_local_worker_reports_itself_and_leaves_no_thread_behind(
+    redis_url: str, client: redis.Redis
+) -> None:
     before = {t.name for t in threading.enumerate()}
     with local_worker(redis_url, ["api"], concurrency=2):
         wait_for(lambda: client.hlen(workers_key()) == 1, 10, "the worker's report")
     assert client.hlen(workers_key()) == 0
-    wait_for(lambda: not ({"evalrelay-reaper", "evalrelay-worker-heartbeat"}
-                          & ({t.name for t in threading.enumerate()} - before)), 10,
-             "the background threads to stop")
+    wait_for(
+        lambda: (
+            not (
+                {"evalrelay-reaper", "evalrelay-worker-heartbeat"}
+                & ({t.name for t in threading.enumerate()} - before)
+            )
+        ),
+        10,
+        "the background threads to stop",
+    )
