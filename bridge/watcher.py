@@ -55,6 +55,9 @@ RESCAN_SECONDS = 30.0
 
 TICK_SECONDS = 0.1
 
+REPORT_SECONDS = 5.0
+"""How often the watcher's heartbeat, last scan and backlog are written for `status`."""
+
 FOLLOW_SECONDS = 0.5
 """How often results are collected and finished campaigns moved to `done/`."""
 
@@ -108,6 +111,7 @@ class Watcher:
         )
         self.last_scan = 0.0
         self.followed_at = 0.0
+        self.reported_at = 0.0
         self.submitted = 0
 
     def run(self, stop: object) -> None:
@@ -277,9 +281,9 @@ class Watcher:
 
     def _report(self) -> None:
         now = time.time()
-        if now - getattr(self, "_reported", 0.0) < 5:
+        if now - self.reported_at < REPORT_SECONDS:
             return
-        self._reported = now
+        self.reported_at = now
         backlog = len(self.settler) + self.events.qsize()
         self.client.hset(
             watchers_key(),
