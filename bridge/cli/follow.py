@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,8 +13,11 @@ from rich.table import Table
 
 from bridge.campaigns import CampaignInfo, progress
 from bridge.collector import Collector
+from bridge.keys import workers_key
 from bridge.results_file import results_path
 from bridge.summary import CampaignSummary
+
+NO_WORKER_WARNING_SECONDS = 30.0
 
 STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
 
@@ -27,6 +31,7 @@ def follow_campaign(
         client, consumer or f"run-{info.campaign_id}", lambda _: out_dir, lambda _: info.total
     )
     started = time.monotonic()
+    warned = False
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -51,10 +56,30 @@ def follow_campaign(
                 )
                 if state.finished:
                     break
+                if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
+                    warned = warn_without_workers(client, console, info)
     finally:
         summary = collector.results_file(info.campaign_id).summary
         collector.close()
     return summary
+
+
+def warn_without_workers(client: redis.Redis, console: Console, info: CampaignInfo) -> bool:
+    """Say so when no worker has reported lately: otherwise a cluster run just waits."""
+    now = time.time()
+    alive = [
+        raw
+        for raw in client.hvals(workers_key())
+        if now - float(json.loads(raw).get("seen", 0)) < NO_WORKER_WARNING_SECONDS
+    ]
+    if alive:
+        return False
+    console.print(
+        f"[yellow]no worker has reported in the last {NO_WORKER_WARNING_SECONDS:.0f} s;"
+        " start one with `evalrelay worker --queues api` (or the agent queues), or run "
+        "with --local-worker. Waiting.[/]"
+    )
+    return True
 
 
 def counts_text(counts: dict[str, int]) -> str:

@@ -1,0 +1,32 @@
+"""Following a campaign: a cluster run with no worker says so instead of waiting silently."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from datetime import UTC, datetime
+
+import redis
+from rich.console import Console
+
+from bridge.campaigns import CampaignInfo
+from bridge.cli.follow import warn_without_workers
+from bridge.keys import workers_key
+
+INFO = CampaignInfo(campaign_id="c", created_at=datetime.now(UTC), sources=[], targets=["t"],
+                    total=1, out_dir="/tmp")
+
+
+def test_warns_when_no_worker_reported_lately(client: redis.Redis) -> None:
+    output = io.StringIO()
+    client.hset(workers_key(), "old@host", json.dumps({"seen": time.time() - 600}))
+    assert warn_without_workers(client, Console(file=output, width=200), INFO)
+    assert "no worker has reported in the last 30 s" in output.getvalue()
+
+
+def test_stays_quiet_while_a_worker_is_alive(client: redis.Redis) -> None:
+    output = io.StringIO()
+    client.hset(workers_key(), "w@host", json.dumps({"seen": time.time()}))
+    assert not warn_without_workers(client, Console(file=output), INFO)
+    assert output.getvalue() == ""
