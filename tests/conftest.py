@@ -109,8 +109,14 @@ class Processes:
         return (self.logs / f"{name}.log").read_text(errors="replace")
 
     def stop_all(self) -> None:
+        """Ask each process to stop (so it stops what it started), then make sure."""
         for process in self.started:
             if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.started:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(10)
 
