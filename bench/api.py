@@ -24,17 +24,33 @@ from bridge.campaigns import plan_jobs  # noqa: E402
 from bridge.cases import load_eval_file  # noqa: E402
 from bridge.keys import results_stream_key, workers_key  # noqa: E402
 from bridge.queue import JobQueue, producer_app  # noqa: E402
+from tests.conftest import one_turn_cases  # noqa: E402
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving  # noqa: E402
 
 
-def measure(client: redis.Redis, folder: Path, url: str, cases: int, concurrency: int,
-            env: dict[str, str]) -> float:
+def measure(
+    client: redis.Redis, folder: Path, url: str, cases: int, concurrency: int, env: dict[str, str]
+) -> float:
     client.flushdb()
     (folder / "targets.yaml").write_text(
         f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
-        f"base_url: '{url}/v1'}}\n")
-    worker = start([sys.executable, "-m", "bridge.cli.main", "worker", "-c", str(concurrency),
-                    "-n", "bench-api@host", "-l", "WARNING"], env)
+        f"base_url: '{url}/v1'}}\n"
+    )
+    worker = start(
+        [
+            sys.executable,
+            "-m",
+            "bridge.cli.main",
+            "worker",
+            "-c",
+            str(concurrency),
+            "-n",
+            "bench-api@host",
+            "-l",
+            "WARNING",
+        ],
+        env,
+    )
     try:
         wait(lambda: client.hexists(workers_key(), "bench-api@host"), 60)
         campaign = f"api-{concurrency}"
@@ -53,21 +69,27 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
     args = parser.parse_args()
-    env = {**os.environ, "EVALRELAY_REDIS_URL": URL, "PYTHONPATH": str(ROOT),
-           "OPENAI_API_KEY": "bench"}
+    env = {
+        **os.environ,
+        "EVALRELAY_REDIS_URL": URL,
+        "PYTHONPATH": str(ROOT),
+        "OPENAI_API_KEY": "bench",
+    }
     client = redis.Redis.from_url(URL, decode_responses=True)
-    with tempfile.TemporaryDirectory() as name, serving(Reply(openai_chat(), delay=args.delay)
-                                                        ) as server:
+    with (
+        tempfile.TemporaryDirectory() as name,
+        serving(Reply(openai_chat(), delay=args.delay)) as server,
+    ):
         folder = Path(name)
         (folder / "evalrelay.yaml").write_text("")
-        (folder / "bench.yaml").write_text("evalcases:\n" + "".join(
-            f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n"
-            for i in range(args.cases)))
+        (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
         for concurrency in args.concurrency:
             rate = measure(client, folder, server.url, args.cases, concurrency, env)
             ceiling = concurrency / args.delay
-            print(f"concurrency {concurrency:>4}: {rate:6.1f} cases/s, ceiling {ceiling:6.1f}/s, "
-                  f"ratio {rate / ceiling:.2f}")
+            print(
+                f"concurrency {concurrency:>4}: {rate:6.1f} cases/s, ceiling {ceiling:6.1f}/s, "
+                f"ratio {rate / ceiling:.2f}"
+            )
     client.flushdb()
 
 

@@ -31,6 +31,7 @@ from bridge.cases import load_eval_file  # noqa: E402
 from bridge.collector import Collector  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
 from bridge.queue import JobQueue, producer_app  # noqa: E402
+from tests.conftest import one_turn_cases  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
 
@@ -100,13 +101,7 @@ def bare_celery(client: redis.Redis, jobs: int, concurrency: int, env: dict[str,
 def eval_file(folder: Path, count: int) -> Path:
     (folder / "evalrelay.yaml").write_text("")
     path = folder / "bench.yaml"
-    path.write_text(
-        "evalcases:\n"
-        + "".join(
-            f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n"
-            for i in range(count)
-        )
-    )
+    path.write_text(one_turn_cases(count))
     return path
 
 

@@ -40,8 +40,10 @@ def percentile(values: list[float], share: float) -> float:
 
 def show(label: str, seconds: list[float]) -> float:
     median = statistics.median(seconds)
-    print(f"{label}: median {median * 1000:.0f} ms, p99 {percentile(seconds, 0.99) * 1000:.0f} ms "
-          f"({len(seconds)} files)")
+    print(
+        f"{label}: median {median * 1000:.0f} ms, p99 {percentile(seconds, 0.99) * 1000:.0f} ms "
+        f"({len(seconds)} files)"
+    )
     return median
 
 
@@ -54,8 +56,15 @@ def direct(folder: Path, queue: JobQueue, client: redis.Redis, count: int) -> li
         loaded = load_eval_file(path)
         campaign_id = new_campaign_id([loaded])
         jobs = plan_jobs(campaign_id, [loaded], "mock", None)
-        info = CampaignInfo(campaign_id=campaign_id, created_at=datetime.now(UTC), sources=[],
-                            targets=["mock"], total=1, out_dir=str(folder), collector="service")
+        info = CampaignInfo(
+            campaign_id=campaign_id,
+            created_at=datetime.now(UTC),
+            sources=[],
+            targets=["mock"],
+            total=1,
+            out_dir=str(folder),
+            collector="service",
+        )
         submit(client, queue, info, jobs, [loaded])
         times.append(time.monotonic() - started)
     return times
@@ -110,10 +119,14 @@ def main() -> None:
         thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
         thread.start()
         time.sleep(1)
-        singles = show("watcher, single files",
-                       watched(inbox, [f"s{n}.yaml" for n in range(args.singles)], gap=0.05))
-        show(f"watcher, burst of {args.burst}",
-             watched(inbox, [f"b{n}.yaml" for n in range(args.burst)], gap=0))
+        singles = show(
+            "watcher, single files",
+            watched(inbox, [f"s{n}.yaml" for n in range(args.singles)], gap=0.05),
+        )
+        show(
+            f"watcher, burst of {args.burst}",
+            watched(inbox, [f"b{n}.yaml" for n in range(args.burst)], gap=0),
+        )
         stop.set()
         thread.join(30)
     print(f"ratio single-file latency / direct submit: {singles / baseline:.1f}")

@@ -55,14 +55,11 @@ def client_for(url: str) -> redis.Redis:
 def connect(url: str) -> redis.Redis:
     """A client that has answered PING, or a PrerequisiteError saying what to do."""
     try:
-        client = redis.Redis.from_url(
-            url, decode_responses=True, socket_connect_timeout=5, health_check_interval=30
-        )
-        client.ping()
-        client = client_for(url)
+        # The first PING does not retry: a Redis that is not there is an error at once.
+        redis.Redis.from_url(url, socket_connect_timeout=5).ping()
     except (redis.RedisError, ValueError, OSError) as exc:
         raise PrerequisiteError(
             f"cannot reach Redis at {shown(url)} ({type(exc).__name__}: {exc}); start it, fix "
             f"{URL_VARIABLE}, or unset {URL_VARIABLE} to run on a private embedded Redis"
         ) from None
-    return client
+    return client_for(url)

@@ -136,6 +136,16 @@ def processes(redis_url: str, tmp_path: Path, private_home: Path) -> Iterator[Pr
     running.stop_all()
 
 
+def one_turn_cases(count: int, case_id: str = "c{i}", question: str = "q{i}") -> str:
+    """An eval file of `count` cases of one user turn each; `{i}` is the case's number."""
+    lines = [
+        f"  - {{id: '{case_id.format(i=i)}', input_messages: "
+        f"[{{role: user, content: '{question.format(i=i)}'}}]}}"
+        for i in range(count)
+    ]
+    return "\n".join(["evalcases:", *lines]) + "\n"
+
+
 def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:
     deadline = time.monotonic() + seconds
     while not condition():

@@ -17,8 +17,8 @@ from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stre
 from bridge.prompt import PromptRequest
 from bridge.results import Result, Status
 from bridge.results_file import ResultsFile, read_results
-from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
-from tests.worker.test_tasks import cases, submit_campaign
+from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
+from tests.worker.test_tasks import submit_campaign
 
 
 def result(job_id: str, status: Status = Status.OK, campaign: str = "c") -> Result:
@@ -114,7 +114,7 @@ def test_collector_process_killed_and_restarted_mid_campaign(
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n",
-            "evals.yaml": cases(60),
+            "evals.yaml": one_turn_cases(60),
         }
     )
     processes.worker(client, "steady@test", "--concurrency", "4")

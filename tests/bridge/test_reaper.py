@@ -11,15 +11,12 @@ from bridge.cases import load_eval_file
 from bridge.jobs import Job
 from bridge.keys import done_key, inflight_key
 from bridge.reaper import reap_expired
-from tests.conftest import WriteFiles
+from tests.conftest import WriteFiles, one_turn_cases
 from worker.lease import Lease
 
 
 def jobs(project: WriteFiles, count: int, campaign: str = "c") -> list[Job]:
-    body = "".join(
-        f"  - {{id: c{i}, input_messages: [{{role: user, content: q}}]}}\n" for i in range(count)
-    )
-    root = project({"evals.yaml": "evalcases:\n" + body})
+    root = project({"evals.yaml": one_turn_cases(count)})
     planned = plan_jobs(campaign, [load_eval_file(root / "evals.yaml")], "mock", None)
     return planned
 

@@ -17,7 +17,7 @@ from bridge.campaigns import plan_jobs, store_jobs
 from bridge.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue import JobQueue, producer_app
-from tests.conftest import Processes, WriteFiles, wait_for
+from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 
 
 class PrivateRedis:
@@ -80,11 +80,7 @@ def test_worker_keeps_working_across_a_redis_restart(
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 200}\n",
-            "evals.yaml": "evalcases:\n"
-            + "".join(
-                f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n"
-                for i in range(20)
-            ),
+            "evals.yaml": one_turn_cases(20),
         }
     )
     processes.env["EVALRELAY_REDIS_URL"] = private_redis.url

@@ -24,18 +24,11 @@ from bridge.keys import inflight_key, lease_key, results_stream_key
 from bridge.queue import JobQueue, producer_app
 from bridge.results import Status
 from bridge.target_settings import TargetSettings
-from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
+from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from worker.providers.base import Provider, ProviderOutput, register, unregister
 from worker.tasks import run_job
 
 SLOW_TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 4000}\n"
-
-
-def cases(count: int) -> str:
-    body = "".join(
-        f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n" for i in range(count)
-    )
-    return "evalcases:\n" + body
 
 
 def submit_campaign(
@@ -81,7 +74,7 @@ def collect_all(
 def test_pool_process_killed_mid_job(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
-    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": cases(6)})
+    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": one_turn_cases(6)})
     worker = processes.worker(client, "prefork@test", "--pool", "prefork", "--concurrency", "2")
     info = submit_campaign(redis_url, root, 6)
     wait_for(lambda: client.zcard(inflight_key()) > 0, 30, "a job to start")
@@ -96,7 +89,7 @@ def test_pool_process_killed_mid_job(
 def test_whole_worker_killed_its_jobs_run_again_within_a_minute(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
-    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": cases(4)})
+    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": one_turn_cases(4)})
     doomed = processes.worker(client, "doomed@test", "--concurrency", "4")
     info = submit_campaign(redis_url, root, 4)
     wait_for(lambda: client.zcard(inflight_key()) == 4, 30, "all four jobs to start")
@@ -118,7 +111,7 @@ def test_whole_worker_killed_its_jobs_run_again_within_a_minute(
 def test_same_job_delivered_twice_runs_once(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
-    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": cases(1)})
+    root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": one_turn_cases(1)})
     processes.worker(client, "twice@test", "--concurrency", "4")
     loaded = load_eval_file(root / "evals.yaml")
     (job,) = plan_jobs("dup", [loaded], "slow", None)
@@ -151,7 +144,10 @@ def test_concurrent_deliveries_call_the_provider_once(
     project: WriteFiles, client: redis.Redis
 ) -> None:
     root = project(
-        {"targets.yaml": "targets:\n  - {name: slow, provider: mock}\n", "evals.yaml": cases(1)}
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock}\n",
+            "evals.yaml": one_turn_cases(1),
+        }
     )
     (job,) = plan_jobs("once", [load_eval_file(root / "evals.yaml")], "slow", None)
 

@@ -14,8 +14,14 @@ from bridge.campaigns import CampaignInfo
 from bridge.cli.follow import warn_without_workers
 from bridge.keys import workers_key
 
-INFO = CampaignInfo(campaign_id="c", created_at=datetime.now(UTC), sources=[], targets=["t"],
-                    total=1, out_dir="/tmp")
+INFO = CampaignInfo(
+    campaign_id="c",
+    created_at=datetime.now(UTC),
+    sources=[],
+    targets=["t"],
+    total=1,
+    out_dir="/tmp",
+)
 
 
 def test_warns_when_no_worker_reported_lately(client: redis.Redis) -> None:

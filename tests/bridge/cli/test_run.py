@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
+from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 
 TARGETS = """\
 targets:
@@ -20,14 +20,7 @@ targets:
 
 
 def cases(count: int) -> str:
-    lines = ["evalcases:"]
-    for i in range(count):
-        lines += [
-            f"  - id: case-{i}",
-            "    input_messages:",
-            f"      - {{role: user, content: 'question {i}'}}",
-        ]
-    return "\n".join(lines) + "\n"
+    return one_turn_cases(count, case_id="case-{i}", question="question {i}")
 
 
 def run(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

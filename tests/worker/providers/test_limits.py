@@ -12,17 +12,11 @@ from bridge.campaigns import plan_jobs
 from bridge.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue import JobQueue, producer_app
-from tests.conftest import Processes, WriteFiles, wait_for
+from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 from worker.providers.limits import RateGate
 
 KEY = "sk-limits-secret-987654321"
-
-
-def cases(count: int) -> str:
-    return "evalcases:\n" + "".join(
-        f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}]}}\n" for i in range(count)
-    )
 
 
 def test_two_workers_never_exceed_the_targets_rpm(
@@ -36,7 +30,7 @@ def test_two_workers_never_exceed_the_targets_rpm(
               - {{name: limited, provider: openai-compatible, model: m,
                   base_url: "{server.url}/v1", rpm: 120}}
             """,
-                "evals.yaml": cases(8),
+                "evals.yaml": one_turn_cases(8),
             }
         )
         env = {"OPENAI_API_KEY": KEY}

@@ -11,7 +11,7 @@ from bridge.cases import load_eval_file
 from bridge.jobs import Job
 from bridge.results import Status
 from bridge.target_settings import MockTarget
-from tests.conftest import WriteFiles
+from tests.conftest import WriteFiles, one_turn_cases
 from worker.providers.base import ProviderFailure
 from worker.providers.mock import MockProvider
 
@@ -55,10 +55,7 @@ def test_latency_longer_than_the_deadline_is_a_timeout(two_jobs: list[Job]) -> N
 
 
 def test_injected_failures_are_reproducible_per_attempt(project: WriteFiles) -> None:
-    body = "".join(
-        f"  - {{id: c{i}, input_messages: [{{role: user, content: q}}]}}\n" for i in range(200)
-    )
-    root = project({"many.yaml": "evalcases:\n" + body})
+    root = project({"many.yaml": one_turn_cases(200)})
     jobs = plan_jobs("c", [load_eval_file(root / "many.yaml")], "mock", None)
     provider = mock(failure_rate=0.3, failure_kind="rate_limited")
 
