@@ -19,10 +19,10 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pipeline import URL, start, stop, wait  # noqa: E402
+from bench.pipeline import URL, evalrelay_worker, stop, wait  # noqa: E402
 from bridge.campaigns import plan_jobs  # noqa: E402
 from bridge.cases import load_eval_file  # noqa: E402
-from bridge.keys import results_stream_key, workers_key  # noqa: E402
+from bridge.keys import results_stream_key  # noqa: E402
 from bridge.queue import JobQueue, producer_app  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving  # noqa: E402
@@ -36,23 +36,8 @@ def measure(
         f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
         f"base_url: '{url}/v1'}}\n"
     )
-    worker = start(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "worker",
-            "-c",
-            str(concurrency),
-            "-n",
-            "bench-api@host",
-            "-l",
-            "WARNING",
-        ],
-        env,
-    )
+    worker = evalrelay_worker(client, concurrency, env)
     try:
-        wait(lambda: client.hexists(workers_key(), "bench-api@host"), 60)
         campaign = f"api-{concurrency}"
         jobs = plan_jobs(campaign, [load_eval_file(folder / "bench.yaml")], "slow", None)
         started = time.monotonic()
