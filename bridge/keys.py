@@ -97,3 +97,8 @@ def watchers_key() -> str:
 
 COLLECTOR_GROUP = "collectors"
 """The consumer group every collector reads result streams through."""
+
+
+def workspace_lease_key(host: str, folder: str) -> str:
+    """String with a TTL: the token of the job using an agent workspace, renewed while it runs."""
+    return f"{PREFIX}:workspace:{host}:{folder}"

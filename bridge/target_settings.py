@@ -148,11 +148,26 @@ class MockTarget(TargetBase):
 
 
 class VSCodeTarget(TargetBase):
+    """VS Code's Copilot chat, driven through a pool of workspace folders (subagent's layout)."""
+
     provider: Literal["vscode", "vscode-insiders"]
     executable: str | None = Field(default=None, alias="vscode_cmd")
+    """Default: `code`, or `code-insiders` for the insiders kind."""
     subagent_root: str | None = None
+    """Default: `~/.subagent/vscode-agents` (`vscode-insiders-agents` for Insiders)."""
     workspace_template: str | None = None
+    """A folder whose files replace the built-in `workspace_templates/vscode/` ones."""
+    mode: str = "evalrelay"
+    """The chat mode (custom agent) the task runs in; the template provides `evalrelay`."""
+    ready_timeout_seconds: PositiveFloat = 60.0
+    """How long a newly opened window may take to answer the wake-up chat."""
+    focus_delay_seconds: NonNegativeFloat = 0.5
+    """Pause between focusing a window and chatting, so the chat lands in that window."""
     wait: bool = True
+    """Accepted from AgentV files; evalrelay always waits for the answer."""
+
+    def default_executable(self) -> str:
+        return "code-insiders" if self.provider == "vscode-insiders" else "code"
 
 
 class CodexTarget(TargetBase):

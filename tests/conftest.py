@@ -6,6 +6,7 @@ before and after each test) and fail loudly when it is not there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -156,3 +157,37 @@ def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None
 
 def read_jsonl(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+STANDINS = Path(__file__).parent / "worker" / "standins"
+
+
+class FakeVSCode:
+    """The stand-in `code` (tests/worker/standins/code), first on PATH, and what it saw."""
+
+    def __init__(self, state: Path) -> None:
+        self.state = state
+        self.env = {
+            "PATH": f"{STANDINS}{os.pathsep}{os.environ['PATH']}",
+            "FAKE_VSCODE_STATE": str(state),
+        }
+
+    def log(self, event: str | None = None) -> list[dict[str, object]]:
+        path = self.state / "log.jsonl"
+        entries = read_jsonl(path) if path.exists() else []
+        return [e for e in entries if event is None or e["event"] == event]
+
+    def stop_agents(self) -> None:
+        pids = self.state / "agents.pids"
+        for line in pids.read_text().split() if pids.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(int(line), signal.SIGKILL)
+
+
+@pytest.fixture
+def fake_vscode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVSCode]:
+    fake = FakeVSCode(tmp_path / "fake-vscode")
+    for name, value in fake.env.items():
+        monkeypatch.setenv(name, value)
+    yield fake
+    fake.stop_agents()

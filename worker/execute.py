@@ -20,7 +20,7 @@ from bridge.jobs import Job
 from bridge.results import ErrorInfo, Result, Status
 from bridge.target_settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets import OneTarget, interpolate
-from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
+from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, provider_for
 
 log = logging.getLogger(__name__)
 
@@ -28,16 +28,20 @@ log = logging.getLogger(__name__)
 def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
     calls: list[dict[str, object]] = []
+    kept: dict[str, Any] = {}
     try:
         output = call_provider(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
         if output.model_failure:
             status = Status.MODEL_FAILURE
             error = ErrorInfo(kind=status.value, message=output.model_failure)
+    except NoCapacity:
+        raise  # not a result: the job goes back to its queue
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
         error = ErrorInfo(kind=failure.status.value, message=scrub(failure.message, job))
         calls = [{**c, "message": scrub(str(c.get("message", "")), job)} for c in failure.calls]
+        kept = failure.artifacts
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
@@ -59,7 +63,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         duration_ms=int((time.monotonic() - clock) * 1000),
         worker=worker,
         error=error,
-        artifacts=_artifacts(output) if output else ({"calls": calls} if calls else {}),
+        artifacts=_artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})},
         attempts=job.previous_attempts,
     )
 

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import redis
@@ -115,26 +115,38 @@ class Lease:
 
     @contextmanager
     def heartbeat(self) -> Iterator[Lease]:
-        stop = threading.Event()
-        thread = threading.Thread(
-            target=self._beat, args=(stop,), daemon=True, name=f"lease-{self.job_id[:8]}"
-        )
-        thread.start()
-        try:
+        with keep_renewed(self.renew, self.seconds / 3, f"job {self.job_id}", self.lost):
             yield self
-        finally:
-            stop.set()
-            thread.join()
 
-    def _beat(self, stop: threading.Event) -> None:
-        while not stop.wait(self.seconds / 3):
+
+@contextmanager
+def keep_renewed(
+    renew: Callable[[], bool], every: float, what: str, lost: threading.Event
+) -> Iterator[None]:
+    """Call `renew` every `every` seconds in a thread while the block runs.
+
+    `renew` returning False means the lease went to someone else: `lost` is set and the
+    renewing stops. A Redis error is logged and tried again on the next beat.
+    """
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
             try:
-                if not self.renew():
-                    log.warning("job %s: lease lost; another worker may run it", self.job_id)
-                    self.lost.set()
+                if not renew():
+                    log.warning("%s: lease lost; another worker may take it", what)
+                    lost.set()
                     return
             except redis.RedisError as exc:
-                log.warning("job %s: lease heartbeat failed: %s", self.job_id, exc)
+                log.warning("%s: lease heartbeat failed: %s", what, exc)
+
+    thread = threading.Thread(target=beat, daemon=True, name=f"lease {what}")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _expiry_ms(seconds: float) -> int:

@@ -13,6 +13,7 @@ from bridge.jobs import Job
 from bridge.queue import RUN_CASE
 from worker.execute import execute
 from worker.lease import Lease
+from worker.providers.base import NoCapacity
 from worker.publish import publish
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,11 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
     )
     def run_case(self: Task, payload: dict[str, Any]) -> str:
         job = Job.model_validate(payload)
-        return run_job(client(), job, self.request.hostname or "worker")
+        try:
+            return run_job(client(), job, self.request.hostname or "worker")
+        except NoCapacity as busy:
+            log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
+            raise self.retry(countdown=busy.retry_in, max_retries=None) from None
 
 
 def run_job(client: redis.Redis, job: Job, worker: str) -> str:

@@ -18,6 +18,7 @@ from bridge.cli.status import status_command
 from bridge.cli.validate import validate_command
 from bridge.cli.watch import watch_command
 from bridge.cli.worker import worker_command
+from bridge.cli.workspaces import provision_command, unlock_command
 from bridge.errors import EvalrelayError, InvalidFileError
 
 
@@ -46,6 +47,8 @@ for command in (
     resume_command,
     retry_command,
     watch_command,
+    provision_command,
+    unlock_command,
 ):
     cli.add_command(command)
 

@@ -12,8 +12,17 @@ from bridge.connection import URL_VARIABLE, configured_url, connect
 from bridge.errors import PrerequisiteError
 from bridge.queue import QUEUES
 
-DEFAULT_CONCURRENCY = {"api": 32, "agent.vscode": 1, "agent.codex": 2, "agent.cli": 2}
+DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2}
 """API calls wait on the network, so one process runs many; agents run a few at a time."""
+
+
+def default_concurrency(queue: str) -> int:
+    """VS Code runs one job per workspace: as many at once as the default pools hold."""
+    if queue == "agent.vscode":
+        from worker.agents.vscode_pool import default_pool_size
+
+        return default_pool_size()
+    return DEFAULT_CONCURRENCY[queue]
 
 
 @click.command("worker")
@@ -28,7 +37,8 @@ DEFAULT_CONCURRENCY = {"api": 32, "agent.vscode": 1, "agent.codex": 2, "agent.cl
     "--concurrency",
     "-c",
     type=click.IntRange(min=1),
-    help="Jobs at once (default: 32 per api queue, 2 per agent queue).",
+    help="Jobs at once (default: 32 for api, 2 for each CLI agent queue, and for "
+    "agent.vscode the number of provisioned workspaces in ~/.subagent).",
 )
 @click.option(
     "--pool",
@@ -60,7 +70,7 @@ def worker_command(
 
     app = create_app(url)
     app.set_default()
-    count = concurrency or sum(DEFAULT_CONCURRENCY[q] for q in chosen)
+    count = concurrency or sum(default_concurrency(q) for q in chosen)
     hostname = name or f"evalrelay-{'+'.join(chosen)}-{os.getpid()}@{socket.gethostname()}"
     app.worker_main(
         [

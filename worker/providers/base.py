@@ -52,6 +52,20 @@ class ProviderFailure(Exception):
         self.retryable = retryable
         self.calls: list[dict[str, Any]] = []
         """Every vendor call this failure ended, oldest first (see `worker.providers.retry`)."""
+        self.artifacts: dict[str, Any] = {}
+        """What the provider kept of the attempt (an agent's request file, timings)."""
+
+
+class NoCapacity(Exception):
+    """The job cannot start on this worker now (every workspace is busy).
+
+    The job goes back to its queue to be tried again in `retry_in` seconds, so the worker
+    slot is free for a job that can run.
+    """
+
+    def __init__(self, message: str, retry_in: float) -> None:
+        super().__init__(message)
+        self.retry_in = retry_in
 
 
 class Provider(ABC):
@@ -131,6 +145,7 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
     azure = lazy("worker.providers.azure", "AzureProvider")
     anthropic = lazy("worker.providers.anthropic", "AnthropicProvider")
     gemini = lazy("worker.providers.gemini", "GeminiProvider")
+    vscode = lazy("worker.providers.vscode", "VSCodeProvider")
     return {
         "mock": lazy("worker.providers.mock", "MockProvider"),
         "openai": openai,
@@ -141,4 +156,6 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
         "gemini": gemini,
         "google": gemini,
         "google-gemini": gemini,
+        "vscode": vscode,
+        "vscode-insiders": vscode,
     }

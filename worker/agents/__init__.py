@@ -1,0 +1,1 @@
+"""What every agent provider shares: templates, the attached files, the task markdown."""
