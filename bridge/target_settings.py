@@ -171,14 +171,35 @@ class VSCodeTarget(TargetBase):
 
 
 class CodexTarget(TargetBase):
+    """OpenAI's Codex CLI, run as `codex exec --json` in a fresh workspace per attempt."""
+
     provider: Literal["codex", "codex-cli"]
     executable: str = "codex"
     args: list[str] = Field(default_factory=list)
+    """More `codex exec` options, placed before the prompt."""
     model: str | None = None
     profile: str | None = None
-    sandbox: str | None = None
+    sandbox: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
     config: dict[str, Any] = Field(default_factory=dict)
-    """`-c key=value` overrides passed to Codex."""
+    """`-c key=value` overrides passed to Codex; values are written as TOML."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """More environment variables for Codex (keys as `${VAR}` references)."""
+    workspace_template: str | None = None
+
+
+class CopilotCliTarget(TargetBase):
+    """GitHub Copilot CLI, run as `copilot -p … --output-format json` in a fresh workspace."""
+
+    provider: Literal["copilot-cli", "copilot"]
+    executable: str = "copilot"
+    model: str | None = None
+    allowed_tools: list[str] | None = None
+    """Tools it may use without asking (`--allow-tool`); default: all of them."""
+    denied_tools: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment for Copilot, e.g. COPILOT_OFFLINE and COPILOT_PROVIDER_BASE_URL for
+    a model server of your own; keys as `${VAR}` references."""
     workspace_template: str | None = None
 
 
@@ -187,10 +208,13 @@ class CliTarget(TargetBase):
 
     provider: Literal["cli"]
     command: str | list[str] = Field(alias="command_template")
+    """Placeholders: {task_file}, {output_file}, {workspace}, {files}, {prompt} (AgentV's
+    upper-case {PROMPT_FILE}, {OUTPUT_FILE}, {FILES}, {PROMPT} too)."""
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     workspace_template: str | None = None
     files_format: str = "{path}"
+    """How each attached file is written in {files}: {path} (absolute) or {name}."""
 
 
 TargetSettings = Annotated[
@@ -202,6 +226,7 @@ TargetSettings = Annotated[
     | MockTarget
     | VSCodeTarget
     | CodexTarget
+    | CopilotCliTarget
     | CliTarget,
     Field(discriminator="provider"),
 ]
@@ -230,6 +255,8 @@ QUEUE_FOR_KIND = {
     "vscode-insiders": "agent.vscode",
     "codex": "agent.codex",
     "codex-cli": "agent.codex",
+    "copilot-cli": "agent.cli",
+    "copilot": "agent.cli",
     "cli": "agent.cli",
 }
 """Which Celery queue runs jobs of each provider kind."""

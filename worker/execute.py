@@ -19,7 +19,7 @@ from bridge.errors import TargetError
 from bridge.jobs import Job
 from bridge.results import ErrorInfo, Result, Status
 from bridge.target_settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
-from bridge.targets import OneTarget, interpolate
+from bridge.targets import OneTarget, interpolate, references
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, provider_for
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,8 @@ def _secret_names(job: Job) -> set[str]:
     match = ENV_REFERENCE.fullmatch(key.strip()) if isinstance(key, str) else None
     if match:
         names.add(match.group(1) or match.group(2))
+    # An agent's `env` may carry keys for its own model server.
+    names.update(references(job.target.settings.get("env", {})))
     return names
 
 

@@ -146,6 +146,8 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
     anthropic = lazy("worker.providers.anthropic", "AnthropicProvider")
     gemini = lazy("worker.providers.gemini", "GeminiProvider")
     vscode = lazy("worker.providers.vscode", "VSCodeProvider")
+    codex = lazy("worker.providers.codex", "CodexProvider")
+    copilot = lazy("worker.providers.copilot_cli", "CopilotCliProvider")
     return {
         "mock": lazy("worker.providers.mock", "MockProvider"),
         "openai": openai,
@@ -158,4 +160,9 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
         "google-gemini": gemini,
         "vscode": vscode,
         "vscode-insiders": vscode,
+        "codex": codex,
+        "codex-cli": codex,
+        "copilot-cli": copilot,
+        "copilot": copilot,
+        "cli": lazy("worker.providers.cli", "CliProvider"),
     }

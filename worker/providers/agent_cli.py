@@ -1,0 +1,123 @@
+"""What the command-line agents (Codex, Copilot CLI, any `cli` command) have in common.
+
+Every attempt gets a fresh workspace built from the kind's template, with the attached
+files and `task.md`. The agent runs there in its own process group, stopped with all its
+processes at the job's deadline. The workspace stays on the worker; the result keeps the
+command line, the files, the transcript and standard error's tail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bridge.jobs import Job
+from bridge.results import Status
+from worker.agents.commands import find_executable, tail
+from worker.agents.inputs import InputFile, fetch_inputs
+from worker.agents.runner import AgentRun, run_agent
+from worker.agents.templates import TemplateError, WorkspaceTemplate
+from worker.agents.workspace import AttemptWorkspace
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+
+TRANSCRIPT_FILE = "transcript.jsonl"
+
+
+class CommandLineAgent(Provider):
+    kind: ClassVar[str]
+    """The template folder, and the key of this agent's record in the result's artifacts."""
+    title: ClassVar[str]
+    answer_paths: ClassVar[dict[str, str]] = {}
+    """Task placeholders naming files in the workspace, e.g. where to write the answer."""
+
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        try:
+            template = WorkspaceTemplate.load(self.kind, self._setting("workspace_template"))
+        except TemplateError as exc:
+            raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
+        executable = find_executable(self._setting("executable"), self.title)
+        inputs = fetch_inputs(self.redis, job)
+        workspace = AttemptWorkspace.create(job, template, inputs, **self.answer_paths)
+        with self.home() as home:
+            argv, stdin_text = self.command(executable, workspace, inputs)
+            run = run_agent(
+                argv,
+                cwd=self.cwd(workspace),
+                env={**os.environ, **self.environment(home)},
+                stdin_text=stdin_text,
+                deadline=deadline,
+                stdout_file=workspace.folder / TRANSCRIPT_FILE,
+            )
+        events = json_events(run.stdout)
+        record = {
+            **workspace.record(),
+            "command": argv,
+            "exit_code": run.returncode,
+            "duration_ms": run.duration_ms,
+            "transcript": self.transcript(events, run),
+        }
+        try:
+            if run.timed_out:
+                raise ProviderFailure(
+                    Status.TIMEOUT,
+                    f"{self.title} did not finish within {job.timeout_seconds:.0f} s; "
+                    f"it was stopped with all its processes",
+                )
+            output = self.answer(run, events, workspace)
+        except ProviderFailure as failure:
+            failure.artifacts[self.kind] = {**record, "stderr": tail(run.stderr)}
+            raise
+        output.artifacts[self.kind] = {**record, **output.artifacts.get(self.kind, {})}
+        return output
+
+    def command(
+        self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]
+    ) -> tuple[list[str], str | None]:
+        """The argument list, and the text for standard input (None: no input at all)."""
+        raise NotImplementedError
+
+    def answer(
+        self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace
+    ) -> ProviderOutput:
+        raise NotImplementedError
+
+    def environment(self, home: Path | None) -> dict[str, str]:
+        env: dict[str, str] = self._setting("env") or {}
+        return env
+
+    @contextlib.contextmanager
+    def home(self) -> Iterator[Path | None]:
+        yield None
+
+    def cwd(self, workspace: AttemptWorkspace) -> Path:
+        return workspace.folder
+
+    def transcript(self, events: list[dict[str, Any]], run: AgentRun) -> list[dict[str, Any]]:
+        return events
+
+    def failed(self, run: AgentRun, why: str) -> ProviderFailure:
+        """An `infra_error` carrying the agent's message and standard error's tail."""
+        stderr = tail(run.stderr, 800)
+        return ProviderFailure(
+            Status.INFRA_ERROR, f"{self.title} {why}" + (f"; stderr: {stderr}" if stderr else "")
+        )
+
+    def _setting(self, name: str) -> Any:
+        return getattr(self.settings, name, None)
+
+
+def json_events(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSONL stream; other lines (warnings, progress) are skipped."""
+    events = []
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    events.append(event)
+    return events

@@ -1,0 +1,97 @@
+"""Any command-line agent: a command template, run without a shell in a fresh workspace.
+
+Placeholders are filled token by token after the command is split, so a path with
+spaces stays one argument; a token that is exactly `{files}` becomes one argument per
+attached file. The task also arrives on standard input. The answer is `answer.md` (the
+task asks for `answer.tmp.md`, renamed when complete), or else standard output.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bridge.target_settings import CliTarget
+from worker.agents.inputs import InputFile
+from worker.agents.runner import AgentRun
+from worker.agents.workspace import AttemptWorkspace
+from worker.providers.agent_cli import CommandLineAgent
+from worker.providers.base import ProviderOutput
+
+ANSWER_FILE = "answer.md"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
+_ALIASES = {"prompt_file": "task_file"}
+
+
+class CliProvider(CommandLineAgent):
+    settings: CliTarget
+    kind = "cli"
+    title = "The agent command"
+    answer_paths: ClassVar[dict[str, str]] = {"answer_tmp": "answer.tmp.md", "answer": ANSWER_FILE}
+
+    def command(
+        self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]
+    ) -> tuple[list[str], str | None]:
+        tokens = self._tokens()
+        values = {
+            "task_file": str(workspace.task_file),
+            "output_file": str(workspace.folder / ANSWER_FILE),
+            "workspace": str(workspace.folder),
+            "prompt": workspace.task,
+        }
+        files = [
+            self.settings.files_format.format(
+                path=str(workspace.folder / f.workspace_path),
+                name=Path(f.workspace_path).name,
+                relative=f.workspace_path,
+            )
+            for f in inputs
+        ]
+        argv = [executable]
+        for token in tokens[1:]:
+            if token.lower() == "{files}":
+                argv += files
+            else:
+                argv.append(_fill(token, {**values, "files": " ".join(files)}))
+        return argv, workspace.task
+
+    def cwd(self, workspace: AttemptWorkspace) -> Path:
+        if self.settings.cwd:
+            return workspace.folder / Path(os.path.expandvars(self.settings.cwd)).expanduser()
+        return workspace.folder
+
+    def answer(
+        self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace
+    ) -> ProviderOutput:
+        if run.returncode != 0:
+            raise self.failed(run, f"exited with code {run.returncode}")
+        answer_file = workspace.folder / ANSWER_FILE
+        from_file = answer_file.is_file() and answer_file.stat().st_size > 0
+        answer = answer_file.read_text(encoding="utf-8", errors="replace") if from_file else ""
+        answer = answer or run.stdout.strip()
+        return ProviderOutput(
+            answer=answer,
+            model_failure=None if answer.strip() else "the agent wrote no answer",
+            artifacts={self.kind: {"answer_from": ANSWER_FILE if from_file else "stdout"}},
+        )
+
+    def _setting(self, name: str) -> Any:
+        if name == "executable":
+            return self._tokens()[0]
+        return super()._setting(name)
+
+    def _tokens(self) -> list[str]:
+        command = self.settings.command
+        return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+def _fill(token: str, values: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1).lower()
+        name = _ALIASES.get(name, name)
+        return values.get(name, match.group(0))
+
+    return _PLACEHOLDER.sub(value, token)
