@@ -191,3 +191,11 @@ def fake_vscode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
         monkeypatch.setenv(name, value)
     yield fake
     fake.stop_agents()
+
+
+@pytest.fixture(scope="session")
+def agents_bin() -> Path:
+    """The real Codex CLI, Copilot CLI and aimock, installed from npm into a cache once."""
+    from tests.worker.providers.real_agents import agents_bin as install
+
+    return install()

@@ -32,16 +32,16 @@ SLOW_TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 4000}\n"
 
 
 def submit_campaign(
-    redis_url: str, root: Path, count: int, collector: str = "service"
+    redis_url: str, root: Path, count: int, collector: str = "service", target: str = "slow"
 ) -> CampaignInfo:
     loaded = load_eval_file(root / "evals.yaml")
     campaign_id = f"test-{time.time_ns()}"
-    jobs = plan_jobs(campaign_id, [loaded], "slow", None)
+    jobs = plan_jobs(campaign_id, [loaded], target, None)
     info = CampaignInfo(
         campaign_id=campaign_id,
         created_at=datetime.now(UTC),
         sources=[str(root / "evals.yaml")],
-        targets=["slow"],
+        targets=[target],
         total=count,
         out_dir=str(root / "results"),
         collector=collector,

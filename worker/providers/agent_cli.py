@@ -59,6 +59,7 @@ class CommandLineAgent(Provider):
             "exit_code": run.returncode,
             "duration_ms": run.duration_ms,
             "transcript": self.transcript(events, run),
+            **({"home": str(home)} if home else {}),
         }
         try:
             if run.timed_out:

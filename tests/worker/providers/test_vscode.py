@@ -18,19 +18,15 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.blobs import store_blobs
-from bridge.campaigns import plan_jobs
-from bridge.cases import load_eval_file
 from bridge.jobs import Job
 from bridge.results import Result, Status
 from tests.conftest import FakeVSCode, Processes, WriteFiles, read_jsonl, wait_for
+from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project
+from tests.worker.providers.agent_cases import planned_job as agent_job
 from tests.worker.test_tasks import collect_all, submit_campaign
 from worker.agents.vscode_pool import WorkspacePool
 from worker.execute import execute
 from worker.providers.base import NoCapacity
-
-GUIDE = "docs/style guide.instructions.md"
-ATTACHED = "src/naïve módulo.py"
 
 
 def targets(pool: Path, **extra: object) -> str:
@@ -43,21 +39,6 @@ def targets(pool: Path, **extra: object) -> str:
     )
 
 
-def case_file(question: str, timeout: float | None = None, count: int = 1) -> str:
-    limit = f"\n    timeout_seconds: {timeout}" if timeout else ""
-    cases = [
-        f"  - id: case-{i}{limit}\n"
-        "    input_messages:\n"
-        "      - role: user\n"
-        "        content:\n"
-        f"          - {{type: text, value: '{question} #{i}'}}\n"
-        f"          - {{type: file, value: '{GUIDE}'}}\n"
-        f"          - {{type: file, value: '{ATTACHED}'}}\n"
-        for i in range(count)
-    ]
-    return "evalcases:\n" + "".join(cases)
-
-
 def vscode_project(
     project: WriteFiles,
     tmp_path: Path,
@@ -66,21 +47,11 @@ def vscode_project(
     count: int = 1,
     **extra: Any,
 ) -> Path:
-    return project(
-        {
-            "targets.yaml": targets(tmp_path / "pool", **extra),
-            "evals.yaml": case_file(question, timeout, count),
-            GUIDE: "Use four spaces.\n",
-            ATTACHED: "print('héllo')\n",
-        }
-    )
+    return agent_project(project, targets(tmp_path / "pool", **extra), question, timeout, count)
 
 
 def planned_job(root: Path, client: redis.Redis) -> Job:
-    loaded = load_eval_file(root / "evals.yaml")
-    store_blobs(client, (f for case in loaded.cases for f in case.files()))
-    (job,) = plan_jobs(f"c{time.time_ns()}", [loaded], "copilot", None)
-    return job
+    return agent_job(root, client, "copilot")
 
 
 def vscode_record(result: Result) -> dict[str, Any]:
@@ -256,13 +227,12 @@ def test_pool_of_two_never_shares_a_workspace_and_the_third_job_waits(
     fake_vscode: FakeVSCode,
 ) -> None:
     root = vscode_project(project, tmp_path, "fake-agent: delays=2", count=3)
-    (root / "targets.yaml").write_text(targets(tmp_path / "pool").replace("copilot", "slow"))
     WorkspacePool(tmp_path / "pool").provision(2, _template())
     # Three slots for a pool of two: the third job must wait for a workspace, off its slot.
     processes.worker(
         client, "vscode@test", "-Q", "agent.vscode", "-c", "3", extra_env=fake_vscode.env
     )
-    info = submit_campaign(redis_url, root, 3)
+    info = submit_campaign(redis_url, root, 3, target="copilot")
     lines = collect_all(processes, client, info, 90)
 
     assert {line["status"] for line in lines} == {"ok"}
@@ -289,10 +259,9 @@ def test_worker_killed_mid_job_its_workspace_is_reclaimed(
     fake_vscode: FakeVSCode,
 ) -> None:
     root = vscode_project(project, tmp_path, "fake-agent: delays=60,0.5")
-    (root / "targets.yaml").write_text(targets(tmp_path / "pool").replace("copilot", "slow"))
     env = {**fake_vscode.env, "EVALRELAY_LEASE_SECONDS": "3"}
     doomed = processes.worker(client, "doomed@test", "-Q", "agent.vscode", extra_env=env)
-    info = submit_campaign(redis_url, root, 1)
+    info = submit_campaign(redis_url, root, 1, target="copilot")
     lock = tmp_path / "pool" / "subagent-1" / "subagent.lock"
     wait_for(lambda: fake_vscode.log("agent"), 30, "the first chat to reach the agent")
     assert lock.exists()

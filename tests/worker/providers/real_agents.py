@@ -1,0 +1,84 @@
+"""The real Codex CLI, Copilot CLI and aimock from the npm registry, for the agent tests.
+
+They are installed once into a cache folder (`EVALRELAY_AGENT_CACHE`, default
+`~/.cache/evalrelay-test-agents`), at the versions pinned here; `.ci/run` installs them
+the same way. aimock serves the OpenAI Responses and Chat Completions APIs on loopback
+with scripted replies (fixtures), so the agents run offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+PACKAGES = {
+    "@openai/codex": "0.169.0",
+    "@github/copilot": "1.0.102",
+    "@copilotkit/aimock": "1.43.0",
+}
+
+
+def agents_bin() -> Path:
+    """The folder holding `codex`, `copilot` and `llmock`, installing them when missing."""
+    cache = Path(
+        os.environ.get("EVALRELAY_AGENT_CACHE") or Path.home() / ".cache" / "evalrelay-test-agents"
+    )
+    bin_dir = cache / "node_modules" / ".bin"
+    if all((bin_dir / name).exists() for name in ("codex", "copilot", "llmock")):
+        return bin_dir
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("the agent tests need npm (Node.js 20+) to install Codex and Copilot")
+    cache.mkdir(parents=True, exist_ok=True)
+    specs = [f"{name}@{version}" for name, version in PACKAGES.items()]
+    subprocess.run(
+        [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", *specs],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return bin_dir
+
+
+@contextmanager
+def aimock(bin_dir: Path, fixtures: list[dict[str, Any]], folder: Path) -> Iterator[str]:
+    """An aimock server on a free loopback port; yields its base URL (with `/v1`)."""
+    path = folder / "fixtures.json"
+    path.write_text(json.dumps({"fixtures": fixtures}))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (folder / "aimock.log").open("wb")
+    server = subprocess.Popen(
+        [str(bin_dir / "llmock"), "-p", str(port), "-h", "127.0.0.1", "-f", str(path)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(
+                        f"aimock did not start; see {folder / 'aimock.log'}"
+                    ) from None
+                time.sleep(0.1)
+        yield f"{url}/v1"
+    finally:
+        server.terminate()
+        server.wait(10)
+        log.close()

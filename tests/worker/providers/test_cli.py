@@ -1,0 +1,100 @@
+"""The `cli` provider: any command line, run without a shell, against a script of our own."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+import redis
+
+from bridge.results import Result, Status
+from tests.conftest import STANDINS, WriteFiles
+from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project, planned_job
+from worker.execute import execute
+
+AGENT = STANDINS / "echo_agent"
+
+
+def run_cli(
+    project: WriteFiles,
+    client: redis.Redis,
+    command: str,
+    timeout: float | None = None,
+    **extra: str,
+) -> Result:
+    settings = "".join(f"\n    {k}: {v}" for k, v in extra.items())
+    targets = f"targets:\n  - name: agent\n    provider: cli\n    command: {command}{settings}\n"
+    root = agent_project(project, targets, "Summarise", timeout)
+    return execute(planned_job(root, client, "agent"), "w", client)
+
+
+def test_answer_comes_from_the_output_file_with_each_file_one_argument(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    result = run_cli(
+        project, client, f'"{AGENT} --task {{task_file}} --out {{OUTPUT_FILE}} {{files}}"'
+    )
+
+    assert result.status is Status.OK, result.error
+    record: dict[str, Any] = result.artifacts["cli"]
+    workspace = Path(record["workspace"])
+    assert result.answer == (
+        "task starts: Before you start, read these files of this workspace, in this order:\n"
+        "stdin is the task: True\n"
+        f"cwd: {workspace}\n"
+        f"file: {workspace / 'inputs' / GUIDE} exists=True\n"
+        f"file: {workspace / 'inputs' / ATTACHED} exists=True\n"
+    )
+    assert record["answer_from"] == "answer.md"
+    assert record["command"][-2:] == [
+        str(workspace / "inputs" / GUIDE),
+        str(workspace / "inputs" / ATTACHED),
+    ]
+    assert "answer.tmp.md" in (workspace / "task.md").read_text()
+
+
+def test_standard_output_is_the_answer_when_no_file_is_written(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    result = run_cli(project, client, f"[{AGENT}, --stdout, --task, '{{PROMPT_FILE}}']")
+    assert result.status is Status.OK, result.error
+    assert result.answer is not None and result.answer.startswith("task starts: Before you start")
+    assert result.artifacts["cli"]["answer_from"] == "stdout"
+
+
+def test_failing_command_is_an_infra_error_with_its_stderr(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    result = run_cli(project, client, f'"{AGENT} --fail --task {{task_file}}"')
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert result.error.message == (
+        "The agent command exited with code 3; stderr: the agent broke down"
+    )
+
+
+def test_hung_command_is_stopped_with_its_detached_grandchild(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    marker = f"evalrelay-orphan-{uuid.uuid4().hex}"
+    started = time.monotonic()
+    result = run_cli(project, client, f'"{AGENT} --hang {marker} --task {{task_file}}"', timeout=2)
+
+    assert result.status is Status.TIMEOUT
+    assert time.monotonic() - started < 10
+    leftovers = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if marker in " ".join(p.info["cmdline"] or [])
+    ]
+    assert leftovers == []
+
+
+def test_missing_executable_is_named(project: WriteFiles, client: redis.Redis) -> None:
+    result = run_cli(project, client, '"no-such-agent {task_file}"')
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert "`no-such-agent` was not found on this worker's PATH" in result.error.message

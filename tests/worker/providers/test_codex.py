@@ -1,0 +1,188 @@
+"""The Codex provider driving the real Codex CLI against aimock on loopback."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import redis
+
+from bridge.results import Status
+from tests.conftest import Processes, WriteFiles
+from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
+from tests.worker.providers.real_agents import aimock
+from tests.worker.test_tasks import collect_all, submit_campaign
+from worker.execute import execute
+
+
+def codex_targets(bin_dir: Path, url: str) -> str:
+    return f"""\
+targets:
+  - name: codex
+    provider: codex
+    executable: {bin_dir / "codex"}
+    model: gpt-test
+    env: {{AIMOCK_API_KEY: "${{AIMOCK_KEY}}"}}
+    config:
+      model_provider: aimock
+      model_providers.aimock:
+        name: aimock on loopback
+        base_url: {url}
+        wire_api: responses
+        env_key: AIMOCK_API_KEY
+        request_max_retries: 0
+        stream_max_retries: 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIMOCK_KEY", "test-key-not-secret")
+
+
+def run_codex(
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    agents_bin: Path,
+    fixtures: list[dict[str, Any]],
+    question: str,
+    timeout: float | None = None,
+) -> Any:
+    with aimock(agents_bin, fixtures, tmp_path) as url:
+        root = agent_project(project, codex_targets(agents_bin, url), question, timeout)
+        return execute(planned_job(root, client, "codex"), "w", client)
+
+
+def test_plain_answer_with_usage_and_transcript(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    fixtures = [{"match": {}, "response": {"content": "Four spaces it is."}}]
+    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Indent?")
+
+    assert result.status is Status.OK, result.error
+    assert result.answer == "Four spaces it is."
+    assert result.usage is not None and result.usage.input_tokens is not None
+    record = result.artifacts["codex"]
+    types = [event["type"] for event in record["transcript"]]
+    assert types[0] == "thread.started" and types[-1] == "turn.completed"
+    assert record["command"][1:4] == ["--ask-for-approval", "never", "exec"]
+    assert record["command"][-1] == "-"
+    workspace = Path(record["workspace"])
+    assert {"AGENTS.md", "task.md", "transcript.jsonl", f"inputs/{ATTACHED}"} <= set(
+        record["files"]
+    )
+    task = (workspace / "task.md").read_text()
+    assert task.index(f"`inputs/{ATTACHED}`") < task.index("[[ ## task ## ]]")
+
+
+def test_tool_round_trip_runs_a_command_in_the_workspace(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    fixtures = [
+        {
+            "match": {"userMessage": "Read the module", "toolResultContains": ATTACHED_TEXT},
+            "response": {"content": "The module prints a greeting."},
+        },
+        {"match": {"hasToolResult": True}, "response": {"content": "I could not read it."}},
+        {
+            "match": {"userMessage": "Read the module"},
+            "response": {
+                "toolCalls": [{"name": "exec_command", "arguments": {"cmd": f"cat '{ATTACHED}'"}}]
+            },
+        },
+    ]
+    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+    # The agent's cwd is the workspace: the attachment is there under inputs/.
+    assert result.status is Status.OK, result.error
+    assert result.answer == "I could not read it."  # `cat src/...` from the root fails
+
+    fixtures[2]["response"]["toolCalls"][0]["arguments"]["cmd"] = f"cat 'inputs/{ATTACHED}'"
+    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+    assert result.status is Status.OK, result.error
+    assert result.answer == "The module prints a greeting."
+    (command,) = [
+        e["item"]
+        for e in result.artifacts["codex"]["transcript"]
+        if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"
+    ]
+    assert ATTACHED_TEXT in command["aggregated_output"] and command["exit_code"] == 0
+
+
+def test_agent_that_never_finishes_is_stopped_with_every_process(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    marker = f"evalrelay-orphan-{uuid.uuid4().hex}"
+    sleeper = {
+        "toolCalls": [
+            {
+                "name": "exec_command",
+                "arguments": {"cmd": f"python3 -c 'import time; time.sleep(600)' {marker}"},
+            }
+        ]
+    }
+    fixtures = [{"match": {}, "response": sleeper}]  # every turn asks for another sleeper
+    started = time.monotonic()
+    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Loop", timeout=6)
+
+    assert result.status is Status.TIMEOUT
+    assert result.error is not None and "stopped with all its processes" in result.error.message
+    assert time.monotonic() - started < 20
+    assert any(
+        e["type"] == "item.started" for e in result.artifacts["codex"]["transcript"]
+    )  # a sleeper did start
+    leftovers = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if marker in " ".join(p.info["cmdline"] or [])
+    ]
+    assert leftovers == []
+
+
+def test_server_error_is_an_infra_error_with_the_agents_message(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
+    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Anything")
+
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert result.error.message.startswith("Codex CLI turn failed: ")
+    assert result.artifacts["codex"]["exit_code"] == 1
+    assert "test-key-not-secret" not in result.model_dump_json()
+
+
+def test_codex_jobs_run_on_an_agent_codex_worker_each_in_its_own_home(
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    redis_url: str,
+    processes: Processes,
+    agents_bin: Path,
+) -> None:
+    fixtures = [{"match": {}, "response": {"content": "Done by a worker."}}]
+    with aimock(agents_bin, fixtures, tmp_path) as url:
+        root = agent_project(project, codex_targets(agents_bin, url), "Work", count=4)
+        processes.worker(client, "codex@test", "-Q", "agent.codex", "-c", "2")
+        info = submit_campaign(redis_url, root, 4, target="codex")
+        lines = collect_all(processes, client, info, 120)
+
+    assert [line["status"] for line in lines] == ["ok"] * 4
+    assert {line["answer"] for line in lines} == {"Done by a worker."}
+    records = [line["artifacts"]["codex"] for line in lines]  # type: ignore[index]
+    assert len({r["workspace"] for r in records}) == 4
+    homes = {r["home"] for r in records}
+    assert 1 <= len(homes) <= 2  # one home per slot, reused by the slot's next job
+    assert all(Path(home).name.endswith(("-1", "-2")) for home in homes)
+
+
+def test_config_values_are_written_as_toml() -> None:
+    from worker.providers.codex import toml_value
+
+    assert toml_value({"name": "lo", "retries": 0, "on": True, "odd key": [1, "a"]}) == (
+        '{name = "lo", retries = 0, on = true, "odd key" = [1, "a"]}'
+    )

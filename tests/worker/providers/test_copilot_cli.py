@@ -1,0 +1,97 @@
+"""The Copilot CLI provider driving the real GitHub Copilot CLI (offline BYOK) against aimock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from bridge.results import Status
+from tests.conftest import WriteFiles
+from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
+from tests.worker.providers.real_agents import aimock
+from worker.execute import execute
+
+
+def copilot_targets(bin_dir: Path, url: str) -> str:
+    return f"""\
+targets:
+  - name: copilot
+    provider: copilot-cli
+    executable: {bin_dir / "copilot"}
+    model: gpt-4.1
+    env:
+      COPILOT_OFFLINE: "true"
+      COPILOT_PROVIDER_BASE_URL: {url}
+      COPILOT_PROVIDER_API_KEY: "${{AIMOCK_KEY}}"
+"""
+
+
+@pytest.fixture(autouse=True)
+def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIMOCK_KEY", "test-key-not-secret")
+
+
+def run_copilot(
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    agents_bin: Path,
+    fixtures: list[dict[str, Any]],
+    question: str,
+) -> Any:
+    with aimock(agents_bin, fixtures, tmp_path) as url:
+        root = agent_project(project, copilot_targets(agents_bin, url), question)
+        return execute(planned_job(root, client, "copilot"), "w", client)
+
+
+def test_tool_round_trip_reads_the_attachment_in_the_workspace(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    fixtures = [
+        {
+            "match": {"userMessage": "Read the module", "toolResultContains": ATTACHED_TEXT},
+            "response": {"content": "The module prints a greeting."},
+        },
+        {"match": {"hasToolResult": True}, "response": {"content": "I could not read it."}},
+        {
+            "match": {"userMessage": "Read the module"},
+            "response": {
+                "toolCalls": [
+                    {
+                        "name": "bash",
+                        "arguments": {
+                            "command": f"cat 'inputs/{ATTACHED}'",
+                            "description": "read the module",
+                        },
+                    }
+                ]
+            },
+        },
+    ]
+    result = run_copilot(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+
+    assert result.status is Status.OK, result.error
+    assert result.answer == "The module prints a greeting."
+    record = result.artifacts["copilot"]
+    types = [event["type"] for event in record["transcript"]]
+    assert "tool.execution_complete" in types and types[-1] == "result"
+    assert not any(event.get("ephemeral") for event in record["transcript"])
+    assert record["usage"]["codeChanges"]["filesModified"] == []
+    assert "--allow-all-tools" in record["command"]
+    assert record["command"][2].startswith("Before you start, read these files")
+
+
+def test_server_error_is_an_infra_error_with_the_agents_message(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+) -> None:
+    fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
+    result = run_copilot(project, tmp_path, client, agents_bin, fixtures, "Anything")
+
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert result.error.message.startswith("Copilot CLI exited with code 1: ")
+    assert "500 boom" in result.error.message
+    assert "test-key-not-secret" not in result.model_dump_json()
