@@ -18,7 +18,7 @@ import redis
 from pydantic import BaseModel, ConfigDict
 
 from bridge.blobs import store_blobs
-from bridge.cases import LoadedEvalFile
+from bridge.cases import LoadedCase, LoadedEvalFile
 from bridge.errors import EvalrelayError, TargetError
 from bridge.jobs import Job, build_job
 from bridge.keys import (
@@ -118,6 +118,9 @@ def plan_jobs(
                     r,
                     evaluators=loaded.spec.evaluators,
                     timeout_seconds=loaded.spec.timeout_seconds,
+                    targets=targets,
+                    eval_dir=loaded.path.parent,
+                    pass_threshold=_threshold(loaded, case),
                 )
                 for r in range(count)
             ]
@@ -128,6 +131,13 @@ def plan_jobs(
             "give them distinct `dataset:` names"
         )
     return jobs
+
+
+def _threshold(loaded: LoadedEvalFile, case: LoadedCase) -> float:
+    for value in (case.case.threshold, loaded.spec.threshold):
+        if value is not None:
+            return value
+    return loaded.project.config.pass_threshold
 
 
 def submit(

@@ -25,6 +25,7 @@ from bridge.keys import (
     counts_key,
     results_stream_key,
 )
+from bridge.reports.writer import write_html_beside
 from bridge.results import Result
 from bridge.results_file import ResultsFile
 
@@ -101,8 +102,18 @@ class Collector:
         if file is not None:
             file.write_summary()
             file.close()
+            expected = file.summary.expected
+            if expected is not None and file.summary.results >= expected:
+                self._write_report(file)
         self.held_at.pop(campaign_id, None)
         self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
+
+    def _write_report(self, file: ResultsFile) -> None:
+        """The HTML report beside the finished campaign's JSONL; a failure is only logged."""
+        try:
+            write_html_beside(file.path)
+        except Exception:
+            log.exception("could not write the HTML report of %s", file.path)
 
     def _hold(self, campaign_id: str) -> bool:
         """Take or keep the campaign's collector lease; one collector writes a file at a time."""

@@ -45,7 +45,7 @@ class JsonValidEvaluator(_EvaluatorBase):
 class SimilarityEvaluator(_EvaluatorBase):
     """Similarity of the answer to the reference answer from `expected_messages`."""
 
-    type: Literal["similarity"]
+    type: Literal["similarity", "expected_messages"]
 
 
 class CodeEvaluator(_EvaluatorBase):
@@ -53,6 +53,8 @@ class CodeEvaluator(_EvaluatorBase):
     script: str | list[str]
     """A command line (split like a shell would, but never run through one) or an argument list."""
     cwd: str | None = None
+    """Where the script runs, relative to the eval file (default: the eval file's folder).
+    It runs on the worker, so the script must be at the same path there."""
     timeout_seconds: PositiveFloat = 60.0
 
 
@@ -61,7 +63,8 @@ class LlmJudgeEvaluator(_EvaluatorBase):
     target: str | None = None
     """The judge target; defaults to the candidate target's `judge_target`."""
     prompt: str | None = None
-    """Inline judge instructions, or the path of a file holding them."""
+    """Inline judge instructions, or the path of a file holding them (read when the
+    campaign is planned, so workers need nothing from the submitting machine)."""
 
 
 EvaluatorSpec = Annotated[

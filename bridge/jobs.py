@@ -8,16 +8,18 @@ content hashes of attached files, whose text lives once in Redis (`bridge.blobs`
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.cases import LoadedCase
-from bridge.evaluators import EvaluatorSpec
+from bridge.errors import EvalrelayError
+from bridge.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
 from bridge.files import ResolvedFile
 from bridge.prompt import PromptRequest, render
 from bridge.results import AttemptSummary
-from bridge.targets import Target
+from bridge.targets import Target, Targets
 
 DEFAULT_TIMEOUT_SECONDS = {
     "api": 300.0,
@@ -26,6 +28,11 @@ DEFAULT_TIMEOUT_SECONDS = {
     "agent.cli": 1800.0,
 }
 """Per-queue time limit of one job when neither the case nor the target sets one."""
+
+DEFAULT_PASS_THRESHOLD = 0.8
+
+PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
+"""A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
 
 
 class AttachedFile(BaseModel):
@@ -64,6 +71,11 @@ class Job(BaseModel):
     """The first expected message, rendered; the grader compares against it."""
     files: list[AttachedFile] = Field(default_factory=list)
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
+    judges: dict[str, TargetRef] = Field(default_factory=dict)
+    """The judge targets the evaluators name, as written in targets.yaml."""
+    default_judge: str | None = None
+    """The target's `judge_target`: grades a case that names no evaluator."""
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD
     timeout_seconds: float
     conversation_id: str | None = None
     cache_ttl_seconds: int | None = None
@@ -95,24 +107,38 @@ def build_job(
     *,
     evaluators: list[EvaluatorSpec] | None = None,
     timeout_seconds: float | None = None,
+    targets: Targets | None = None,
+    eval_dir: Path | None = None,
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD,
 ) -> Job:
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
     expected = case.expected[0] if case.expected else None
+    specs = [
+        resolve_evaluator(e, eval_dir or Path.cwd())
+        for e in case.case.evaluator_specs() or evaluators or []
+    ]
+    default_judge = target.raw.get("judge_target")
+    default_judge = default_judge if isinstance(default_judge, str) else None
+    judge_names = {e.target for e in specs if isinstance(e, LlmJudgeEvaluator) and e.target}
+    if default_judge and (not specs or any(isinstance(e, LlmJudgeEvaluator) for e in specs)):
+        judge_names.add(default_judge)
+    judges = {name: _ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
     return Job(
         campaign_id=campaign_id,
         job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
         case_id=case.id,
         dataset=dataset,
         repeat=repeat,
-        target=TargetRef(
-            name=target.name, kind=target.kind, queue=target.queue, settings=target.raw
-        ),
+        target=_ref(target),
         request=case.request(system_prompt if isinstance(system_prompt, str) else None),
         outcome=spec.outcome,
         reference_answer=render(expected) if expected else None,
         files=[attached(f) for f in case.files()],
-        evaluators=list(case.case.evaluator_specs() or evaluators or []),
+        evaluators=specs,
+        judges=judges,
+        default_judge=default_judge,
+        pass_threshold=pass_threshold,
         timeout_seconds=(
             spec.timeout_seconds
             or timeout_seconds
@@ -121,6 +147,24 @@ def build_job(
         ),
         conversation_id=spec.conversation_id,
     )
+
+
+def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
+    """Paths made absolute and prompt files read, so the job stands on its own."""
+    if isinstance(spec, CodeEvaluator):
+        cwd = (eval_dir / spec.cwd) if spec.cwd else eval_dir
+        return spec.model_copy(update={"cwd": str(cwd.resolve())})
+    if isinstance(spec, LlmJudgeEvaluator) and spec.prompt and "\n" not in spec.prompt:
+        path = eval_dir / spec.prompt
+        if path.suffix in PROMPT_FILE_SUFFIXES:
+            if not path.is_file():
+                raise EvalrelayError(f"judge prompt file not found: {path}")
+            return spec.model_copy(update={"prompt": path.read_text(encoding="utf-8")})
+    return spec
+
+
+def _ref(target: Target) -> TargetRef:
+    return TargetRef(name=target.name, kind=target.kind, queue=target.queue, settings=target.raw)
 
 
 def attached(file: ResolvedFile) -> AttachedFile:

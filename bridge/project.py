@@ -36,6 +36,8 @@ class ProjectConfig(BaseModel):
     """Target used when neither the command line nor the eval file names one."""
     max_file_bytes: PositiveInt = DEFAULT_MAX_FILE_BYTES
     results_dir: str = "results"
+    pass_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    """The score at which a case passes, unless its file or the case sets `threshold`."""
 
 
 class AgentvConfig(BaseModel):

@@ -56,6 +56,22 @@ class Usage(BaseModel):
     output_tokens: int | None = None
 
 
+class EvaluatorResult(BaseModel):
+    """What one evaluator made of one answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: str
+    score: float
+    weight: float = 1.0
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    """The judge's model and attempts, a script's stderr, and the like."""
+
+
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -73,6 +89,12 @@ class Result(BaseModel):
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
     reasoning: str | None = None
+    passed: bool | None = None
+    """Score at or above the case's pass threshold; null when not graded."""
+    evaluator_results: list[EvaluatorResult] = Field(default_factory=list)
+    expected_outcome: str | None = None
+    reference_answer: str | None = None
+    """The first expected message, rendered: what the answer was compared with."""
     raw_request: PromptRequest
     usage: Usage | None = None
     started_at: datetime

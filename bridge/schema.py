@@ -119,6 +119,8 @@ class EvalCase(UserModel):
     system_prompt: str | None = None
     repeats: PositiveInt | None = None
     timeout_seconds: PositiveFloat | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The score at which this case passes (default: the file's, then 0.8)."""
     note: str | None = None
     """Free text for the author; ignored."""
 
@@ -146,4 +148,6 @@ class EvalFile(UserModel):
     evaluators: list[EvaluatorSpec] | None = None
     repeats: PositiveInt | None = None
     timeout_seconds: PositiveFloat | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
     evalcases: list[EvalCase] = Field(min_length=1)

@@ -1,4 +1,4 @@
-"""`summary.json`: a campaign's counts by status, mean score per target, and timings."""
+"""`summary.json`: a campaign's counts by status, mean score and pass rate per target, timings."""
 
 from __future__ import annotations
 
@@ -16,12 +16,18 @@ from bridge.results import Result, Status
 class TargetSummary(BaseModel):
     results: int = 0
     scored: int = 0
+    passed: int = 0
     score_total: float = 0.0
     counts: dict[str, int] = Field(default_factory=dict)
 
     @property
     def mean_score(self) -> float | None:
         return self.score_total / self.scored if self.scored else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed cases among the graded ones."""
+        return self.passed / self.scored if self.scored else None
 
 
 class CampaignSummary(BaseModel):
@@ -46,6 +52,7 @@ class CampaignSummary(BaseModel):
         if result.score is not None and Status(result.status).is_scored:
             target.scored += 1
             target.score_total += result.score
+            target.passed += bool(result.passed)
         if self.first_started_at is None or result.started_at < self.first_started_at:
             self.first_started_at = result.started_at
         if self.last_finished_at is None or result.finished_at > self.last_finished_at:
@@ -66,6 +73,7 @@ class CampaignSummary(BaseModel):
         data["mean_duration_ms"] = self.total_duration_ms // self.results if self.results else None
         for name, target in self.targets.items():
             data["targets"][name]["mean_score"] = target.mean_score
+            data["targets"][name]["pass_rate"] = target.pass_rate
         return data
 
 

@@ -20,6 +20,8 @@ from bridge.jobs import Job
 from bridge.results import ErrorInfo, Result, Status
 from bridge.target_settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets import OneTarget, interpolate, references
+from worker.grading.errors import GradingError
+from worker.grading.grade import grade
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, provider_for
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,25 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
         error = ErrorInfo(kind=type(exc).__name__, message=scrub(str(exc), job))
+    finished, duration_ms = datetime.now(UTC), int((time.monotonic() - clock) * 1000)
+    artifacts = _artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})}
+    verdict = None
+    if status.is_scored:
+        graded_at = time.monotonic()
+        try:
+            verdict = grade(job, answer or "", client)
+        except GradingError as exc:
+            status, error = (
+                Status.INFRA_ERROR,
+                ErrorInfo(kind="grading_error", message=scrub(str(exc), job)),
+            )
+        except Exception as exc:  # a grader bug must not lose the answer
+            log.exception("job %s: grading raised", job.job_id)
+            status = Status.INFRA_ERROR
+            error = ErrorInfo(
+                kind="grading_error", message=scrub(f"{type(exc).__name__}: {exc}", job)
+            )
+        artifacts["grading_ms"] = int((time.monotonic() - graded_at) * 1000)
     return Result(
         campaign_id=job.campaign_id,
         job_id=job.job_id,
@@ -56,14 +77,22 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         attempt=job.attempt,
         status=status,
         answer=answer,
+        score=verdict.score if verdict else None,
+        passed=verdict.passed if verdict else None,
+        hits=verdict.hits if verdict else [],
+        misses=verdict.misses if verdict else [],
+        reasoning=verdict.reasoning if verdict else None,
+        evaluator_results=verdict.evaluator_results if verdict else [],
+        expected_outcome=job.outcome,
+        reference_answer=job.reference_answer,
         raw_request=job.request,
         usage=output.usage if output else None,
         started_at=started,
-        finished_at=datetime.now(UTC),
-        duration_ms=int((time.monotonic() - clock) * 1000),
+        finished_at=finished,
+        duration_ms=duration_ms,
         worker=worker,
         error=error,
-        artifacts=_artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})},
+        artifacts=artifacts,
         attempts=job.previous_attempts,
     )
 

@@ -14,6 +14,7 @@ from rich.table import Table
 from bridge.campaigns import CampaignInfo, progress
 from bridge.collector import Collector
 from bridge.keys import workers_key
+from bridge.reports.writer import report_path
 from bridge.results_file import results_path
 from bridge.summary import CampaignSummary
 
@@ -91,6 +92,7 @@ def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary
     table.add_column("target")
     table.add_column("results", justify="right")
     table.add_column("mean score", justify="right")
+    table.add_column("passed", justify="right")
     for status in sorted(summary.counts):
         table.add_column(status, justify="right", style=STATUS_STYLES.get(status, "red"))
     for name, target in sorted(summary.targets.items()):
@@ -99,7 +101,11 @@ def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary
             name,
             str(target.results),
             "-" if mean is None else f"{mean:.3f}",
+            f"{target.passed}/{target.scored}" if target.scored else "-",
             *(str(target.counts.get(s, 0)) for s in sorted(summary.counts)),
         )
     console.print(table)
     console.print(f"results: {results_path(Path(info.out_dir), info.campaign_id)}")
+    report = report_path(Path(info.out_dir), info.campaign_id, "html")
+    if report.exists():
+        console.print(f"report: {report}")

@@ -11,6 +11,7 @@ from rich.logging import RichHandler
 
 from bridge.cli.collect import collect_command
 from bridge.cli.render import render_command
+from bridge.cli.report import compare_command, report_command
 from bridge.cli.resume import resume_command
 from bridge.cli.retry import retry_command
 from bridge.cli.run import run_command
@@ -49,6 +50,8 @@ for command in (
     watch_command,
     provision_command,
     unlock_command,
+    report_command,
+    compare_command,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,30 @@
+"""Writing a campaign's reports: the one place that names the report files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.reports.campaign import CampaignResults
+from bridge.reports.html import html_report
+from bridge.reports.junit import junit_xml
+from bridge.reports.markdown import markdown_report
+from bridge.summary import write_atomically
+
+RENDERERS = {"html": html_report, "junit": junit_xml, "markdown": markdown_report}
+SUFFIXES = {"html": ".html", "junit": ".junit.xml", "markdown": ".md"}
+
+
+def report_path(folder: Path, campaign_id: str, kind: str) -> Path:
+    return folder / f"{campaign_id}{SUFFIXES[kind]}"
+
+
+def write_report(campaign: CampaignResults, kind: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, RENDERERS[kind](campaign))
+    return path
+
+
+def write_html_beside(results: Path) -> Path:
+    """The HTML report next to the campaign's JSONL, as `run` and the watcher leave it."""
+    campaign = CampaignResults.load(results)
+    return write_report(campaign, "html", report_path(results.parent, campaign.campaign_id, "html"))

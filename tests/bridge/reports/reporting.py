@@ -1,0 +1,68 @@
+"""A campaign's results file written by hand, so each report can be checked line by line."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bridge.prompt import PromptRequest
+from bridge.results import ErrorInfo, EvaluatorResult, Result, Status
+
+START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+
+
+def result(case_id: str, target: str, status: Status, **fields: Any) -> Result:
+    error = fields.pop("error", None)
+    return Result(
+        campaign_id="camp",
+        job_id=f"{case_id}-{target}",
+        case_id=case_id,
+        dataset="geo",
+        target=target,
+        status=status,
+        raw_request=PromptRequest(question=f"Question of {case_id}?", system_prompt="Be brief."),
+        started_at=START,
+        finished_at=START + timedelta(seconds=2),
+        duration_ms=2000,
+        worker="w1",
+        error=ErrorInfo(kind=status.value, message=error) if error else None,
+        **fields,
+    )
+
+
+def graded(case_id: str, target: str, score: float, **fields: Any) -> Result:
+    passed = score >= 0.8
+    return result(
+        case_id,
+        target,
+        Status.OK,
+        answer=fields.pop("answer", f"Answer to {case_id}"),
+        score=score,
+        passed=passed,
+        hits=["names the city"] if passed else [],
+        misses=[] if passed else ["wrong city"],
+        reasoning="checked by hand",
+        evaluator_results=[
+            EvaluatorResult(name="contains", type="contains", score=score, hits=[], misses=[])
+        ],
+        reference_answer="Paris",
+        **fields,
+    )
+
+
+CAMPAIGN = [
+    graded("capital", "gpt", 0.9),
+    graded("river", "gpt", 0.3, answer="<script>alert('x')</script> The Thames"),
+    result("mountain", "gpt", Status.INFRA_ERROR, error="connection refused by 127.0.0.1:9"),
+    result("desert", "gpt", Status.MODEL_FAILURE, answer="", error="empty answer"),
+    result("capital", "claude", Status.OK, answer="Paris"),
+    result("river", "claude", Status.CANCELLED),
+]
+
+
+def write_campaign(folder: Path, results: list[Result], name: str = "camp") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    path.write_text("".join(r.model_dump_json() + "\n" for r in results))
+    return path

@@ -1,0 +1,69 @@
+"""The deterministic evaluators, each against answers checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.evaluators import (
+    ContainsEvaluator,
+    EqualsEvaluator,
+    JsonValidEvaluator,
+    NotContainsEvaluator,
+    RegexEvaluator,
+    SimilarityEvaluator,
+)
+from worker.grading.checks import check, token_f1
+from worker.grading.errors import GradingError
+
+
+@pytest.mark.parametrize(
+    ("spec", "answer", "score"),
+    [
+        (ContainsEvaluator(type="contains", value="Paris"), "It is Paris.", 1.0),
+        (ContainsEvaluator(type="contains", value="Paris"), "It is paris.", 0.0),  # case counts
+        (NotContainsEvaluator(type="not_contains", value="London"), "Paris", 1.0),
+        (NotContainsEvaluator(type="not_contains", value="London"), "London, no: Paris", 0.0),
+        (RegexEvaluator(type="regex", pattern=r"^\d{4}$"), "text\n1789\nmore", 1.0),
+        (RegexEvaluator(type="regex", pattern=r"^\d{4}$"), "in 1789.", 0.0),
+        (EqualsEvaluator(type="equals", value="42"), "  42\n", 1.0),  # outer space ignored
+        (EqualsEvaluator(type="equals", value="42"), "42.", 0.0),
+        (JsonValidEvaluator(type="json_valid"), '{"a": [1, 2]}', 1.0),
+        (JsonValidEvaluator(type="json_valid"), '```json\n{"a": 1}\n```', 1.0),
+        (JsonValidEvaluator(type="json_valid"), "{'a': 1}", 0.0),
+    ],
+)
+def test_checks_score_one_or_zero(spec: object, answer: str, score: float) -> None:
+    result = check(spec, "x", answer, None)  # type: ignore[arg-type]
+    assert result.score == score
+    assert (result.hits if score else result.misses) and not (
+        result.misses if score else result.hits
+    )
+
+
+def test_json_miss_says_where_the_answer_broke() -> None:
+    result = check(JsonValidEvaluator(type="json_valid"), "j", '{"a": 1,}', None)
+    assert result.misses == [
+        "answer is valid JSON (Expecting property name enclosed in double quotes at line 1)"
+    ]
+
+
+def test_similarity_is_word_overlap_f1_with_the_reference() -> None:
+    # answer: the cat sat (3 words); reference: the cat sat down (4): 3 in common.
+    # precision 3/3, recall 3/4, F1 = 2 * 1 * 0.75 / 1.75 = 0.857142...
+    assert token_f1("The cat sat.", "the cat sat down") == pytest.approx(6 / 7)
+    assert token_f1("dog", "the cat") == 0.0
+    assert token_f1("", "") == 1.0
+    result = check(
+        SimilarityEvaluator(type="expected_messages"), "s", "The cat sat.", "the cat sat down"
+    )
+    assert result.score == 0.8571 and result.reasoning is not None
+
+
+def test_similarity_without_a_reference_is_a_grading_error() -> None:
+    with pytest.raises(GradingError, match="no expected_messages"):
+        check(SimilarityEvaluator(type="similarity"), "s", "answer", None)
+
+
+def test_invalid_regex_is_a_grading_error_naming_the_pattern() -> None:
+    with pytest.raises(GradingError, match=r"invalid regex '\('"):
+        check(RegexEvaluator(type="regex", pattern="("), "r", "answer", None)

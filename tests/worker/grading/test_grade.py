@@ -1,0 +1,69 @@
+"""Combining evaluators: weights, names, the pass threshold, and no evaluator at all."""
+
+from __future__ import annotations
+
+from bridge.evaluators import ContainsEvaluator, LlmJudgeEvaluator
+from bridge.jobs import Job, TargetRef
+from bridge.prompt import PromptRequest
+from bridge.results import EvaluatorResult
+from worker.grading.grade import combine, evaluator_names, grade
+
+
+def result(name: str, score: float, weight: float = 1.0) -> EvaluatorResult:
+    return EvaluatorResult(
+        name=name,
+        type="contains",
+        score=score,
+        weight=weight,
+        hits=["h"] if score else [],
+        misses=[] if score else ["m"],
+        reasoning=f"{name} said so",
+    )
+
+
+def job(**update: object) -> Job:
+    base = Job(
+        campaign_id="c",
+        job_id="j",
+        case_id="case",
+        dataset="d",
+        target=TargetRef(
+            name="t", kind="mock", queue="api", settings={"name": "t", "provider": "mock"}
+        ),
+        request=PromptRequest(question="q"),
+        timeout_seconds=10,
+    )
+    return base.model_copy(update=update)
+
+
+def test_weighted_mean_and_threshold() -> None:
+    grade_ = combine([result("a", 1.0, weight=3), result("b", 0.0, weight=1)], threshold=0.8)
+    assert grade_.score == 0.75 and grade_.passed is False
+    assert grade_.hits == ["a: h"] and grade_.misses == ["b: m"]
+    assert grade_.reasoning == "a: a said so | b: b said so"
+    assert combine([result("a", 0.8)], threshold=0.8).passed is True  # at the threshold passes
+
+
+def test_zero_weights_fall_back_to_a_plain_mean() -> None:
+    assert combine([result("a", 1.0, 0), result("b", 0.5, 0)], 0.8).score == 0.75
+
+
+def test_unnamed_evaluators_of_one_type_are_numbered() -> None:
+    specs = [
+        ContainsEvaluator(type="contains", value="a"),
+        ContainsEvaluator(type="contains", value="b", name="second"),
+        ContainsEvaluator(type="contains", value="c"),
+        LlmJudgeEvaluator(type="llm_judge"),
+    ]
+    assert evaluator_names(specs) == ["contains-1", "second", "contains-2", "llm_judge"]  # type: ignore[arg-type]
+
+
+def test_no_evaluator_and_no_judge_means_no_score() -> None:
+    assert grade(job(), "anything") is None
+
+
+def test_threshold_comes_from_the_job() -> None:
+    graded = grade(
+        job(evaluators=[ContainsEvaluator(type="contains", value="x")], pass_threshold=1.0), "x"
+    )
+    assert graded is not None and graded.passed is True and graded.score == 1.0

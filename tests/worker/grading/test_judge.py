@@ -1,0 +1,148 @@
+"""`llm_judge` against a loopback server speaking OpenAI's chat completions, through the
+real SDK: good, malformed and out-of-range verdicts, and a judge that fails."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from bridge.evaluators import LlmJudgeEvaluator
+from bridge.jobs import Job, TargetRef
+from bridge.results import Status
+from tests.worker.grading.test_grade import job
+from tests.worker.providers.vendor_server import Reply, openai_chat, serving
+from worker.execute import execute
+from worker.grading.errors import GradingError
+from worker.grading.judge import SYSTEM_PROMPT, judge
+
+GOOD = {"score": 0.9, "hits": ["names Paris"], "misses": [], "reasoning": "Right capital."}
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-test-key")
+
+
+def judged_job(url: str, **update: Any) -> Job:
+    settings = {
+        "name": "judge",
+        "provider": "openai",
+        "model": "gpt-judge",
+        "base_url": f"{url}/v1",
+        "max_retries": 0,
+    }
+    return job(
+        outcome="Names the capital of France",
+        reference_answer="Paris",
+        judges={"judge": TargetRef(name="judge", kind="openai", queue="api", settings=settings)},
+        default_judge="judge",
+        **update,
+    )
+
+
+def reply(verdict: object) -> Reply:
+    return Reply(openai_chat(verdict if isinstance(verdict, str) else json.dumps(verdict)))
+
+
+def sent(server: Any, index: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = server.seen[index].body["messages"]
+    return messages
+
+
+def test_good_verdict_is_the_score_and_the_judge_sees_every_section() -> None:
+    with serving(reply(GOOD)) as server:
+        result = judge(
+            LlmJudgeEvaluator(type="llm_judge"), "judge", judged_job(server.url), "Paris.", None
+        )
+    assert (result.score, result.hits, result.reasoning) == (0.9, ["names Paris"], "Right capital.")
+    assert result.details == {"judge": "judge", "tries": 1, "model": "gpt-test"}
+    system, user = sent(server, 0)
+    assert system == {"role": "system", "content": SYSTEM_PROMPT}
+    assert user["content"] == (
+        "[[ ## expected_outcome ## ]]\nNames the capital of France\n\n"
+        "[[ ## question ## ]]\nq\n\n"
+        "[[ ## reference_answer ## ]]\nParis\n\n"
+        "[[ ## candidate_answer ## ]]\nParis."
+    )
+
+
+def test_malformed_verdict_is_asked_for_again() -> None:
+    with serving(reply("Looks right to me!"), reply(GOOD)) as server:
+        result = judge(
+            LlmJudgeEvaluator(type="llm_judge"), "judge", judged_job(server.url), "Paris", None
+        )
+    assert result.score == 0.9
+    assert result.details["tries"] == 2
+    assert result.details["rejected_replies"] == [
+        {"reply": "Looks right to me!", "problem": "no JSON object in the reply"}
+    ]
+    assert sent(server, 1)[1]["content"].endswith(
+        "Your previous reply could not be used (no JSON object in the reply). Reply with only "
+        "the JSON object described above."
+    )
+
+
+def test_out_of_range_verdicts_end_in_a_grading_error_not_a_zero() -> None:
+    with serving(reply({**GOOD, "score": 7})) as server, pytest.raises(GradingError) as raised:
+        judge(LlmJudgeEvaluator(type="llm_judge"), "judge", judged_job(server.url), "Paris", None)
+    assert len(server.seen) == 3
+    assert str(raised.value) == (
+        "evaluator judge: judge target 'judge' gave no valid verdict in 3 tries; last problem: "
+        "score: Input should be less than or equal to 1"
+    )
+
+
+def test_a_verdict_of_the_wrong_shape_is_rejected() -> None:
+    with serving(reply({"score": 0.5, "hits": "all of it"}), reply(GOOD)) as server:
+        result = judge(
+            LlmJudgeEvaluator(type="llm_judge"), "judge", judged_job(server.url), "x", None
+        )
+    assert result.details["rejected_replies"][0]["problem"] == "hits: Input should be a valid list"
+
+
+def test_failing_judge_target_is_a_grading_error_naming_it() -> None:
+    match = r"judge target 'judge' failed \(infra_error\)"
+    with (
+        serving(Reply({"error": {"message": "down"}}, status=500)) as server,
+        pytest.raises(GradingError, match=match),
+    ):
+        judge(LlmJudgeEvaluator(type="llm_judge"), "judge", judged_job(server.url), "x", None)
+
+
+def test_custom_prompt_with_placeholders_replaces_the_user_prompt() -> None:
+    spec = LlmJudgeEvaluator(
+        type="llm_judge", prompt="Grade ${candidate_answer} against ${reference_answer}."
+    )
+    with serving(reply(GOOD)) as server:
+        judge(spec, "judge", judged_job(server.url), "Lyon", None)
+    assert sent(server, 0)[1]["content"] == "Grade Lyon against Paris."
+    custom_system = LlmJudgeEvaluator(type="llm_judge", prompt="You grade geography answers.")
+    with serving(reply(GOOD)) as server:
+        judge(custom_system, "judge", judged_job(server.url), "Lyon", None)
+    assert sent(server, 0)[0]["content"] == "You grade geography answers."
+
+
+def test_execute_grades_with_the_default_judge_and_keeps_the_answer_on_failure() -> None:
+    candidate = {
+        "target": TargetRef(
+            name="t",
+            kind="mock",
+            queue="api",
+            settings={"name": "t", "provider": "mock", "response": "Paris"},
+        )
+    }
+    with serving(reply(GOOD)) as server:
+        graded = execute(judged_job(server.url, **candidate), "w")
+    assert graded.status is Status.OK
+    assert (graded.score, graded.passed, graded.hits) == (0.9, True, ["names Paris"])
+    assert [e.name for e in graded.evaluator_results] == ["llm_judge"]
+    assert graded.reference_answer == "Paris"
+
+    with serving(reply("no idea")) as server:
+        broken = execute(judged_job(server.url, **candidate), "w")
+    assert broken.status is Status.INFRA_ERROR
+    assert broken.error is not None and broken.error.kind == "grading_error"
+    assert broken.answer == "Paris" and broken.score is None
+    assert "sk-judge-test-key" not in broken.model_dump_json()

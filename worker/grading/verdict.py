@@ -1,0 +1,38 @@
+"""The JSON an evaluator script or a judge returns, checked before it counts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    score: float = Field(ge=0.0, le=1.0)
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+
+
+def parse_verdict(text: str) -> Verdict:
+    """The verdict in `text` (JSON, or the first {...} in it); ValueError saying what is wrong."""
+    candidates = [text.strip()]
+    match = re.search(r"\{.*\}", text, re.DOTALL)
+    if match:
+        candidates.append(match.group(0))
+    problem = "no JSON object in the reply"
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+        try:
+            return Verdict.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "reply"
+            problem = f"{where}: {first['msg']}"
+    raise ValueError(problem)
