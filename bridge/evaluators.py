@@ -67,14 +67,17 @@ class LlmJudgeEvaluator(_EvaluatorBase):
     campaign is planned, so workers need nothing from the submitting machine)."""
 
 
-EvaluatorSpec = Annotated[
+DeterministicSpec = (
     ContainsEvaluator
     | NotContainsEvaluator
     | RegexEvaluator
     | EqualsEvaluator
     | JsonValidEvaluator
     | SimilarityEvaluator
-    | CodeEvaluator
-    | LlmJudgeEvaluator,
+)
+"""The evaluators that need nothing but the answer (and the reference)."""
+
+EvaluatorSpec = Annotated[
+    DeterministicSpec | CodeEvaluator | LlmJudgeEvaluator,
     Field(discriminator="type"),
 ]

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 
@@ -155,6 +156,15 @@ def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None
         time.sleep(0.1)
 
 
+def running_with(marker: str) -> list[int]:
+    """Processes of this machine whose command line holds `marker`: orphans a test left."""
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if marker in " ".join(p.info["cmdline"] or [])
+    ]
+
+
 def read_jsonl(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -199,3 +209,12 @@ def agents_bin() -> Path:
     from tests.worker.providers.real_agents import agents_bin as install
 
     return install()
+
+
+@pytest.fixture
+def aimock_key(monkeypatch: pytest.MonkeyPatch) -> str:
+    """The key agents send to aimock, in the environment as the targets' `${AIMOCK_KEY}`."""
+    from tests.worker.providers.real_agents import AIMOCK_KEY
+
+    monkeypatch.setenv("AIMOCK_KEY", AIMOCK_KEY)
+    return AIMOCK_KEY

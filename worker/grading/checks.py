@@ -8,6 +8,7 @@ from collections import Counter
 
 from bridge.evaluators import (
     ContainsEvaluator,
+    DeterministicSpec,
     EqualsEvaluator,
     JsonValidEvaluator,
     NotContainsEvaluator,
@@ -17,14 +18,6 @@ from bridge.evaluators import (
 from bridge.results import EvaluatorResult
 from worker.grading.errors import GradingError
 
-DeterministicSpec = (
-    ContainsEvaluator
-    | NotContainsEvaluator
-    | RegexEvaluator
-    | EqualsEvaluator
-    | JsonValidEvaluator
-    | SimilarityEvaluator
-)
 _WORD = re.compile(r"\w+")
 
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from bridge.jobs import Job
 from bridge.results import Status
 from worker.agents.commands import find_executable, tail
+from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
 from worker.agents.runner import AgentRun, run_agent
 from worker.agents.templates import TemplateError, WorkspaceTemplate
@@ -33,6 +34,12 @@ class CommandLineAgent(Provider):
     title: ClassVar[str]
     answer_paths: ClassVar[dict[str, str]] = {}
     """Task placeholders naming files in the workspace, e.g. where to write the answer."""
+    home_variable: ClassVar[str | None] = None
+    """The agent's home folder variable (CODEX_HOME): each running job gets its own."""
+    usual_home: ClassVar[str] = ""
+    """That home's usual place under the user's home, seeding the job's copy."""
+    home_seeds: ClassVar[tuple[str, ...]] = ()
+    """The configuration and credential files copied from the usual home."""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
         try:
@@ -87,12 +94,19 @@ class CommandLineAgent(Provider):
         raise NotImplementedError
 
     def environment(self, home: Path | None) -> dict[str, str]:
-        env: dict[str, str] = self._setting("env") or {}
+        env: dict[str, str] = dict(self._setting("env") or {})
+        if self.home_variable and home:
+            env[self.home_variable] = str(home)
         return env
 
     @contextlib.contextmanager
     def home(self) -> Iterator[Path | None]:
-        yield None
+        if self.home_variable is None:
+            yield None
+            return
+        usual = Path(os.environ.get(self.home_variable) or Path.home() / self.usual_home)
+        with agent_home(self.kind, usual, self.home_seeds) as home:
+            yield home
 
     def cwd(self, workspace: AttemptWorkspace) -> Path:
         return workspace.folder

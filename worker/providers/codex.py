@@ -7,17 +7,12 @@ from `turn.completed`, and `turn.failed`, a non-zero exit or no answer at all is
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from bridge.results import Usage
 from bridge.target_settings import CodexTarget
-from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
@@ -31,6 +26,9 @@ class CodexProvider(CommandLineAgent):
     settings: CodexTarget
     kind = "codex"
     title = "Codex CLI"
+    home_variable = "CODEX_HOME"
+    usual_home = ".codex"
+    home_seeds = ("config.toml", "auth.json")
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]
@@ -46,15 +44,6 @@ class CodexProvider(CommandLineAgent):
         for key, value in settings.config.items():
             argv += ["-c", f"{key}={toml_value(value)}"]
         return [*argv, *settings.args, "-"], workspace.task
-
-    @contextlib.contextmanager
-    def home(self) -> Iterator[Path | None]:
-        usual = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-        with agent_home("codex", usual, ("config.toml", "auth.json")) as home:
-            yield home
-
-    def environment(self, home: Path | None) -> dict[str, str]:
-        return {**super().environment(home), "CODEX_HOME": str(home)}
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace

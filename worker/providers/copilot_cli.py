@@ -7,14 +7,10 @@ in the target's `env`, it runs against a model server of your own (BYOK), no log
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from bridge.target_settings import CopilotCliTarget
-from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
@@ -30,6 +26,9 @@ class CopilotCliProvider(CommandLineAgent):
     settings: CopilotCliTarget
     kind = "copilot"
     title = "Copilot CLI"
+    home_variable = "COPILOT_HOME"
+    usual_home = ".copilot"
+    home_seeds = ("config.json",)
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]
@@ -50,18 +49,8 @@ class CopilotCliProvider(CommandLineAgent):
             argv += ["--deny-tool", tool]
         return [*argv, *settings.args], None
 
-    @contextlib.contextmanager
-    def home(self) -> Iterator[Path | None]:
-        usual = Path(os.environ.get("COPILOT_HOME") or Path.home() / ".copilot")
-        with agent_home("copilot", usual, ("config.json",)) as home:
-            yield home
-
     def environment(self, home: Path | None) -> dict[str, str]:
-        return {
-            "COPILOT_AUTO_UPDATE": "false",
-            **super().environment(home),
-            "COPILOT_HOME": str(home),
-        }
+        return {"COPILOT_AUTO_UPDATE": "false", **super().environment(home)}
 
     def transcript(self, events: list[dict[str, Any]], run: AgentRun) -> list[dict[str, Any]]:
         """Events that make the session's record; streaming deltas and the like are dropped."""

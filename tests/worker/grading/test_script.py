@@ -7,10 +7,10 @@ import time
 import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from bridge.evaluators import CodeEvaluator
+from tests.conftest import running_with
 from tests.worker.grading.test_grade import job
 from worker.grading.errors import GradingError
 from worker.grading.script import run_script
@@ -73,4 +73,4 @@ def test_script_past_its_time_limit_is_stopped(tmp_path: Path) -> None:
     with pytest.raises(GradingError, match="did not finish within 1 s"):
         run_script(spec, "slow", job(), "answer")
     assert time.monotonic() - started < 8
-    assert not [p for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or [])]
+    assert running_with(marker) == []

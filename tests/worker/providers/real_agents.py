@@ -15,10 +15,17 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import redis
+
+from bridge.results import Result
+from tests.conftest import WriteFiles
+from tests.worker.providers.agent_cases import agent_project, planned_job
+from worker.execute import execute
 
 PACKAGES = {
     "@openai/codex": "0.169.0",
@@ -82,3 +89,24 @@ def aimock(bin_dir: Path, fixtures: list[dict[str, Any]], folder: Path) -> Itera
         server.terminate()
         server.wait(10)
         log.close()
+
+
+AIMOCK_KEY = "test-key-not-secret"
+"""The key the agents send to aimock, from the worker's environment as `${AIMOCK_KEY}`."""
+
+
+def run_against_aimock(
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    targets_yaml: Callable[[str], str],
+    target: str,
+    fixtures: list[dict[str, Any]],
+    question: str,
+    timeout: float | None = None,
+) -> Result:
+    """One case, with attachments, through the real agent named by `target` (its settings
+    name the key as `${AIMOCK_KEY}`: the `aimock_key` fixture sets it)."""
+    with aimock(agents_bin(), fixtures, tmp_path) as url:
+        root = agent_project(project, targets_yaml(url), question, timeout)
+        return execute(planned_job(root, client, target), "w", client)

@@ -7,11 +7,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import psutil
 import redis
 
 from bridge.results import Result, Status
-from tests.conftest import STANDINS, WriteFiles
+from tests.conftest import STANDINS, WriteFiles, running_with
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project, planned_job
 from worker.execute import execute
 
@@ -85,12 +84,7 @@ def test_hung_command_is_stopped_with_its_detached_grandchild(
 
     assert result.status is Status.TIMEOUT
     assert time.monotonic() - started < 10
-    leftovers = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if marker in " ".join(p.info["cmdline"] or [])
-    ]
-    assert leftovers == []
+    assert running_with(marker) == []
 
 
 def test_missing_executable_is_named(project: WriteFiles, client: redis.Redis) -> None:

@@ -7,19 +7,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import redis
 
-from bridge.results import Status
-from tests.conftest import Processes, WriteFiles
-from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
-from tests.worker.providers.real_agents import aimock
+from bridge.results import Result, Status
+from tests.conftest import Processes, WriteFiles, running_with
+from tests.worker.providers import real_agents
+from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project
+from tests.worker.providers.real_agents import AIMOCK_KEY, aimock, run_against_aimock
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.execute import execute
 
 
-def codex_targets(bin_dir: Path, url: str) -> str:
+def codex_targets(url: str) -> str:
+    bin_dir = real_agents.agents_bin()
     return f"""\
 targets:
   - name: codex
@@ -39,30 +39,27 @@ targets:
 """
 
 
-@pytest.fixture(autouse=True)
-def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIMOCK_KEY", "test-key-not-secret")
+pytestmark = pytest.mark.usefixtures("aimock_key")
 
 
 def run_codex(
     project: WriteFiles,
     tmp_path: Path,
     client: redis.Redis,
-    agents_bin: Path,
     fixtures: list[dict[str, Any]],
     question: str,
     timeout: float | None = None,
-) -> Any:
-    with aimock(agents_bin, fixtures, tmp_path) as url:
-        root = agent_project(project, codex_targets(agents_bin, url), question, timeout)
-        return execute(planned_job(root, client, "codex"), "w", client)
+) -> Result:
+    return run_against_aimock(
+        project, tmp_path, client, codex_targets, "codex", fixtures, question, timeout
+    )
 
 
 def test_plain_answer_with_usage_and_transcript(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     fixtures = [{"match": {}, "response": {"content": "Four spaces it is."}}]
-    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Indent?")
+    result = run_codex(project, tmp_path, client, fixtures, "Indent?")
 
     assert result.status is Status.OK, result.error
     assert result.answer == "Four spaces it is."
@@ -81,7 +78,7 @@ def test_plain_answer_with_usage_and_transcript(
 
 
 def test_tool_round_trip_runs_a_command_in_the_workspace(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     fixtures = [
         {
@@ -96,13 +93,13 @@ def test_tool_round_trip_runs_a_command_in_the_workspace(
             },
         },
     ]
-    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+    result = run_codex(project, tmp_path, client, fixtures, "Read the module")
     # The agent's cwd is the workspace: the attachment is there under inputs/.
     assert result.status is Status.OK, result.error
     assert result.answer == "I could not read it."  # `cat src/...` from the root fails
 
     fixtures[2]["response"]["toolCalls"][0]["arguments"]["cmd"] = f"cat 'inputs/{ATTACHED}'"
-    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+    result = run_codex(project, tmp_path, client, fixtures, "Read the module")
     assert result.status is Status.OK, result.error
     assert result.answer == "The module prints a greeting."
     (command,) = [
@@ -114,7 +111,7 @@ def test_tool_round_trip_runs_a_command_in_the_workspace(
 
 
 def test_agent_that_never_finishes_is_stopped_with_every_process(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     marker = f"evalrelay-orphan-{uuid.uuid4().hex}"
     sleeper = {
@@ -127,7 +124,7 @@ def test_agent_that_never_finishes_is_stopped_with_every_process(
     }
     fixtures = [{"match": {}, "response": sleeper}]  # every turn asks for another sleeper
     started = time.monotonic()
-    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Loop", timeout=6)
+    result = run_codex(project, tmp_path, client, fixtures, "Loop", timeout=6)
 
     assert result.status is Status.TIMEOUT
     assert result.error is not None and "stopped with all its processes" in result.error.message
@@ -135,25 +132,20 @@ def test_agent_that_never_finishes_is_stopped_with_every_process(
     assert any(
         e["type"] == "item.started" for e in result.artifacts["codex"]["transcript"]
     )  # a sleeper did start
-    leftovers = [
-        p.pid
-        for p in psutil.process_iter(["cmdline"])
-        if marker in " ".join(p.info["cmdline"] or [])
-    ]
-    assert leftovers == []
+    assert running_with(marker) == []
 
 
 def test_server_error_is_an_infra_error_with_the_agents_message(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
-    result = run_codex(project, tmp_path, client, agents_bin, fixtures, "Anything")
+    result = run_codex(project, tmp_path, client, fixtures, "Anything")
 
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
     assert result.error.message.startswith("Codex CLI turn failed: ")
     assert result.artifacts["codex"]["exit_code"] == 1
-    assert "test-key-not-secret" not in result.model_dump_json()
+    assert AIMOCK_KEY not in result.model_dump_json()
 
 
 def test_codex_jobs_run_on_an_agent_codex_worker_each_in_its_own_home(
@@ -166,7 +158,7 @@ def test_codex_jobs_run_on_an_agent_codex_worker_each_in_its_own_home(
 ) -> None:
     fixtures = [{"match": {}, "response": {"content": "Done by a worker."}}]
     with aimock(agents_bin, fixtures, tmp_path) as url:
-        root = agent_project(project, codex_targets(agents_bin, url), "Work", count=4)
+        root = agent_project(project, codex_targets(url), "Work", count=4)
         processes.worker(client, "codex@test", "-Q", "agent.codex", "-c", "2")
         info = submit_campaign(redis_url, root, 4, target="codex")
         lines = collect_all(processes, client, info, 120)

@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results import Status
+from bridge.results import Result, Status
 from tests.conftest import WriteFiles
-from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
-from tests.worker.providers.real_agents import aimock
-from worker.execute import execute
+from tests.worker.providers import real_agents
+from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT
+from tests.worker.providers.real_agents import AIMOCK_KEY, run_against_aimock
 
 
-def copilot_targets(bin_dir: Path, url: str) -> str:
+def copilot_targets(url: str) -> str:
+    bin_dir = real_agents.agents_bin()
     return f"""\
 targets:
   - name: copilot
@@ -29,26 +30,24 @@ targets:
 """
 
 
-@pytest.fixture(autouse=True)
-def model_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIMOCK_KEY", "test-key-not-secret")
+pytestmark = pytest.mark.usefixtures("aimock_key")
 
 
 def run_copilot(
     project: WriteFiles,
     tmp_path: Path,
     client: redis.Redis,
-    agents_bin: Path,
     fixtures: list[dict[str, Any]],
     question: str,
-) -> Any:
-    with aimock(agents_bin, fixtures, tmp_path) as url:
-        root = agent_project(project, copilot_targets(agents_bin, url), question)
-        return execute(planned_job(root, client, "copilot"), "w", client)
+    timeout: float | None = None,
+) -> Result:
+    return run_against_aimock(
+        project, tmp_path, client, copilot_targets, "copilot", fixtures, question, timeout
+    )
 
 
 def test_tool_round_trip_reads_the_attachment_in_the_workspace(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     fixtures = [
         {
@@ -71,7 +70,7 @@ def test_tool_round_trip_reads_the_attachment_in_the_workspace(
             },
         },
     ]
-    result = run_copilot(project, tmp_path, client, agents_bin, fixtures, "Read the module")
+    result = run_copilot(project, tmp_path, client, fixtures, "Read the module")
 
     assert result.status is Status.OK, result.error
     assert result.answer == "The module prints a greeting."
@@ -85,13 +84,13 @@ def test_tool_round_trip_reads_the_attachment_in_the_workspace(
 
 
 def test_server_error_is_an_infra_error_with_the_agents_message(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, agents_bin: Path
+    project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
     fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
-    result = run_copilot(project, tmp_path, client, agents_bin, fixtures, "Anything")
+    result = run_copilot(project, tmp_path, client, fixtures, "Anything")
 
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
     assert result.error.message.startswith("Copilot CLI exited with code 1: ")
     assert "500 boom" in result.error.message
-    assert "test-key-not-secret" not in result.model_dump_json()
+    assert AIMOCK_KEY not in result.model_dump_json()

@@ -24,6 +24,7 @@ from tests.conftest import FakeVSCode, Processes, WriteFiles, read_jsonl, wait_f
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project
 from tests.worker.providers.agent_cases import planned_job as agent_job
 from tests.worker.test_tasks import collect_all, submit_campaign
+from worker.agents.templates import WorkspaceTemplate
 from worker.agents.vscode_pool import WorkspacePool
 from worker.execute import execute
 from worker.providers.base import NoCapacity
@@ -227,7 +228,7 @@ def test_pool_of_two_never_shares_a_workspace_and_the_third_job_waits(
     fake_vscode: FakeVSCode,
 ) -> None:
     root = vscode_project(project, tmp_path, "fake-agent: delays=2", count=3)
-    WorkspacePool(tmp_path / "pool").provision(2, _template())
+    WorkspacePool(tmp_path / "pool").provision(2, WorkspaceTemplate.load("vscode"))
     # Three slots for a pool of two: the third job must wait for a workspace, off its slot.
     processes.worker(
         client, "vscode@test", "-Q", "agent.vscode", "-c", "3", extra_env=fake_vscode.env
@@ -292,9 +293,3 @@ def test_run_with_zero_setup_provisions_a_workspace_and_runs_every_case(
     lines = read_jsonl(jsonl)
     assert [line["status"] for line in lines] == ["ok"] * 3
     assert [p.name for p in (tmp_path / "pool").iterdir() if p.is_dir()] == ["subagent-1"]
-
-
-def _template() -> Any:
-    from worker.agents.templates import WorkspaceTemplate
-
-    return WorkspaceTemplate.load("vscode")
