@@ -24,7 +24,7 @@ import redis
 
 from bridge.results import Result
 from tests.conftest import WriteFiles
-from tests.worker.providers.agent_cases import agent_project, planned_job
+from tests.worker.providers.agent_cases import ATTACHED_TEXT, agent_project, planned_job
 from worker.execute import execute
 
 PACKAGES = {
@@ -89,6 +89,26 @@ def aimock(bin_dir: Path, fixtures: list[dict[str, Any]], folder: Path) -> Itera
         server.terminate()
         server.wait(10)
         log.close()
+
+
+SERVER_ERROR = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
+"""aimock fixtures: every request answered with HTTP 500."""
+
+
+def reading_round_trip(tool: str, arguments: dict[str, str]) -> list[dict[str, Any]]:
+    """aimock fixtures: "Read the module" makes the agent call `tool`; the final answer says
+    whether the tool's output held the attached module's text."""
+    return [
+        {
+            "match": {"userMessage": "Read the module", "toolResultContains": ATTACHED_TEXT},
+            "response": {"content": "The module prints a greeting."},
+        },
+        {"match": {"hasToolResult": True}, "response": {"content": "I could not read it."}},
+        {
+            "match": {"userMessage": "Read the module"},
+            "response": {"toolCalls": [{"name": tool, "arguments": arguments}]},
+        },
+    ]
 
 
 AIMOCK_KEY = "test-key-not-secret"

@@ -14,7 +14,13 @@ from bridge.results import Result, Status
 from tests.conftest import Processes, WriteFiles, running_with
 from tests.worker.providers import real_agents
 from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project
-from tests.worker.providers.real_agents import AIMOCK_KEY, aimock, run_against_aimock
+from tests.worker.providers.real_agents import (
+    AIMOCK_KEY,
+    SERVER_ERROR,
+    aimock,
+    reading_round_trip,
+    run_against_aimock,
+)
 from tests.worker.test_tasks import collect_all, submit_campaign
 
 
@@ -80,25 +86,13 @@ def test_plain_answer_with_usage_and_transcript(
 def test_tool_round_trip_runs_a_command_in_the_workspace(
     project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
-    fixtures = [
-        {
-            "match": {"userMessage": "Read the module", "toolResultContains": ATTACHED_TEXT},
-            "response": {"content": "The module prints a greeting."},
-        },
-        {"match": {"hasToolResult": True}, "response": {"content": "I could not read it."}},
-        {
-            "match": {"userMessage": "Read the module"},
-            "response": {
-                "toolCalls": [{"name": "exec_command", "arguments": {"cmd": f"cat '{ATTACHED}'"}}]
-            },
-        },
-    ]
+    fixtures = reading_round_trip("exec_command", {"cmd": f"cat '{ATTACHED}'"})
     result = run_codex(project, tmp_path, client, fixtures, "Read the module")
     # The agent's cwd is the workspace: the attachment is there under inputs/.
     assert result.status is Status.OK, result.error
     assert result.answer == "I could not read it."  # `cat src/...` from the root fails
 
-    fixtures[2]["response"]["toolCalls"][0]["arguments"]["cmd"] = f"cat 'inputs/{ATTACHED}'"
+    fixtures = reading_round_trip("exec_command", {"cmd": f"cat 'inputs/{ATTACHED}'"})
     result = run_codex(project, tmp_path, client, fixtures, "Read the module")
     assert result.status is Status.OK, result.error
     assert result.answer == "The module prints a greeting."
@@ -138,8 +132,7 @@ def test_agent_that_never_finishes_is_stopped_with_every_process(
 def test_server_error_is_an_infra_error_with_the_agents_message(
     project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
-    fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
-    result = run_codex(project, tmp_path, client, fixtures, "Anything")
+    result = run_codex(project, tmp_path, client, SERVER_ERROR, "Anything")
 
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None

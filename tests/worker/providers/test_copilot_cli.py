@@ -11,8 +11,13 @@ import redis
 from bridge.results import Result, Status
 from tests.conftest import WriteFiles
 from tests.worker.providers import real_agents
-from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT
-from tests.worker.providers.real_agents import AIMOCK_KEY, run_against_aimock
+from tests.worker.providers.agent_cases import ATTACHED
+from tests.worker.providers.real_agents import (
+    AIMOCK_KEY,
+    SERVER_ERROR,
+    reading_round_trip,
+    run_against_aimock,
+)
 
 
 def copilot_targets(url: str) -> str:
@@ -49,27 +54,8 @@ def run_copilot(
 def test_tool_round_trip_reads_the_attachment_in_the_workspace(
     project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
-    fixtures = [
-        {
-            "match": {"userMessage": "Read the module", "toolResultContains": ATTACHED_TEXT},
-            "response": {"content": "The module prints a greeting."},
-        },
-        {"match": {"hasToolResult": True}, "response": {"content": "I could not read it."}},
-        {
-            "match": {"userMessage": "Read the module"},
-            "response": {
-                "toolCalls": [
-                    {
-                        "name": "bash",
-                        "arguments": {
-                            "command": f"cat 'inputs/{ATTACHED}'",
-                            "description": "read the module",
-                        },
-                    }
-                ]
-            },
-        },
-    ]
+    command = {"command": f"cat 'inputs/{ATTACHED}'", "description": "read the module"}
+    fixtures = reading_round_trip("bash", command)
     result = run_copilot(project, tmp_path, client, fixtures, "Read the module")
 
     assert result.status is Status.OK, result.error
@@ -86,8 +72,7 @@ def test_tool_round_trip_reads_the_attachment_in_the_workspace(
 def test_server_error_is_an_infra_error_with_the_agents_message(
     project: WriteFiles, tmp_path: Path, client: redis.Redis
 ) -> None:
-    fixtures = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]
-    result = run_copilot(project, tmp_path, client, fixtures, "Anything")
+    result = run_copilot(project, tmp_path, client, SERVER_ERROR, "Anything")
 
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
