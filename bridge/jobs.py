@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.cases import LoadedCase
-from bridge.errors import EvalrelayError
+from bridge.errors import EvalrelayError, TargetError
 from bridge.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
 from bridge.files import ResolvedFile
 from bridge.prompt import PromptRequest, render
@@ -120,6 +120,12 @@ def build_job(
     ]
     default_judge = target.raw.get("judge_target")
     default_judge = default_judge if isinstance(default_judge, str) else None
+    for spec_ in specs:
+        if isinstance(spec_, LlmJudgeEvaluator) and not (spec_.target or default_judge):
+            raise TargetError(
+                f"case '{case.id}': llm_judge has no judge; set `target:` on the evaluator "
+                f"or `judge_target:` on target '{target.name}'"
+            )
     judge_names = {e.target for e in specs if isinstance(e, LlmJudgeEvaluator) and e.target}
     if default_judge and (not specs or any(isinstance(e, LlmJudgeEvaluator) for e in specs)):
         judge_names.add(default_judge)
