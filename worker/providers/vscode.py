@@ -36,7 +36,8 @@ from worker.providers.base import NoCapacity, Provider, ProviderFailure, Provide
 log = logging.getLogger(__name__)
 
 WAKEUP_MODE = "wakeup"
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.05
+"""How often the answer file (and `.alive`) is looked for: a stat call, cheap."""
 COMMAND_TIMEOUT_SECONDS = 30.0
 BUSY_RETRY_SECONDS = (1.0, 3.0)
 """A job that finds every workspace busy is queued again after a random pause in this range."""
