@@ -26,12 +26,13 @@ from bridge.evaluators import (  # noqa: E402
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from bridge.jobs import Job, TargetRef  # noqa: E402
+from bridge.jobs import Job  # noqa: E402
 from bridge.prompt import PromptRequest  # noqa: E402
 from bridge.reports.campaign import CampaignResults  # noqa: E402
 from bridge.reports.writer import RENDERERS  # noqa: E402
 from bridge.results import Status  # noqa: E402
 from tests.bridge.reports.reporting import graded, result, write_campaign  # noqa: E402
+from tests.conftest import direct_job  # noqa: E402
 from worker.execute import execute  # noqa: E402
 
 EVALUATORS = [
@@ -45,16 +46,11 @@ EVALUATORS = [
 
 def mock_job(evaluators: bool) -> Job:
     settings = {"name": "m", "provider": "mock", "response": "The capital is Paris. " * 20}
-    return Job(
-        campaign_id="bench",
-        job_id="j",
-        case_id="c",
-        dataset="d",
-        target=TargetRef(name="m", kind="mock", queue="api", settings=settings),
+    return direct_job(
+        settings,
         request=PromptRequest(question="What is the capital of France?"),
         reference_answer="Paris is the capital of France.",
         evaluators=EVALUATORS if evaluators else [],
-        timeout_seconds=10,
     )
 
 

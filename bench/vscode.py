@@ -21,9 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.jobs import Job, TargetRef  # noqa: E402
-from bridge.prompt import PromptRequest  # noqa: E402
 from bridge.results import Status  # noqa: E402
+from tests.conftest import direct_job  # noqa: E402
 from worker.agents.templates import WorkspaceTemplate  # noqa: E402
 from worker.agents.vscode_pool import WorkspacePool  # noqa: E402
 from worker.execute import execute  # noqa: E402
@@ -70,15 +69,7 @@ def through_bridge(root: Path, count: int) -> float:
         "focus_delay_seconds": 0,
         "executable": str(STANDIN),
     }
-    job = Job(
-        campaign_id="bench",
-        job_id="j",
-        case_id="c",
-        dataset="d",
-        target=TargetRef(name="vs", kind="vscode", queue="agent.vscode", settings=settings),
-        request=PromptRequest(question="q"),
-        timeout_seconds=60,
-    )
+    job = direct_job(settings, timeout_seconds=60)
     execute(job, "bench")  # wakes the window once, outside the timing
     started = time.perf_counter()
     for _ in range(count):

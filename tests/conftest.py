@@ -22,7 +22,11 @@ import pytest
 import redis
 
 from bridge.connection import connect
+from bridge.jobs import Job, TargetRef
 from bridge.keys import workers_key
+from bridge.prompt import PromptRequest
+from bridge.target_settings import QUEUE_FOR_KIND
+from bridge.targets import OneTarget
 
 WriteFiles = Callable[[dict[str, str]], Path]
 
@@ -146,6 +150,28 @@ def one_turn_cases(count: int, case_id: str = "c{i}", question: str = "q{i}") ->
         for i in range(count)
     ]
     return "\n".join(["evalcases:", *lines]) + "\n"
+
+
+def target_ref(settings: dict[str, object]) -> TargetRef:
+    """A target as a job carries it, from its settings as targets.yaml would hold them."""
+    kind = OneTarget.model_validate({"target": settings}).target.provider
+    return TargetRef(
+        name=str(settings["name"]), kind=kind, queue=QUEUE_FOR_KIND[kind], settings=settings
+    )
+
+
+def direct_job(settings: dict[str, object] | None = None, **update: object) -> Job:
+    """A job made by hand, no eval file, to call `execute` or a grader with (default: mock)."""
+    job = Job(
+        campaign_id="c",
+        job_id="j",
+        case_id="case",
+        dataset="d",
+        target=target_ref(settings or {"name": "t", "provider": "mock"}),
+        request=PromptRequest(question="q"),
+        timeout_seconds=10,
+    )
+    return job.model_copy(update=update)
 
 
 def wait_for(condition: Callable[[], object], seconds: float, what: str) -> None:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bridge.evaluators import ContainsEvaluator, LlmJudgeEvaluator
-from bridge.jobs import Job, TargetRef
-from bridge.prompt import PromptRequest
+from bridge.jobs import Job
 from bridge.results import EvaluatorResult
+from tests.conftest import direct_job
 from worker.grading.grade import combine, evaluator_names, grade
 
 
@@ -22,18 +22,7 @@ def result(name: str, score: float, weight: float = 1.0) -> EvaluatorResult:
 
 
 def job(**update: object) -> Job:
-    base = Job(
-        campaign_id="c",
-        job_id="j",
-        case_id="case",
-        dataset="d",
-        target=TargetRef(
-            name="t", kind="mock", queue="api", settings={"name": "t", "provider": "mock"}
-        ),
-        request=PromptRequest(question="q"),
-        timeout_seconds=10,
-    )
-    return base.model_copy(update=update)
+    return direct_job(**update)
 
 
 def test_weighted_mean_and_threshold() -> None:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from bridge.evaluators import LlmJudgeEvaluator
-from bridge.jobs import Job, TargetRef
+from bridge.jobs import Job
 from bridge.results import Status
+from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 from worker.execute import execute
@@ -36,7 +37,7 @@ def judged_job(url: str, **update: Any) -> Job:
     return job(
         outcome="Names the capital of France",
         reference_answer="Paris",
-        judges={"judge": TargetRef(name="judge", kind="openai", queue="api", settings=settings)},
+        judges={"judge": target_ref(settings)},
         default_judge="judge",
         **update,
     )
@@ -125,14 +126,7 @@ def test_custom_prompt_with_placeholders_replaces_the_user_prompt() -> None:
 
 
 def test_execute_grades_with_the_default_judge_and_keeps_the_answer_on_failure() -> None:
-    candidate = {
-        "target": TargetRef(
-            name="t",
-            kind="mock",
-            queue="api",
-            settings={"name": "t", "provider": "mock", "response": "Paris"},
-        )
-    }
+    candidate = {"target": target_ref({"name": "t", "provider": "mock", "response": "Paris"})}
     with serving(reply(GOOD)) as server:
         graded = execute(judged_job(server.url, **candidate), "w")
     assert graded.status is Status.OK

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.jobs import Job, TargetRef
+from bridge.jobs import Job
 from bridge.messages import ChatMessage
 from bridge.prompt import PromptRequest, api_messages
 from bridge.results import Status
 from bridge.schema import ToolCall
-from bridge.targets import OneTarget
+from tests.conftest import direct_job
 from tests.worker.providers.vendor_server import (
     Reply,
     anthropic_message,
@@ -145,17 +145,7 @@ EXPECTED = {
 def job(
     settings: dict[str, Any], request: PromptRequest, timeout: float = 20, cache: int | None = None
 ) -> Job:
-    kind = OneTarget.model_validate({"target": settings}).target.provider
-    return Job(
-        campaign_id="c",
-        job_id="j",
-        case_id="case",
-        dataset="d",
-        target=TargetRef(name=settings["name"], kind=kind, queue="api", settings=settings),
-        request=request,
-        timeout_seconds=timeout,
-        cache_ttl_seconds=cache,
-    )
+    return direct_job(settings, request=request, timeout_seconds=timeout, cache_ttl_seconds=cache)
 
 
 def openai_target(url: str, **extra: Any) -> dict[str, Any]:
