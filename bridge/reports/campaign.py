@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from bridge.project import Project
 from bridge.results import Result, Status
 from bridge.results_file import read_results
 from bridge.summary import CampaignSummary
+
+SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "__pycache__", "site-packages"})
 
 
 class Outcome(StrEnum):
@@ -53,7 +56,8 @@ class CampaignResults(BaseModel):
 
 
 def find_results(campaign: str, results_dir: Path | None = None) -> Path:
-    """CAMPAIGN as a `.jsonl` path, or a campaign id under the results folder."""
+    """CAMPAIGN as a `.jsonl` path, or a campaign id: in the project's results folder, else
+    anywhere below the current folder (where `run` left it for another project)."""
     given = Path(campaign)
     if given.suffix == ".jsonl":
         if not given.is_file():
@@ -61,6 +65,8 @@ def find_results(campaign: str, results_dir: Path | None = None) -> Path:
         return given
     folder = results_dir or _default_results_dir()
     path = folder / f"{campaign}.jsonl"
+    if not path.is_file() and results_dir is None:
+        path = _found_below(Path.cwd(), f"{campaign}.jsonl") or path
     if not path.is_file():
         known = sorted(p.name.removesuffix(".jsonl") for p in folder.glob("*.jsonl"))
         known = [k for k in known if not k.endswith(".attempts")][-5:]
@@ -70,6 +76,17 @@ def find_results(campaign: str, results_dir: Path | None = None) -> Path:
             f".jsonl file, or --results DIR"
         )
     return path
+
+
+def _found_below(top: Path, name: str) -> Path | None:
+    """The first `name` under `top`, skipping hidden folders and installed packages."""
+    for folder, subfolders, files in os.walk(top):
+        subfolders[:] = sorted(
+            d for d in subfolders if not d.startswith(".") and d not in SKIPPED_FOLDERS
+        )
+        if name in files:
+            return Path(folder) / name
+    return None
 
 
 def _default_results_dir() -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from bridge.cli.main import cli
@@ -82,3 +83,14 @@ def test_run_leaves_an_html_report_and_counts_passes(
     html = page.read_text()
     assert "1/2" in html and "answer contains &#39;Rome&#39;" in html
     assert "passed" in processes.log("run") and "1/2" in processes.log("run")
+
+
+def test_report_finds_a_campaign_of_a_project_below_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_campaign(tmp_path / "examples" / "results", CAMPAIGN)
+    (tmp_path / ".git").mkdir()  # the current folder is a project root of its own
+    monkeypatch.chdir(tmp_path)
+    outcome = CliRunner().invoke(cli, ["report", "camp", "--markdown", "summary.md"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in (tmp_path / "summary.md").read_text()
