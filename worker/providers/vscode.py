@@ -27,7 +27,7 @@ from bridge.jobs import Job
 from bridge.results import Status
 from bridge.target_settings import VSCodeTarget
 from worker.agents.commands import find_executable, run_command
-from worker.agents.inputs import fetch_inputs, write_inputs
+from worker.agents.inputs import InputFile, fetch_inputs, write_inputs
 from worker.agents.task import render_task, strip_echo
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.vscode_pool import ALIVE_FILE, Claim, WorkspacePool, pool_root
@@ -103,7 +103,7 @@ class Chat:
         self.timings_ms: dict[str, int] = {}
 
     def run(
-        self, job: Job, template: WorkspaceTemplate, inputs: list[Any], deadline: float
+        self, job: Job, template: WorkspaceTemplate, inputs: list[InputFile], deadline: float
     ) -> ProviderOutput:
         self._prepare(job, template, inputs)
         self._lap("prepared")
@@ -145,7 +145,7 @@ class Chat:
             "timings_ms": self.timings_ms,
         }
 
-    def _prepare(self, job: Job, template: WorkspaceTemplate, inputs: list[Any]) -> None:
+    def _prepare(self, job: Job, template: WorkspaceTemplate, inputs: list[InputFile]) -> None:
         self.workspace.install(template)
         for old in self.workspace.messages.iterdir():
             if old.is_file():
