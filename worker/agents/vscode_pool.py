@@ -143,7 +143,7 @@ class WorkspacePool:
         """
         report = ProvisionReport(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
-        with self._mutex():
+        with self.mutex():
             for number in range(1, count + 1):
                 workspace = Workspace(self.root / f"subagent-{number}")
                 if workspace.locked() and not force:
@@ -162,7 +162,7 @@ class WorkspacePool:
         """The first free workspace, now this job's; None when every one is busy."""
         if not self.root.is_dir():
             return None
-        with self._mutex():
+        with self.mutex():
             for workspace in self.workspaces():
                 reclaimed = None
                 if workspace.locked():
@@ -183,7 +183,7 @@ class WorkspacePool:
 
     def unlock(self, names: list[str] | None = None) -> list[tuple[Workspace, LockOwner | None]]:
         """Take the locks off these workspaces (all when None): who held each, if anyone."""
-        with self._mutex():
+        with self.mutex():
             unlocked = []
             for workspace in self.workspaces():
                 if (names is None or workspace.name in names) and workspace.locked():
@@ -232,7 +232,8 @@ class WorkspacePool:
         )
         return lease
 
-    def _mutex(self) -> FileLock:
+    def mutex(self) -> FileLock:
+        """The host-wide lock every claim, renewal and release of this pool takes."""
         self.root.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self.root / MUTEX_FILE), timeout=MUTEX_TIMEOUT_SECONDS)
 
@@ -267,7 +268,7 @@ class Claim:
             self.release()
 
     def renew(self) -> bool:
-        with self.pool._mutex():
+        with self.pool.mutex():
             current = self.workspace.owner()
             if current is None or current.token != self.owner.token:
                 return False
@@ -284,7 +285,7 @@ class Claim:
             return True
 
     def release(self) -> None:
-        with self.pool._mutex():
+        with self.pool.mutex():
             current = self.workspace.owner()
             if current is not None and current.token == self.owner.token:
                 self.workspace.lock_file.unlink(missing_ok=True)

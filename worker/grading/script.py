@@ -1,12 +1,14 @@
 """`code` evaluators: a script gets the case and the answer as JSON on standard input and
 prints a JSON verdict `{score, hits, misses, reasoning}`. It runs without a shell, in the
-folder the job names, and is stopped at its time limit with everything it started."""
+folder the job names, and is stopped at its time limit with everything it started, by
+the same runner as the command-line agents."""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
-import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from bridge.evaluators import CodeEvaluator
 from bridge.jobs import Job
 from bridge.results import EvaluatorResult
 from worker.agents.commands import tail
-from worker.agents.runner import stop_tree
+from worker.agents.runner import run_agent
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_verdict
 
@@ -34,32 +36,29 @@ def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> Evaluat
             "guideline_paths": [f.display_path for f in job.files if f.is_guideline],
         }
     )
-    started = time.monotonic()
-    try:
-        process = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
-    try:
-        out, err = process.communicate(payload.encode(), timeout=spec.timeout_seconds)
-    except subprocess.TimeoutExpired:
-        stop_tree(process)
+    with tempfile.TemporaryDirectory(prefix="evalrelay-grader-") as scratch:
+        try:
+            run = run_agent(
+                argv,
+                cwd=cwd,
+                env=dict(os.environ),
+                stdin_text=payload,
+                deadline=time.monotonic() + spec.timeout_seconds,
+                stdout_file=Path(scratch) / "verdict.json",
+            )
+        except OSError as exc:
+            raise GradingError(
+                f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}"
+            ) from None
+    if run.timed_out:
         raise GradingError(
             f"evaluator {name}: script did not finish within {spec.timeout_seconds:.0f} s"
-        ) from None
-    stderr = tail(err.decode(errors="replace"), 800)
-    if process.returncode != 0:
-        raise GradingError(
-            f"evaluator {name}: script exited with code {process.returncode}: {stderr}"
         )
+    stderr = tail(run.stderr, 800)
+    if run.returncode != 0:
+        raise GradingError(f"evaluator {name}: script exited with code {run.returncode}: {stderr}")
     try:
-        verdict = parse_verdict(out.decode(errors="replace"))
+        verdict = parse_verdict(run.stdout)
     except ValueError as exc:
         raise GradingError(f"evaluator {name}: script printed no valid verdict: {exc}") from None
     return EvaluatorResult(
@@ -72,7 +71,7 @@ def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> Evaluat
         reasoning=verdict.reasoning,
         details={
             "command": argv,
-            "duration_ms": int((time.monotonic() - started) * 1000),
+            "duration_ms": run.duration_ms,
             **({"stderr": stderr} if stderr else {}),
         },
     )

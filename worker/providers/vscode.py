@@ -171,7 +171,7 @@ class Chat:
         ready_by = min(deadline, time.monotonic() + self.settings.ready_timeout_seconds)
         while not alive.exists():
             if time.monotonic() >= ready_by:
-                self.remaining(deadline)
+                Provider.remaining(deadline)
                 raise ProviderFailure(
                     Status.INFRA_ERROR,
                     f"VS Code did not answer the wake-up chat in {self.workspace.name} within "
@@ -183,13 +183,13 @@ class Chat:
 
     def _focused(self, chat: list[str], deadline: float) -> None:
         """Bring the workspace's window to the front and chat in it, holding the host lock."""
-        with dispatch_lock(self.executable, self.remaining(deadline)):
+        with dispatch_lock(self.executable, Provider.remaining(deadline)):
             self._code([self.executable, str(self.workspace.workspace_file)], deadline)
             time.sleep(self.settings.focus_delay_seconds)
             self._code(chat, deadline)
 
     def _code(self, argv: list[str], deadline: float) -> None:
-        run_command(argv, timeout=min(COMMAND_TIMEOUT_SECONDS, self.remaining(deadline)))
+        run_command(argv, timeout=min(COMMAND_TIMEOUT_SECONDS, Provider.remaining(deadline)))
 
     def _wait_for_answer(self, deadline: float) -> str:
         while True:
@@ -217,10 +217,6 @@ class Chat:
 
     def _lap(self, name: str) -> None:
         self.timings_ms[name] = int((time.monotonic() - self.clock) * 1000)
-
-    @staticmethod
-    def remaining(deadline: float) -> float:
-        return Provider.remaining(deadline)
 
 
 def dispatch_lock(executable: str, timeout: float) -> filelock.FileLock:
