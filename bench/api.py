@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.pipeline import URL, evalrelay_worker, stop, wait  # noqa: E402
-from bridge.campaigns import plan_jobs  # noqa: E402
-from bridge.cases import load_eval_file  # noqa: E402
+from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import results_stream_key  # noqa: E402
-from bridge.queue import JobQueue, producer_app  # noqa: E402
+from bridge.queue.campaigns import plan_jobs  # noqa: E402
+from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving  # noqa: E402
 

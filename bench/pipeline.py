@@ -26,11 +26,11 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
-from bridge.cases import load_eval_file  # noqa: E402
-from bridge.collector import Collector  # noqa: E402
+from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
-from bridge.queue import JobQueue, producer_app  # noqa: E402
+from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
+from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
+from bridge.results.collector import Collector  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")

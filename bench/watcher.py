@@ -24,10 +24,10 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.campaigns import CampaignInfo, new_campaign_id, plan_jobs, submit  # noqa: E402
-from bridge.cases import load_eval_file  # noqa: E402
-from bridge.queue import JobQueue, producer_app  # noqa: E402
-from bridge.watcher import Watcher  # noqa: E402
+from bridge.evalfile.cases import load_eval_file  # noqa: E402
+from bridge.inbox.watcher import Watcher  # noqa: E402
+from bridge.queue.campaigns import CampaignInfo, new_campaign_id, plan_jobs, submit  # noqa: E402
+from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
 CASE = "evalcases:\n  - id: c{n}\n    input_messages: [{{role: user, content: 'hi {n}'}}]\n"

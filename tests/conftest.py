@@ -21,12 +21,12 @@ import psutil
 import pytest
 import redis
 
-from bridge.connection import connect
-from bridge.jobs import Job, TargetRef
 from bridge.keys import workers_key
-from bridge.prompt import PromptRequest
-from bridge.target_settings import QUEUE_FOR_KIND
-from bridge.targets import OneTarget
+from bridge.prompt.build import PromptRequest
+from bridge.queue.connection import connect
+from bridge.queue.jobs import Job, TargetRef
+from bridge.targets.settings import QUEUE_FOR_KIND
+from bridge.targets.targets_file import OneTarget
 
 WriteFiles = Callable[[dict[str, str]], Path]
 

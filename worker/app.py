@@ -19,11 +19,11 @@ import redis
 from celery import Celery, signals
 from kombu import Queue  # type: ignore[attr-defined]
 
-from bridge.connection import broker_url, client_for, configured_url
-from bridge.jobs import Job
 from bridge.keys import workers_key
-from bridge.queue import MAX_JOB_SECONDS, QUEUES, JobQueue
-from bridge.reaper import Reaper
+from bridge.queue.celery_queue import MAX_JOB_SECONDS, QUEUES, JobQueue
+from bridge.queue.connection import broker_url, client_for, configured_url
+from bridge.queue.jobs import Job
+from bridge.queue.reaper import Reaper
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)

@@ -15,14 +15,14 @@ from typing import Any
 
 import redis
 
-from bridge.errors import TargetError
-from bridge.jobs import Job
-from bridge.results import ErrorInfo, Result, Status
-from bridge.target_settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
-from bridge.targets import OneTarget, interpolate, references
+from bridge.queue.jobs import Job
+from bridge.results.result import ErrorInfo, Result, Status
+from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
+from bridge.targets.targets_file import references
 from worker.grading.errors import GradingError
 from worker.grading.grade import grade
-from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, provider_for
+from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
+from worker.providers.call import call_provider
 
 log = logging.getLogger(__name__)
 
@@ -95,31 +95,6 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         artifacts=artifacts,
         attempts=job.previous_attempts,
     )
-
-
-def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
-    try:
-        settings = OneTarget.model_validate(
-            {"target": interpolate(job.target.settings, _Environment())}
-        ).target
-    except TargetError as exc:
-        raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
-    provider = provider_for(settings)
-    provider.redis = client
-    return provider.run(job, deadline)
-
-
-class _Environment(dict[str, str]):
-    """This worker's environment; a missing variable names itself and this machine."""
-
-    def __missing__(self, key: str) -> str:
-        value = os.environ.get(key)
-        if value is None:
-            raise TargetError(
-                f"environment variable {key} is not set on worker host "
-                f"{os.uname().nodename}; set it where the workers run"
-            )
-        return value
 
 
 def scrub(text: str, job: Job) -> str:

@@ -1,7 +1,7 @@
 """The lease a worker holds on a job while it runs it, renewed by a heartbeat thread.
 
 A second delivery of the same job finds the lease and leaves. A worker that dies stops
-renewing; the lease runs out and the reaper (`bridge.reaper`) sends the job again, long
+renewing; the lease runs out and the reaper (`bridge.queue.reaper`) sends the job again, long
 before the broker's visibility timeout would.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from bridge.keys import done_key, inflight_key, lease_key, results_stream_key
-from bridge.results import Result
+from bridge.results.result import Result
 
 DONE_TTL_SECONDS = 30 * 24 * 3600
 

@@ -9,8 +9,8 @@ from typing import Any
 import redis
 from celery import Celery, Task
 
-from bridge.jobs import Job
-from bridge.queue import RUN_CASE
+from bridge.queue.celery_queue import RUN_CASE
+from bridge.queue.jobs import Job
 from worker.execute import execute
 from worker.lease import Lease
 from worker.providers.base import NoCapacity

@@ -9,9 +9,10 @@ from types import FrameType
 
 import click
 
-from bridge.campaigns import CampaignInfo, list_campaigns, load_info, progress
-from bridge.collector import Collector
-from bridge.runtime import open_runtime
+from bridge.queue.campaigns import CampaignInfo, list_campaigns, load_info, progress
+from bridge.queue.runtime import open_runtime
+from bridge.reports.writer import write_html_beside
+from bridge.results.collector import Collector
 
 
 @click.command("collect")
@@ -52,6 +53,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             name or f"collect@{socket.gethostname()}",
             out_dir_for,
             lambda c: infos[c].total,
+            write_html_beside,
         )
         try:
             while not stopping:

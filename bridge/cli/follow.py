@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from bridge.campaigns import CampaignInfo, progress
-from bridge.collector import Collector
 from bridge.keys import workers_key
-from bridge.reports.writer import report_path
-from bridge.results_file import results_path
-from bridge.summary import CampaignSummary
+from bridge.queue.campaigns import CampaignInfo, progress
+from bridge.reports.writer import report_path, write_html_beside
+from bridge.results.collector import Collector
+from bridge.results.results_file import results_path
+from bridge.results.summary import CampaignSummary
 
 NO_WORKER_WARNING_SECONDS = 30.0
 
@@ -29,7 +29,11 @@ def follow_campaign(
     """Collect the campaign's results until every job has one; returns its summary."""
     out_dir = Path(info.out_dir)
     collector = Collector(
-        client, consumer or f"run-{info.campaign_id}", lambda _: out_dir, lambda _: info.total
+        client,
+        consumer or f"run-{info.campaign_id}",
+        lambda _: out_dir,
+        lambda _: info.total,
+        write_html_beside,
     )
     started = time.monotonic()
     warned = False

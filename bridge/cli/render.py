@@ -12,11 +12,11 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from bridge.cases import LoadedCase, LoadedEvalFile, load_eval_file
 from bridge.errors import EvalrelayError
-from bridge.messages import ChatMessage
-from bridge.prompt import api_messages
-from bridge.targets import Targets
+from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
+from bridge.prompt.build import api_messages, request_for
+from bridge.prompt.messages import ChatMessage
+from bridge.targets.targets_file import Targets
 
 
 @click.command("render")
@@ -50,7 +50,7 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
     settings = None
     if target_name is not None:
         settings = Targets.load(loaded.project.root).get(target_name).settings()
-    request = case.request(settings.system_prompt if settings else None)
+    request = request_for(case, settings.system_prompt if settings else None)
     messages = api_messages(request)
     return {
         "case_id": case.id,
@@ -66,7 +66,7 @@ def _wire(settings: Any, messages: list[ChatMessage]) -> dict[str, Any] | None:
     if settings is None:
         return None
     # The converters live with the worker's providers, so this shows what a worker sends.
-    from worker.providers.wire import request_body
+    from worker.providers.api import request_body
 
     return request_body(settings, messages)
 

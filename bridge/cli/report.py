@@ -12,7 +12,7 @@ from bridge.reports.campaign import CampaignResults, find_results
 from bridge.reports.compare import Change, compare
 from bridge.reports.markdown import markdown_report
 from bridge.reports.writer import report_path, write_report
-from bridge.results import Result
+from bridge.results.result import Result
 
 results_option = click.option(
     "--results",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from bridge.campaigns import load_info, missing_jobs, uncancel
 from bridge.cli.follow import follow_campaign, print_summary
-from bridge.runtime import open_runtime
+from bridge.queue.campaigns import load_info, missing_jobs, uncancel
+from bridge.queue.runtime import open_runtime
 
 
 @click.command("resume")

@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from bridge.campaigns import load_info, store_jobs, stored_jobs, uncancel
 from bridge.cli.follow import follow_campaign, print_summary
-from bridge.results import Status
-from bridge.results_file import read_results, remove_results, results_path
-from bridge.runtime import open_runtime
+from bridge.queue.campaigns import load_info, store_jobs, stored_jobs, uncancel
+from bridge.queue.runtime import open_runtime
+from bridge.results.result import Status
+from bridge.results.results_file import read_results, remove_results, results_path
 
 
 @click.command("retry")

@@ -9,14 +9,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from bridge.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
-from bridge.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.cli.follow import follow_campaign, print_summary
 from bridge.errors import InvalidFileError
-from bridge.jobs import Job
-from bridge.project import Project
-from bridge.runtime import open_runtime
-from bridge.targets import Targets
+from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from bridge.evalfile.project import Project
+from bridge.queue.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
+from bridge.queue.jobs import Job
+from bridge.queue.runtime import open_runtime
+from bridge.targets.targets_file import Targets
 
 
 @click.command("run")

@@ -12,11 +12,11 @@ import redis
 from rich.console import Console
 from rich.table import Table
 
-from bridge.campaigns import list_campaigns, load_info, missing_jobs, progress
 from bridge.cli.follow import counts_text
 from bridge.keys import inflight_key, watchers_key, workers_key
-from bridge.queue import QUEUES
-from bridge.runtime import open_runtime
+from bridge.queue.campaigns import list_campaigns, load_info, missing_jobs, progress
+from bridge.queue.celery_queue import QUEUES
+from bridge.queue.runtime import open_runtime
 
 WORKER_ALIVE_SECONDS = 30.0
 

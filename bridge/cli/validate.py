@@ -6,11 +6,11 @@ from pathlib import Path
 
 import click
 
-from bridge.cases import LoadedEvalFile, Loc, eval_files_under, load_eval_file
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
-from bridge.project import Project
-from bridge.targets import Targets
-from bridge.yaml_source import load_yaml
+from bridge.evalfile.cases import LoadedEvalFile, Loc, eval_files_under, load_eval_file
+from bridge.evalfile.project import Project
+from bridge.evalfile.yaml_source import load_yaml
+from bridge.targets.targets_file import Targets
 
 
 @click.command("validate")

@@ -9,8 +9,8 @@ from types import FrameType
 
 import click
 
-from bridge.runtime import open_runtime
-from bridge.watcher import Watcher
+from bridge.inbox.watcher import Watcher
+from bridge.queue.runtime import open_runtime
 
 
 @click.command("watch")

@@ -8,9 +8,9 @@ import socket
 
 import click
 
-from bridge.connection import URL_VARIABLE, configured_url, connect
 from bridge.errors import PrerequisiteError
-from bridge.queue import QUEUES
+from bridge.queue.celery_queue import QUEUES
+from bridge.queue.connection import URL_VARIABLE, configured_url, connect
 
 DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2}
 """API calls wait on the network, so one process runs many; agents run a few at a time."""

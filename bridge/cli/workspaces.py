@@ -10,11 +10,11 @@ import redis
 from rich.console import Console
 from rich.table import Table
 
-from bridge.connection import configured_url, connect
 from bridge.errors import TargetError
-from bridge.project import Project
-from bridge.target_settings import VSCodeTarget
-from bridge.targets import Targets
+from bridge.evalfile.project import Project
+from bridge.queue.connection import configured_url, connect
+from bridge.targets.settings import VSCodeTarget
+from bridge.targets.targets_file import Targets
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.vscode_pool import WorkspacePool, pool_root
 

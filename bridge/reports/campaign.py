@@ -9,10 +9,10 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from bridge.errors import EvalrelayError
-from bridge.project import Project
-from bridge.results import Result, Status
-from bridge.results_file import read_results
-from bridge.summary import CampaignSummary
+from bridge.evalfile.project import Project
+from bridge.results.result import Result, Status
+from bridge.results.results_file import read_results
+from bridge.results.summary import CampaignSummary
 
 SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "__pycache__", "site-packages"})
 

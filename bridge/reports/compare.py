@@ -7,7 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel
 
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
-from bridge.results import Result
+from bridge.results.result import Result
 
 SCORE_CHANGE = 0.05
 """A score moving less than this, with the same outcome, counts as unchanged."""

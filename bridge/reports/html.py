@@ -14,9 +14,9 @@ from typing import Any
 
 from jinja2 import Environment, StrictUndefined
 
-from bridge.prompt import api_messages
+from bridge.prompt.build import api_messages
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
-from bridge.results import Result
+from bridge.results.result import Result
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "cli")
 

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from itertools import groupby
 
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
-from bridge.results import Result
+from bridge.results.result import Result
 
 
 def junit_xml(campaign: CampaignResults) -> str:

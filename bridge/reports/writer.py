@@ -8,7 +8,7 @@ from bridge.reports.campaign import CampaignResults
 from bridge.reports.html import html_report
 from bridge.reports.junit import junit_xml
 from bridge.reports.markdown import markdown_report
-from bridge.summary import write_atomically
+from bridge.results.summary import write_atomically
 
 RENDERERS = {"html": html_report, "junit": junit_xml, "markdown": markdown_report}
 SUFFIXES = {"html": ".html", "junit": ".junit.xml", "markdown": ".md"}

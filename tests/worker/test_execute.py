@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.campaigns import plan_jobs
-from bridge.cases import load_eval_file
-from bridge.jobs import Job
-from bridge.results import Status
-from bridge.target_settings import TargetSettings
+from bridge.evalfile.cases import load_eval_file
+from bridge.queue.campaigns import plan_jobs
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import TargetSettings
 from tests.conftest import WriteFiles
 from worker.execute import execute
 from worker.providers.base import Provider, ProviderOutput, register, unregister

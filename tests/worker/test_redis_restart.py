@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.campaigns import plan_jobs, store_jobs
-from bridge.cases import load_eval_file
+from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
-from bridge.queue import JobQueue, producer_app
+from bridge.queue.campaigns import plan_jobs, store_jobs
+from bridge.queue.celery_queue import JobQueue, producer_app
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 
 

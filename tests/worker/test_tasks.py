@@ -17,13 +17,13 @@ from pathlib import Path
 
 import redis
 
-from bridge.campaigns import CampaignInfo, plan_jobs, progress, submit
-from bridge.cases import load_eval_file
-from bridge.jobs import Job
+from bridge.evalfile.cases import load_eval_file
 from bridge.keys import inflight_key, lease_key, results_stream_key
-from bridge.queue import JobQueue, producer_app
-from bridge.results import Status
-from bridge.target_settings import TargetSettings
+from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit
+from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import TargetSettings
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from worker.providers.base import Provider, ProviderOutput, register, unregister
 from worker.tasks import run_job

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bridge.embedded import evalrelay_home
+from bridge.queue.embedded import evalrelay_home
 
 _lock = threading.Lock()
 _busy: set[Path] = set()

@@ -13,8 +13,8 @@ from pathlib import Path, PurePosixPath
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from bridge.blobs import fetch_blob
-from bridge.jobs import Job
+from bridge.queue.blobs import fetch_blob
+from bridge.queue.jobs import Job
 
 INPUTS_FOLDER = "inputs"
 

@@ -28,7 +28,7 @@ from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.keys import workspace_lease_key
-from bridge.target_settings import VSCodeTarget
+from bridge.targets.settings import VSCodeTarget
 from worker.agents.templates import WorkspaceTemplate
 from worker.lease import LEASE_SECONDS, keep_renewed
 

@@ -6,7 +6,7 @@ import json
 import re
 from collections import Counter
 
-from bridge.evaluators import (
+from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     DeterministicSpec,
     EqualsEvaluator,
@@ -15,7 +15,7 @@ from bridge.evaluators import (
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from bridge.results import EvaluatorResult
+from bridge.results.result import EvaluatorResult
 from worker.grading.errors import GradingError
 
 _WORD = re.compile(r"\w+")

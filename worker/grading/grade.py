@@ -11,9 +11,9 @@ from collections import Counter
 import redis
 from pydantic import BaseModel, Field
 
-from bridge.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
-from bridge.jobs import Job
-from bridge.results import EvaluatorResult
+from bridge.evalfile.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
 from worker.grading.checks import check
 from worker.grading.judge import judge
 from worker.grading.script import run_script

@@ -14,13 +14,14 @@ from typing import Any
 
 import redis
 
-from bridge.evaluators import LlmJudgeEvaluator
-from bridge.jobs import Job
-from bridge.prompt import PromptRequest
-from bridge.results import EvaluatorResult
+from bridge.evalfile.evaluators import LlmJudgeEvaluator
+from bridge.prompt.build import PromptRequest
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_verdict
 from worker.providers.base import ProviderFailure
+from worker.providers.call import call_provider
 
 JUDGE_TRIES = 3
 JUDGE_TIMEOUT_SECONDS = 300.0
@@ -39,8 +40,6 @@ got right>], "misses": [<up to 4 short strings: what it missed or got wrong>], \
 def judge(
     spec: LlmJudgeEvaluator, name: str, job: Job, answer: str, client: redis.Redis | None
 ) -> EvaluatorResult:
-    from worker.execute import call_provider  # the judge is called like any target
-
     judge_name = spec.target or job.default_judge
     if judge_name is None or judge_name not in job.judges:
         raise GradingError(

@@ -12,13 +12,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from bridge.evaluators import CodeEvaluator
-from bridge.jobs import Job
-from bridge.results import EvaluatorResult
-from worker.agents.commands import tail
+from bridge.evalfile.evaluators import CodeEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_agent
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_verdict
+from worker.providers.commands import tail
 
 
 def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> EvaluatorResult:

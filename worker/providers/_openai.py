@@ -10,8 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.messages import ChatMessage
-from bridge.schema import ToolCall
+from bridge.evalfile.schema import ToolCall
+from bridge.prompt.messages import ChatMessage
 
 JsonDict = dict[str, Any]
 

@@ -15,15 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.jobs import Job
-from bridge.results import Status
-from worker.agents.commands import find_executable, tail
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
 from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
 from worker.agents.runner import AgentRun, run_agent
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+from worker.providers.commands import find_executable, tail
 
 TRANSCRIPT_FILE = "transcript.jsonl"
 

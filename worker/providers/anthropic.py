@@ -6,9 +6,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.messages import ChatMessage
-from bridge.results import Usage
-from bridge.target_settings import AnthropicTarget
+from bridge.prompt.messages import ChatMessage
+from bridge.results.result import Usage
+from bridge.targets.settings import AnthropicTarget
 from worker.providers._openai import JsonDict, untied_tool_text
 from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
 from worker.providers.base import ProviderOutput
@@ -87,6 +87,16 @@ def anthropic_body(
 class AnthropicProvider(ApiProvider):
     settings: AnthropicTarget
     sdk = "anthropic"
+
+    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+        s = self.settings
+        return anthropic_body(
+            s.model,
+            messages,
+            max_output_tokens=s.max_output_tokens,
+            temperature=s.temperature,
+            extra_body=s.extra_body,
+        )
 
     def connect(self) -> Any:
         try:

@@ -1,8 +1,9 @@
-"""What every HTTP API provider shares: the wire body, the cache, the shared rate limit,
-retries, and the key read from this worker's environment.
+"""What every HTTP API provider shares: the cache, the shared rate limit, retries, and the
+key read from this worker's environment.
 
-A vendor module supplies `send(body, timeout)`, which makes one call through the vendor's
-SDK (its own retries off) and turns the response into a `ProviderOutput`.
+A vendor module supplies `body(messages)`, the request body in its wire format (what
+`evalrelay render --target` shows), and `send(body, timeout)`, which makes one call through
+the vendor's SDK (its own retries off) and turns the response into a `ProviderOutput`.
 """
 
 from __future__ import annotations
@@ -14,15 +15,18 @@ import socket
 import threading
 import time
 from abc import abstractmethod
+from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any
 
-from bridge.jobs import Job
 from bridge.keys import PREFIX
-from bridge.prompt import api_messages
-from bridge.results import Status
-from bridge.target_settings import ApiTargetSettings
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+from bridge.prompt.build import api_messages
+from bridge.prompt.messages import ChatMessage
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings
+from worker.providers._openai import JsonDict
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 from worker.providers.failures import classify_exception
 from worker.providers.limits import RateGate
 from worker.providers.retry import RetryPolicy, with_retries
@@ -45,6 +49,10 @@ class ApiProvider(Provider):
         so that importing an SDK never delays a request that already holds its turn."""
 
     @abstractmethod
+    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+        """The vendor's request body for these neutral messages; pure, no SDK needed."""
+
+    @abstractmethod
     def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
         """One call to the vendor; raises the SDK's exceptions."""
 
@@ -52,9 +60,7 @@ class ApiProvider(Provider):
         return self.settings.base_url or ""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
-        from worker.providers.wire import request_body  # wire imports the vendor modules
-
-        body = request_body(self.settings, api_messages(job.request)) or {}
+        body = self.body(api_messages(job.request))
         key = self._cache_key(body)
         if job.cache_ttl_seconds and self.redis is not None:
             cached = self.redis.get(key)
@@ -132,6 +138,14 @@ class ApiProvider(Provider):
     def _cache_key(self, body: dict[str, Any]) -> str:
         identity = json.dumps([self.settings.provider, self.endpoint(), body], sort_keys=True)
         return f"{PREFIX}:cache:{hashlib.sha256(identity.encode()).hexdigest()}"
+
+
+def request_body(settings: TargetSettings, messages: Sequence[ChatMessage]) -> JsonDict | None:
+    """The body an API target sends for these messages; None for targets that are not APIs."""
+    if not isinstance(settings, ApiTargetBase):
+        return None
+    provider = provider_for(settings)
+    return provider.body(messages) if isinstance(provider, ApiProvider) else None
 
 
 def finish(answer: str, reason: str | None, tool_calls: list[dict[str, Any]]) -> str | None:

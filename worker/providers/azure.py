@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.target_settings import AzureTarget
+from bridge.targets.settings import AzureTarget
 from worker.providers.openai import OpenAIProvider
 
 
 class AzureProvider(OpenAIProvider):
     settings: AzureTarget  # type: ignore[assignment]
+
+    def model_name(self) -> str:
+        return self.settings.deployment_name()
 
     def endpoint(self) -> str:
         return f"{self.settings.endpoint}/{self.settings.deployment_name()}"

@@ -15,9 +15,9 @@ from typing import Any
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.jobs import Job
-from bridge.results import Status, Usage
-from bridge.target_settings import TargetSettings
+from bridge.queue.jobs import Job
+from bridge.results.result import Status, Usage
+from bridge.targets.settings import TargetSettings
 
 
 class ProviderOutput(BaseModel):

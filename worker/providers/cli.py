@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.target_settings import CliTarget
+from bridge.targets.settings import CliTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from bridge.results import Usage
-from bridge.target_settings import CodexTarget
+from bridge.results.result import Usage
+from bridge.targets.settings import CodexTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace

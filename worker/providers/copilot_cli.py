@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.target_settings import CopilotCliTarget
+from bridge.targets.settings import CopilotCliTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace

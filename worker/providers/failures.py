@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from bridge.results import Status
+from bridge.results.result import Status
 from worker.providers.base import ProviderFailure
 
 QUOTA_MARKERS = (

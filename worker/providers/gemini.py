@@ -7,9 +7,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.messages import ChatMessage
-from bridge.results import Usage
-from bridge.target_settings import GeminiTarget
+from bridge.prompt.messages import ChatMessage
+from bridge.results.result import Usage
+from bridge.targets.settings import GeminiTarget
 from worker.providers._openai import JsonDict, untied_tool_text
 from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
 from worker.providers.base import ProviderOutput
@@ -103,6 +103,15 @@ def gemini_body(
 class GeminiProvider(ApiProvider):
     settings: GeminiTarget
     sdk = "gemini"
+
+    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+        s = self.settings
+        return gemini_body(
+            messages,
+            temperature=s.temperature,
+            max_output_tokens=s.max_output_tokens,
+            extra_body=s.extra_body,
+        )
 
     def endpoint(self) -> str:
         return self.settings.base_url or "https://generativelanguage.googleapis.com"

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import redis
 
 from bridge.keys import PREFIX
-from bridge.results import Status
+from bridge.results.result import Status
 from worker.providers.base import ProviderFailure
 
 SLOT_LEASE_SECONDS = 600.0

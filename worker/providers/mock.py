@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import time
 
-from bridge.jobs import Job
-from bridge.prompt import PromptRequest
-from bridge.results import Status
-from bridge.target_settings import MockTarget
+from bridge.prompt.build import PromptRequest
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import MockTarget
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from bridge.results import Usage
-from bridge.target_settings import OpenAICompatibleTarget, OpenAITarget
+from bridge.prompt.messages import ChatMessage
+from bridge.results.result import Usage
+from bridge.targets.settings import OpenAICompatibleTarget, OpenAITarget
+from worker.providers._openai import JsonDict, chat_completions_body, responses_body
 from worker.providers.api import ApiProvider, elapsed_ms, finish
 from worker.providers.base import ProviderOutput
 
@@ -30,7 +33,31 @@ class OpenAIProvider(ApiProvider):
             max_retries=0,
         )
 
-    def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
+    def model_name(self) -> str:
+        return self.settings.model or ""
+
+    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+        s = self.settings
+        if s.api == "responses":
+            return responses_body(
+                self.model_name(),
+                messages,
+                temperature=s.temperature,
+                max_output_tokens=s.max_output_tokens,
+                extra_body=s.extra_body,
+            )
+        # Many OpenAI-compatible servers know only the older `max_tokens` name.
+        field = "max_tokens" if isinstance(s, OpenAICompatibleTarget) else "max_completion_tokens"
+        return chat_completions_body(
+            self.model_name(),
+            messages,
+            temperature=s.temperature,
+            max_output_tokens=s.max_output_tokens,
+            max_tokens_field=field,
+            extra_body=s.extra_body,
+        )
+
+    def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
         began = time.monotonic()
         if self.settings.api == "responses":
             fields = {k: v for k, v in body.items() if k not in ("model", "input")}

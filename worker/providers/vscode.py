@@ -23,15 +23,15 @@ from typing import Any
 
 import filelock
 
-from bridge.jobs import Job
-from bridge.results import Status
-from bridge.target_settings import VSCodeTarget
-from worker.agents.commands import find_executable, run_command
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import VSCodeTarget
 from worker.agents.inputs import InputFile, fetch_inputs, write_inputs
 from worker.agents.task import render_task, strip_echo
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.vscode_pool import ALIVE_FILE, Claim, WorkspacePool, pool_root
 from worker.providers.base import NoCapacity, Provider, ProviderFailure, ProviderOutput
+from worker.providers.commands import find_executable, run_command
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 import redis
 from rich.console import Console
 
-from bridge.campaigns import CampaignInfo
 from bridge.cli.follow import warn_without_workers
 from bridge.keys import workers_key
+from bridge.queue.campaigns import CampaignInfo
 
 INFO = CampaignInfo(
     campaign_id="c",

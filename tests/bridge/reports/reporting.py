@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bridge.prompt import PromptRequest
-from bridge.results import ErrorInfo, EvaluatorResult, Result, Status
+from bridge.prompt.build import PromptRequest
+from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from bridge.reports.compare import Change, compare
 from bridge.reports.html import html_report
 from bridge.reports.junit import junit_xml
 from bridge.reports.markdown import markdown_report
-from bridge.results import Status
+from bridge.results.result import Status
 from tests.bridge.reports.reporting import CAMPAIGN, graded, result, write_campaign
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))

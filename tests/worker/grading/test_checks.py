@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.evaluators import (
+from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     EqualsEvaluator,
     JsonValidEvaluator,

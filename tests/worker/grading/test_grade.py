@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bridge.evaluators import ContainsEvaluator, LlmJudgeEvaluator
-from bridge.jobs import Job
-from bridge.results import EvaluatorResult
+from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
 from tests.conftest import direct_job
 from worker.grading.grade import combine, evaluator_names, grade
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bridge.evaluators import LlmJudgeEvaluator
-from bridge.jobs import Job
-from bridge.results import Status
+from bridge.evalfile.evaluators import LlmJudgeEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving

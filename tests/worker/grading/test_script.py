@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evaluators import CodeEvaluator
+from bridge.evalfile.evaluators import CodeEvaluator
 from tests.conftest import running_with
 from tests.worker.grading.test_grade import job
 from worker.grading.errors import GradingError

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.messages import ChatMessage
-from bridge.schema import ToolCall
+from bridge.evalfile.schema import ToolCall
+from bridge.prompt.messages import ChatMessage
 
 TOOL_CONVERSATION = [
     ChatMessage(role="system", content="Use tools."),

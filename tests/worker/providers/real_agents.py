@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from bridge.results import Result
+from bridge.results.result import Result
 from tests.conftest import WriteFiles
 from tests.worker.providers.agent_cases import ATTACHED_TEXT, agent_project, planned_job
 from worker.execute import execute

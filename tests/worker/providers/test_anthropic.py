@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.messages import ChatMessage
+from bridge.prompt.messages import ChatMessage
 from tests.worker.providers.conversation import TOOL_CONVERSATION
 from worker.providers.anthropic import anthropic_body
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.jobs import Job
-from bridge.messages import ChatMessage
-from bridge.prompt import PromptRequest, api_messages
-from bridge.results import Status
-from bridge.schema import ToolCall
+from bridge.evalfile.schema import ToolCall
+from bridge.prompt.build import PromptRequest, api_messages
+from bridge.prompt.messages import ChatMessage
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
 from tests.conftest import direct_job
 from tests.worker.providers.vendor_server import (
     Reply,

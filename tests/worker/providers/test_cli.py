@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 
-from bridge.results import Result, Status
+from bridge.results.result import Result, Status
 from tests.conftest import STANDINS, WriteFiles, running_with
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project, planned_job
 from worker.execute import execute

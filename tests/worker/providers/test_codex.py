@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results import Result, Status
+from bridge.results.result import Result, Status
 from tests.conftest import Processes, WriteFiles, running_with
 from tests.worker.providers import real_agents
 from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project

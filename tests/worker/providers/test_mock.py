@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from bridge.campaigns import plan_jobs
-from bridge.cases import load_eval_file
-from bridge.jobs import Job
-from bridge.results import Status
-from bridge.target_settings import MockTarget
+from bridge.evalfile.cases import load_eval_file
+from bridge.queue.campaigns import plan_jobs
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import MockTarget
 from tests.conftest import WriteFiles, one_turn_cases
 from worker.providers.base import ProviderFailure
 from worker.providers.mock import MockProvider

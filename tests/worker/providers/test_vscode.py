@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.jobs import Job
-from bridge.results import Result, Status
+from bridge.queue.jobs import Job
+from bridge.results.result import Result, Status
 from tests.conftest import FakeVSCode, Processes, WriteFiles, read_jsonl, wait_for
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project
 from tests.worker.providers.agent_cases import planned_job as agent_job

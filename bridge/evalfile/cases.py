@@ -1,0 +1,217 @@
+"""Loading eval files: parse, validate, resolve attached files, and report every error at once.
+
+A file with any error is rejected whole; each error names the file, line, column and case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
+from bridge.evalfile.project import Project
+from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
+from bridge.evalfile.schema import EvalCase, EvalFile, FileSegment
+from bridge.evalfile.validation import diagnostics
+from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+
+EVAL_SUFFIXES = (".yaml", ".yml")
+NOT_EVAL_FILES = frozenset({"evalrelay.yaml", "targets.yaml", "targets.yml"})
+"""Project files that a folder scan passes over."""
+MESSAGE_LISTS = ("input_messages", "expected_messages")
+
+Loc = tuple[str | int, ...]
+
+
+class LoadedCase(NamedTuple):
+    case: EvalCase
+    messages: list[ResolvedMessage]
+    expected: list[ResolvedMessage]
+    system_prompt: str | None
+
+    @property
+    def id(self) -> str:
+        return self.case.id
+
+    def files(self) -> list[ResolvedFile]:
+        """Every attached file of the input, each once, in order of first appearance."""
+        found: dict[str, ResolvedFile] = {}
+        for message in self.messages:
+            for part in message.parts:
+                if isinstance(part, ResolvedFile):
+                    found.setdefault(part.project_path, part)
+        return list(found.values())
+
+
+class LoadedEvalFile(NamedTuple):
+    path: Path
+    project: Project
+    spec: EvalFile
+    cases: list[LoadedCase]
+
+    @property
+    def dataset(self) -> str:
+        return self.spec.dataset or self.path.stem
+
+
+def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile:
+    """Load one eval file, or raise InvalidFileError with all of its problems."""
+    project = project or Project.containing(path)
+    doc = load_yaml(path)
+    problems, files = _check_raw(doc, project)
+    try:
+        spec = EvalFile.model_validate(doc.data)
+    except ValidationError as exc:
+        problems += diagnostics(EvalFile, exc, doc, lambda loc: _case_id(doc.data, loc))
+        raise InvalidFileError(_sorted(problems)) from None
+    if problems:
+        raise InvalidFileError(_sorted(problems))
+    cases = [_load_case(spec, i, case, files) for i, case in enumerate(spec.evalcases)]
+    problems = _check_cases(doc, cases)
+    if problems:
+        raise InvalidFileError(_sorted(problems))
+    return LoadedEvalFile(path, project, spec, cases)
+
+
+def eval_files_under(paths: Sequence[Path]) -> list[Path]:
+    """The files named, and the eval files found (sorted) in the folders named."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if _is_eval_file(p, path))
+        else:
+            found.append(path)
+    return found
+
+
+def _is_eval_file(path: Path, folder: Path) -> bool:
+    hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
+    return (
+        path.suffix in EVAL_SUFFIXES
+        and path.name not in NOT_EVAL_FILES
+        and not hidden
+        and path.is_file()
+    )
+
+
+def _check_raw(
+    doc: YamlDocument, project: Project
+) -> tuple[list[Diagnostic], dict[Loc, ResolvedFile]]:
+    """Checks that need no valid schema: file references and duplicate ids."""
+    problems: list[Diagnostic] = []
+    files: dict[Loc, ResolvedFile] = {}
+    for loc, value in _file_segments(doc.data):
+        try:
+            files[loc] = resolve_file(value, doc.path, project)
+        except FileRefError as exc:
+            problems.append(doc.diagnostic((*loc, "value"), str(exc), _case_id(doc.data, loc)))
+    seen: set[str] = set()
+    for index, raw in _raw_cases(doc.data):
+        case_id = raw.get("id")
+        if isinstance(case_id, (str, int)) and str(case_id) in seen:
+            problems.append(
+                doc.diagnostic(
+                    ("evalcases", index, "id"),
+                    f"duplicate case id '{case_id}'; ids must be unique in a file",
+                    str(case_id),
+                )
+            )
+        if isinstance(case_id, (str, int)):
+            seen.add(str(case_id))
+    return problems, files
+
+
+def _raw_cases(data: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    cases = data.get("evalcases") if isinstance(data, dict) else None
+    if isinstance(cases, list):
+        for index, raw in enumerate(cases):
+            if isinstance(raw, dict):
+                yield index, raw
+
+
+def _file_segments(data: Any) -> Iterator[tuple[Loc, str]]:
+    for index, raw in _raw_cases(data):
+        for field in MESSAGE_LISTS:
+            messages = raw.get(field)
+            for m, message in enumerate(messages if isinstance(messages, list) else []):
+                content = message.get("content") if isinstance(message, dict) else None
+                for s, segment in enumerate(content if isinstance(content, list) else []):
+                    if (
+                        isinstance(segment, dict)
+                        and segment.get("type") == "file"
+                        and isinstance(segment.get("value"), str)
+                        and segment["value"]
+                    ):
+                        yield ("evalcases", index, field, m, "content", s), segment["value"]
+
+
+def _case_id(data: Any, loc: Sequence[str | int]) -> str | None:
+    if len(loc) < 2 or loc[0] != "evalcases" or not isinstance(loc[1], int):
+        return None
+    cases = dict(_raw_cases(data))
+    case_id = cases.get(loc[1], {}).get("id")
+    return str(case_id) if isinstance(case_id, (str, int)) else f"#{loc[1] + 1}"
+
+
+def _load_case(
+    spec: EvalFile, index: int, case: EvalCase, files: dict[Loc, ResolvedFile]
+) -> LoadedCase:
+    def resolved(field: str) -> list[ResolvedMessage]:
+        out = []
+        for m, message in enumerate(getattr(case, field)):
+            parts = [
+                files[("evalcases", index, field, m, "content", s)]
+                if isinstance(seg, FileSegment)
+                else Text(seg.value)
+                for s, seg in enumerate(message.content)
+            ]
+            out.append(
+                ResolvedMessage(
+                    message.role,
+                    parts,
+                    getattr(message, "tool_calls", ()),
+                    getattr(message, "tool_call_id", None),
+                )
+            )
+        return out
+
+    return LoadedCase(
+        case,
+        resolved("input_messages"),
+        resolved("expected_messages"),
+        case.system_prompt or spec.system_prompt,
+    )
+
+
+def _check_cases(doc: YamlDocument, cases: list[LoadedCase]) -> list[Diagnostic]:
+    """Checks on the meaning of valid cases: something to send, tool outputs with their calls."""
+    problems = []
+    for index, loaded in enumerate(cases):
+        loc: Loc = ("evalcases", index, "input_messages")
+        if not has_something_to_send(loaded.messages):
+            problems.append(
+                doc.diagnostic(
+                    loc, "input_messages has nothing to send: every message is empty", loaded.id
+                )
+            )
+        call_ids: set[str] = set()
+        for m, message in enumerate(loaded.messages):
+            call_ids.update(call.id for call in message.tool_calls)
+            if message.tool_call_id is not None and message.tool_call_id not in call_ids:
+                problems.append(
+                    doc.diagnostic(
+                        (*loc, m, "tool_call_id"),
+                        f"tool_call_id '{message.tool_call_id}' matches no tool call of an earlier "
+                        "assistant message; add the call or drop the id",
+                        loaded.id,
+                    )
+                )
+    return problems
+
+
+def _sorted(problems: list[Diagnostic]) -> list[Diagnostic]:
+    return sorted(set(problems), key=lambda d: (d.line, d.column, d.message))

@@ -1,0 +1,94 @@
+"""Where a project begins, and what its `evalrelay.yaml` says.
+
+The project root bounds everything an eval file may read: attached files resolve inside
+it, and `/`-rooted paths start from it. It is the nearest folder, upwards from the eval
+file, holding `evalrelay.yaml` or `.git`.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pathspec import PathSpec
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+
+from bridge.evalfile.validation import validate_document
+from bridge.evalfile.yaml_source import load_yaml
+
+CONFIG_NAME = "evalrelay.yaml"
+AGENTV_CONFIG = Path(".agentv") / "config.yaml"
+ROOT_MARKERS = (CONFIG_NAME, ".git")
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+"""Attached files larger than this are refused unless the project raises the limit."""
+
+
+class ProjectConfig(BaseModel):
+    """`evalrelay.yaml` at the project root."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    guideline_patterns: list[str] = Field(default_factory=list)
+    """gitignore-style patterns (project-relative) naming the files that are guidelines."""
+    default_target: str | None = None
+    """Target used when neither the command line nor the eval file names one."""
+    max_file_bytes: PositiveInt = DEFAULT_MAX_FILE_BYTES
+    results_dir: str = "results"
+    pass_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+    """The score at which a case passes, unless its file or the case sets `threshold`."""
+
+
+class AgentvConfig(BaseModel):
+    """AgentV's `.agentv/config.yaml`; only `guideline_patterns` means anything to us."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    guideline_patterns: list[str] = Field(default_factory=list)
+
+
+class Project:
+    """A project root with its configuration, loaded once."""
+
+    def __init__(self, root: Path, config: ProjectConfig | None = None) -> None:
+        self.root = root.resolve()
+        self.config = config if config is not None else load_config(self.root)
+
+    @classmethod
+    def containing(cls, path: Path) -> Project:
+        return cls(find_root(path))
+
+    @cached_property
+    def guideline_spec(self) -> PathSpec[Any]:
+        return PathSpec.from_lines("gitignore", self.config.guideline_patterns)
+
+    def is_guideline(self, project_path: str) -> bool:
+        """Whether a project-relative POSIX path matches `guideline_patterns`."""
+        return self.guideline_spec.match_file(project_path)
+
+
+def find_root(path: Path) -> Path:
+    """The nearest folder at or above `path` holding a root marker; else `path`'s own folder."""
+    start = path.resolve()
+    if not start.is_dir():
+        start = start.parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return start
+
+
+def load_config(root: Path) -> ProjectConfig:
+    config_path = root / CONFIG_NAME
+    if config_path.is_file():
+        doc = load_yaml(config_path)
+        if doc.data is None:
+            return ProjectConfig()
+        return validate_document(ProjectConfig, doc)
+    agentv_path = root / AGENTV_CONFIG
+    if agentv_path.is_file():
+        doc = load_yaml(agentv_path)
+        patterns = validate_document(AgentvConfig, doc).guideline_patterns if doc.data else []
+        return ProjectConfig(guideline_patterns=patterns)
+    return ProjectConfig()

@@ -1,0 +1,155 @@
+"""The eval file as users write it (AgentV's `agentv-eval-v2` format), as pydantic models.
+
+Everything here is `extra="forbid"`: a typo is an error at its line, never a silently
+ignored key. Paths in `file` segments stay as written; `bridge.evalfile.files` resolves them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+)
+
+from bridge.evalfile.evaluators import EvaluatorSpec
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class UserModel(BaseModel):
+    """Base of every model a user writes by hand."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class TextSegment(UserModel):
+    type: Literal["text"]
+    value: str
+
+
+class FileSegment(UserModel):
+    type: Literal["file"]
+    value: str = Field(min_length=1)
+    """Path as written: from the eval file's folder (or a parent), or `/`-rooted at the project."""
+
+
+Segment = Annotated[TextSegment | FileSegment, Field(discriminator="type")]
+
+
+def _as_segments(value: Any) -> Any:
+    """A string, or a bare string inside the list, is a text segment."""
+    if isinstance(value, str):
+        return [{"type": "text", "value": value}]
+    if isinstance(value, list):
+        return [{"type": "text", "value": v} if isinstance(v, str) else v for v in value]
+    raise ValueError("content must be a string or a list of {type: text|file, value} segments")
+
+
+Content = Annotated[list[Segment], BeforeValidator(_as_segments)]
+
+
+class ToolCall(UserModel):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The call's arguments; a JSON object written as a string is accepted too."""
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _parse_json_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"arguments is not a JSON object: {exc.msg}") from None
+        return value
+
+
+class SystemMessage(UserModel):
+    role: Literal["system"] = "system"
+    content: Content
+
+
+class UserMessage(UserModel):
+    role: Literal["user"] = "user"
+    content: Content
+
+
+class AssistantMessage(UserModel):
+    role: Literal["assistant"] = "assistant"
+    content: Content = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+
+class ToolMessage(UserModel):
+    role: Literal["tool"] = "tool"
+    content: Content
+    tool_call_id: str | None = None
+    """Links the output to an assistant tool call; without it the turn is plain transcript text."""
+
+
+InputMessage = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+
+class Execution(UserModel):
+    """AgentV's `execution:` block: where a case runs and how it is graded."""
+
+    target: str | None = None
+    evaluators: list[EvaluatorSpec] | None = None
+
+
+class EvalCase(UserModel):
+    id: str = Field(min_length=1)
+    outcome: str | None = Field(default=None, validation_alias="expected_outcome")
+    """Natural-language success criteria, used by the LLM judge."""
+    input_messages: list[InputMessage] = Field(min_length=1)
+    expected_messages: list[InputMessage] = Field(default_factory=list)
+    conversation_id: str | None = None
+    target: str | None = None
+    execution: Execution | None = None
+    evaluators: list[EvaluatorSpec] | None = None
+    system_prompt: str | None = None
+    repeats: PositiveInt | None = None
+    timeout_seconds: PositiveFloat | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The score at which this case passes (default: the file's, then 0.8)."""
+    note: str | None = None
+    """Free text for the author; ignored."""
+
+    @field_validator("id", "conversation_id", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    def target_name(self) -> str | None:
+        return self.target or (self.execution.target if self.execution else None)
+
+    def evaluator_specs(self) -> list[EvaluatorSpec] | None:
+        if self.evaluators is not None:
+            return self.evaluators
+        return self.execution.evaluators if self.execution else None
+
+
+class EvalFile(UserModel):
+    schema_: str | None = Field(default=None, alias="$schema")
+    """Accepted for AgentV files (`agentv-eval-v2`) and otherwise ignored."""
+    description: str | None = None
+    target: str | None = None
+    dataset: str | None = None
+    system_prompt: str | None = None
+    evaluators: list[EvaluatorSpec] | None = None
+    repeats: PositiveInt | None = None
+    timeout_seconds: PositiveFloat | None = None
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
+    evalcases: list[EvalCase] = Field(min_length=1)

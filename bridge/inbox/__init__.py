@@ -1,0 +1,1 @@
+"""The drop folder: files saved into an inbox become campaigns."""

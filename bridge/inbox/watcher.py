@@ -1,0 +1,311 @@
+"""The inbox watcher: complete eval files dropped in a folder become campaigns, once each.
+
+File events (watchdog's native observer, or polling for network shares) and a periodic
+rescan feed a `Settler`; each complete file is validated, claimed by content in Redis,
+submitted, and moved to `queued/`, then `done/` when its campaign has every result. An
+invalid file goes to `failed/` with its errors. Nothing dropped is ever deleted, and a
+bad file never stops the watcher.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import queue
+import socket
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.polling import PollingObserver
+
+from bridge.errors import EvalrelayError, InvalidFileError
+from bridge.evalfile.cases import load_eval_file
+from bridge.inbox.folders import Inbox
+from bridge.inbox.intake import Intake, IntakeRecord, drop_identity
+from bridge.inbox.settle import Settler
+from bridge.keys import watch_campaigns_key, watchers_key
+from bridge.queue.campaigns import (
+    CampaignInfo,
+    load_info,
+    new_campaign_id,
+    plan_jobs,
+    progress_many,
+    submit,
+)
+from bridge.queue.celery_queue import JobQueue
+from bridge.reports.writer import write_html_beside
+from bridge.results.collector import Collector
+
+log = logging.getLogger(__name__)
+
+RESCAN_SECONDS = 30.0
+"""The kernel can drop events (inotify overflow); a rescan this often finds what they missed."""
+
+TICK_SECONDS = 0.1
+
+REPORT_SECONDS = 5.0
+"""How often the watcher's heartbeat, last scan and backlog are written for `status`."""
+
+FOLLOW_SECONDS = 0.5
+"""How often results are collected and finished campaigns moved to `done/`."""
+
+
+class _Events(FileSystemEventHandler):
+    """Runs on watchdog's thread: only hands paths over to the watcher's loop."""
+
+    def __init__(self, paths: queue.Queue[tuple[Path, bool]]) -> None:
+        self.paths = paths
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory:
+            return
+        if isinstance(event, FileMovedEvent):
+            self.paths.put((Path(os.fsdecode(event.dest_path)), False))
+        elif isinstance(event, FileCreatedEvent | FileModifiedEvent | FileClosedEvent):
+            self.paths.put((Path(os.fsdecode(event.src_path)), isinstance(event, FileClosedEvent)))
+
+
+class Watcher:
+    def __init__(
+        self,
+        client: redis.Redis,
+        job_queue: JobQueue,
+        inbox: Path,
+        out_dir: Path,
+        *,
+        default_target: str | None = None,
+        rerun: bool = False,
+        polling: bool = False,
+        name: str | None = None,
+        settler: Settler | None = None,
+    ) -> None:
+        self.client = client
+        self.queue = job_queue
+        self.inbox = Inbox(inbox)
+        self.out_dir = out_dir.resolve()
+        self.default_target = default_target
+        self.rerun = rerun
+        self.polling = polling
+        self.name = name or f"watch-{os.getpid()}@{socket.gethostname()}"
+        self.inbox_id = hashlib.sha256(str(self.inbox.root).encode()).hexdigest()[:16]
+        self.intake = Intake(client, self.name)
+        self.settler = settler or Settler()
+        self.events: queue.Queue[tuple[Path, bool]] = queue.Queue()
+        self.collector = Collector(
+            client,
+            f"watch-{self.inbox_id}@{socket.gethostname()}",
+            lambda c: Path(load_info(client, c).out_dir),
+            lambda c: load_info(client, c).total,
+            write_html_beside,
+        )
+        self.last_scan = 0.0
+        self.followed_at = 0.0
+        self.reported_at = 0.0
+        self.submitted = 0
+
+    def run(self, stop: object) -> None:
+        """Watch until `stop.is_set()` (a threading.Event)."""
+        observer = PollingObserver(timeout=1.0) if self.polling else Observer()
+        observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
+        observer.start()
+        log.info("watcher %s: watching %s", self.name, self.inbox.root)
+        try:
+            while not stop.is_set():  # type: ignore[attr-defined]
+                self.step()
+        finally:
+            observer.stop()
+            observer.join(10)
+            self.collector.close()
+
+    def step(self) -> None:
+        """One turn: take events, rescan when due, submit complete files, follow campaigns."""
+        self._take_events()
+        if time.monotonic() - self.last_scan >= RESCAN_SECONDS or not self.last_scan:
+            self.scan()
+        for path in self.settler.complete():
+            self.take(path)
+        if time.monotonic() - self.followed_at >= FOLLOW_SECONDS:
+            self._follow()
+            self.followed_at = time.monotonic()
+        self._report()
+
+    def scan(self) -> None:
+        for path in self.inbox.scan():
+            self.settler.touched(path)
+        self.last_scan = time.monotonic()
+
+    def _take_events(self) -> None:
+        deadline = time.monotonic() + TICK_SECONDS
+        while True:
+            try:
+                path, closed = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            if self.inbox.wants(path):
+                self.settler.touched(path, closed)
+
+    def take(self, path: Path) -> None:
+        """Turn one complete file into a campaign, or into `failed/`; never raise."""
+        try:
+            self._take(path)
+        except FileNotFoundError:
+            log.info("watcher %s: %s went away before it was taken", self.name, path)
+        except (redis.RedisError, OSError) as exc:
+            # The file stays where it is; the next scan tries it again.
+            log.warning("watcher %s: could not take %s yet: %s", self.name, path, exc)
+
+    def _take(self, path: Path) -> None:
+        relative = self.inbox.relative(path)
+        if relative is None:
+            return
+        if path.is_symlink() and not path.resolve().is_relative_to(self.inbox.root):
+            self.inbox.fail(
+                path,
+                f"{relative}: a symlink to {path.resolve()}, outside the "
+                "inbox; drop the file itself",
+            )
+            return
+        folder_target = self.inbox.folder_target(path)
+        identity = drop_identity(path.read_bytes(), folder_target)
+        record = self.intake.claim(identity, relative)
+        if record is None:
+            record = self._settle_known(identity, path, relative)
+            if record is None:
+                return
+        try:
+            campaign_id = self._submit(path, folder_target)
+        except (InvalidFileError, EvalrelayError) as exc:
+            self.intake.forget(identity)
+            if time.time() - path.stat().st_mtime < self.settler.debounce:
+                self.settler.touched(path)  # maybe a writer that reopens the file: wait and see
+                return
+            self.inbox.fail(path, _error_text(exc))
+            log.warning("watcher %s: %s is invalid; moved to failed/", self.name, relative)
+            return
+        except BaseException:
+            self.intake.forget(identity)
+            raise
+        record = record.model_copy(update={"state": "submitted", "campaign_id": campaign_id})
+        self.intake.update(identity, record)
+        self._queue_file(identity, record, path)
+
+    def _settle_known(self, identity: str, path: Path, relative: Path) -> IntakeRecord | None:
+        """A drop with a record: finish our own unfinished move, or handle a duplicate."""
+        record = self.intake.record(identity)
+        if record is None or record.state == "claimed":
+            return None  # another watcher is taking it, or its claim just lapsed: next scan
+        if record.state == "submitted" and record.path == relative.as_posix():
+            self._queue_file(identity, record, path)  # submitted before a restart, not moved
+            return None
+        if self.rerun:
+            return self.intake.reclaim(identity, record, relative)
+        moved = self.inbox.move(path, "done")
+        moved.with_name(moved.name + ".duplicate.txt").write_text(
+            f"The same content already ran as campaign {record.campaign_id} "
+            f"(dropped as {record.path}); it was not run again. Edit the file, or run the "
+            "watcher with --rerun, to run it again.\n",
+            encoding="utf-8",
+        )
+        log.info(
+            "watcher %s: %s duplicates campaign %s; moved to done/",
+            self.name,
+            relative,
+            record.campaign_id,
+        )
+        return None
+
+    def _submit(self, path: Path, folder_target: str | None) -> str:
+        loaded = load_eval_file(path)
+        campaign_id = new_campaign_id([loaded])
+        jobs = plan_jobs(
+            campaign_id, [loaded], None, None, fallback_target=folder_target or self.default_target
+        )
+        info = CampaignInfo(
+            campaign_id=campaign_id,
+            created_at=datetime.now(UTC),
+            sources=[str(path)],
+            targets=sorted({j.target.name for j in jobs}),
+            total=len(jobs),
+            out_dir=str(self.out_dir),
+            collector="watch",
+        )
+        submit(self.client, self.queue, info, jobs, [loaded])
+        self.client.hset(watch_campaigns_key(self.inbox_id), campaign_id, "")
+        self.submitted += 1
+        log.info(
+            "watcher %s: %s is campaign %s (%d jobs)", self.name, path.name, campaign_id, len(jobs)
+        )
+        return campaign_id
+
+    def _queue_file(self, identity: str, record: IntakeRecord, path: Path) -> None:
+        queued = self.inbox.move(path, "queued").relative_to(self.inbox.root).as_posix()
+        self.intake.update(
+            identity, record.model_copy(update={"state": "queued", "queued_path": queued})
+        )
+        if record.campaign_id:
+            self.client.hset(watch_campaigns_key(self.inbox_id), record.campaign_id, queued)
+
+    def _follow(self) -> None:
+        """Collect the inbox's campaigns; move each file to `done/` when its campaign is."""
+        campaigns = sorted(str(c) for c in self.client.hkeys(watch_campaigns_key(self.inbox_id)))
+        if not campaigns:
+            return
+        self.collector.poll(campaigns, block_ms=10)
+        for campaign_id, state in progress_many(self.client, campaigns).items():
+            if state.finished:
+                self.collector.finish(campaign_id)
+                self._done(campaign_id)
+
+    def _done(self, campaign_id: str) -> None:
+        key = watch_campaigns_key(self.inbox_id)
+        queued = self.client.hget(key, campaign_id)
+        if not queued or not self.client.hdel(key, campaign_id):
+            return  # not moved to queued/ yet, or another watcher on this inbox finished it
+        path = self.inbox.root / str(queued)
+        if path.exists() or path.is_symlink():
+            self.inbox.move(path, "done")
+            log.info(
+                "watcher %s: campaign %s done; %s moved to done/", self.name, campaign_id, path.name
+            )
+
+    def _report(self) -> None:
+        now = time.time()
+        if now - self.reported_at < REPORT_SECONDS:
+            return
+        self.reported_at = now
+        backlog = len(self.settler) + self.events.qsize()
+        self.client.hset(
+            watchers_key(),
+            self.name,
+            json.dumps(
+                {
+                    "inbox": str(self.inbox.root),
+                    "host": socket.gethostname(),
+                    "pid": os.getpid(),
+                    "seen": now,
+                    "last_scan": now - (time.monotonic() - self.last_scan),
+                    "backlog": backlog,
+                    "submitted": self.submitted,
+                    "active_campaigns": self.client.hlen(watch_campaigns_key(self.inbox_id)),
+                }
+            ),
+        )
+
+
+def _error_text(exc: Exception) -> str:
+    if isinstance(exc, InvalidFileError):
+        return "\n".join(str(d) for d in exc.diagnostics)
+    return str(exc)

@@ -1,0 +1,139 @@
+"""Turning a case's resolved `input_messages` into `question`, `chat_prompt` and `guidelines`.
+
+The rules are `docs/prompt-building.md`, followed exactly: API providers get the
+structured `chat_prompt` (through `api_messages`), agent providers the chronological
+`question` transcript with `[Role]:` markers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from bridge.evalfile.cases import LoadedCase
+from bridge.evalfile.files import ResolvedFile
+from bridge.evalfile.resolved import Part, ResolvedMessage, Text, is_empty, is_single_user_turn
+from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT, ChatMessage, system, user
+
+GUIDELINES_HEADING = "[[ ## Guidelines ## ]]"
+
+
+class PromptRequest(BaseModel):
+    """What a case asks of a provider; travels in the job and is echoed in the result."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: str
+    chat_prompt: list[ChatMessage] | None = None
+    guidelines: str = ""
+    system_prompt: str | None = None
+
+
+def build_request(
+    messages: Sequence[ResolvedMessage], system_prompt: str | None = None
+) -> PromptRequest:
+    return PromptRequest(
+        question=question(messages),
+        chat_prompt=chat_prompt(messages, guidelines(messages), system_prompt),
+        guidelines=guidelines(messages),
+        system_prompt=system_prompt,
+    )
+
+
+def request_for(case: LoadedCase, target_system_prompt: str | None = None) -> PromptRequest:
+    """A loaded case's request; its own system prompt (case, then file) beats the target's."""
+    return build_request(case.messages, case.system_prompt or target_system_prompt)
+
+
+def render(message: ResolvedMessage) -> str:
+    """One message's content (spec §2): segments in order, joined with newlines."""
+    return "\n".join(_render_part(part) for part in message.parts)
+
+
+def _render_part(part: Part) -> str:
+    if isinstance(part, Text):
+        return part.value
+    if part.is_guideline:
+        return f"<Attached: {part.display_path}>"
+    return f"=== {part.display_path} ===\n{part.text}"
+
+
+def guidelines(messages: Sequence[ResolvedMessage]) -> str:
+    """The case's guideline files, in order of first appearance, each once (spec §3)."""
+    seen: dict[str, ResolvedFile] = {}
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ResolvedFile) and part.is_guideline:
+                seen.setdefault(part.project_path, part)
+    files = list(seen.values())
+    if len(files) == 1:
+        return files[0].text
+    return "\n\n".join(f"=== {f.display_path} ===\n{f.text}" for f in files)
+
+
+def question(messages: Sequence[ResolvedMessage]) -> str:
+    """The flat transcript (spec §4): chronological `[Role]:` markers, or the bare single turn."""
+    if is_single_user_turn(messages):
+        return render(messages[0])
+    return "\n".join(
+        f"[{m.role.capitalize()}]: {_transcript_text(m)}" for m in messages if not is_empty(m)
+    )
+
+
+def _transcript_text(message: ResolvedMessage) -> str:
+    calls = [
+        f"<Tool call: {c.name} {json.dumps(c.arguments, ensure_ascii=False)}>"
+        for c in message.tool_calls
+    ]
+    return "\n".join(text for text in (render(message), *calls) if text)
+
+
+def chat_prompt(
+    messages: Sequence[ResolvedMessage], guidelines_text: str, system_prompt: str | None
+) -> list[ChatMessage] | None:
+    """The structured conversation (spec §5); None for a single user turn."""
+    if is_single_user_turn(messages):
+        return None
+    leading = _leading_system_count(messages)
+    base = "\n\n".join(render(m) for m in messages[:leading] if not is_empty(m)) or system_prompt
+    system_text = _with_guidelines(base or "", guidelines_text)
+    prompt = [system(system_text)] if system_text else []
+    for message in messages[leading:]:
+        if not is_empty(message):
+            prompt.append(_turn(message))
+    return prompt
+
+
+def _leading_system_count(messages: Sequence[ResolvedMessage]) -> int:
+    return next((i for i, m in enumerate(messages) if m.role != "system"), len(messages))
+
+
+def _turn(message: ResolvedMessage) -> ChatMessage:
+    if message.role == "system":
+        # A later system message keeps its place as an assistant turn (spec §5.2).
+        return ChatMessage(role="assistant", content=f"[System]: {render(message)}")
+    return ChatMessage(
+        role=message.role,
+        content=render(message),
+        tool_calls=list(message.tool_calls) or None,
+        tool_call_id=message.tool_call_id,
+    )
+
+
+def _with_guidelines(base: str, guidelines_text: str) -> str:
+    if not guidelines_text:
+        return base
+    block = f"{GUIDELINES_HEADING}\n\n{guidelines_text}"
+    return f"{base}\n\n{block}" if base else block
+
+
+def api_messages(request: PromptRequest) -> list[ChatMessage]:
+    """The neutral messages an API provider sends (spec §6)."""
+    default = request.system_prompt or DEFAULT_SYSTEM_PROMPT
+    if request.chat_prompt is not None:
+        if request.chat_prompt and request.chat_prompt[0].role == "system":
+            return list(request.chat_prompt)
+        return [system(default), *request.chat_prompt]
+    return [system(_with_guidelines(default, request.guidelines)), user(request.question)]

@@ -1,0 +1,240 @@
+"""Campaigns: a set of jobs submitted together, with a manifest of the results expected.
+
+The manifest (job ids) and every job's JSON live in Redis, so any process can tell what
+is missing (`resume`), send a job again (`retry`, the reaper) or show progress (`status`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import redis
+from pydantic import BaseModel, ConfigDict
+
+from bridge.errors import EvalrelayError, TargetError
+from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
+from bridge.keys import (
+    campaign_key,
+    campaigns_key,
+    cancel_key,
+    collected_key,
+    counts_key,
+    job_key,
+    manifest_key,
+)
+from bridge.queue.blobs import store_blobs
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.jobs import Job, build_job
+from bridge.targets.targets_file import Target, Targets
+
+JOB_TTL_SECONDS = 30 * 24 * 3600
+"""How long a campaign's jobs and manifest stay in Redis for resume and retry."""
+
+WRITE_CHUNK = 1000
+
+T = TypeVar("T")
+
+
+class CampaignInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    campaign_id: str
+    created_at: datetime
+    sources: list[str]
+    targets: list[str]
+    total: int
+    out_dir: str
+    collector: Literal["run", "service", "watch"] = "run"
+    """Who writes the results: the `run` that submitted it, the `collect` service, or the
+    watchers of the inbox it was dropped in."""
+
+
+class Progress(BaseModel):
+    total: int
+    done: int
+    counts: dict[str, int]
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+
+def new_campaign_id(files: Sequence[LoadedEvalFile]) -> str:
+    name = files[0].dataset if len(files) == 1 else "campaign"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:40] or "campaign"
+    return f"{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def target_for(
+    targets: Targets,
+    loaded: LoadedEvalFile,
+    case_target: str | None,
+    override: str | None,
+    fallback: str | None = None,
+) -> Target:
+    """`--target` wins, then the case's target, the file's, `fallback` (the inbox folder's
+    or the watcher's), and the project's default."""
+    name = (
+        override
+        or case_target
+        or loaded.spec.target
+        or fallback
+        or loaded.project.config.default_target
+    )
+    if name is None:
+        raise TargetError(
+            f"{loaded.path}: no target; pass --target, or set `target:` in the file "
+            "or `default_target:` in evalrelay.yaml"
+        )
+    return targets.get(name)
+
+
+def plan_jobs(
+    campaign_id: str,
+    files: Sequence[LoadedEvalFile],
+    override: str | None,
+    repeats: int | None,
+    fallback_target: str | None = None,
+) -> list[Job]:
+    """Every job of the campaign: each case on its target, once per repeat."""
+    jobs = []
+    for loaded in files:
+        targets = Targets.load(loaded.project.root)
+        for case in loaded.cases:
+            target = target_for(targets, loaded, case.case.target_name(), override, fallback_target)
+            count = repeats or case.case.repeats or loaded.spec.repeats or 1
+            jobs += [
+                build_job(
+                    campaign_id,
+                    loaded.dataset,
+                    case,
+                    target,
+                    r,
+                    evaluators=loaded.spec.evaluators,
+                    timeout_seconds=loaded.spec.timeout_seconds,
+                    targets=targets,
+                    eval_dir=loaded.path.parent,
+                    pass_threshold=_threshold(loaded, case),
+                )
+                for r in range(count)
+            ]
+    ids = [job.job_id for job in jobs]
+    if len(set(ids)) != len(ids):
+        raise EvalrelayError(
+            "two eval files in this campaign share a dataset name and case ids; "
+            "give them distinct `dataset:` names"
+        )
+    return jobs
+
+
+def _threshold(loaded: LoadedEvalFile, case: LoadedCase) -> float:
+    for value in (case.case.threshold, loaded.spec.threshold):
+        if value is not None:
+            return value
+    return loaded.project.config.pass_threshold
+
+
+def submit(
+    client: redis.Redis,
+    queue: JobQueue,
+    info: CampaignInfo,
+    jobs: list[Job],
+    files: Sequence[LoadedEvalFile],
+) -> None:
+    """Store the campaign, its manifest, jobs and files in Redis, then queue every job."""
+    pipe = client.pipeline(transaction=False)
+    for loaded in files:
+        store_blobs(client, (f for case in loaded.cases for f in case.files()), pipeline=pipe)
+    pipe.set(campaign_key(info.campaign_id), info.model_dump_json(), ex=JOB_TTL_SECONDS)
+    pipe.zadd(campaigns_key(), {info.campaign_id: info.created_at.timestamp()})
+    pipe.execute()
+    for chunk in _chunks(jobs, WRITE_CHUNK):
+        store_jobs(client, chunk)
+        queue.send(chunk)
+
+
+def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
+    if not jobs:
+        return
+    pipe = client.pipeline(transaction=False)
+    campaign_id = jobs[0].campaign_id
+    for job in jobs:
+        pipe.set(job_key(job.job_id), job.model_dump_json(), ex=JOB_TTL_SECONDS)
+    pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
+    pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
+    pipe.execute()
+
+
+def load_info(client: redis.Redis, campaign_id: str) -> CampaignInfo:
+    raw = client.get(campaign_key(campaign_id))
+    if raw is None:
+        raise EvalrelayError(
+            f"no campaign '{campaign_id}' in this Redis; `evalrelay status` "
+            "lists the campaigns it knows"
+        )
+    return CampaignInfo.model_validate_json(raw)
+
+
+def list_campaigns(client: redis.Redis, limit: int = 20) -> list[CampaignInfo]:
+    ids = [str(i) for i in client.zrevrange(campaigns_key(), 0, limit - 1)]
+    raws = client.mget([campaign_key(i) for i in ids]) if ids else []
+    return [CampaignInfo.model_validate_json(raw) for raw in raws if raw]
+
+
+def progress(client: redis.Redis, campaign_id: str) -> Progress:
+    return progress_many(client, [campaign_id])[campaign_id]
+
+
+def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, Progress]:
+    """Progress of many campaigns in one round trip."""
+    pipe = client.pipeline(transaction=False)
+    for campaign_id in campaign_ids:
+        pipe.scard(manifest_key(campaign_id))
+        pipe.scard(collected_key(campaign_id))
+        pipe.hgetall(counts_key(campaign_id))
+    replies = pipe.execute()
+    return {
+        campaign_id: Progress(
+            total=replies[3 * i],
+            done=replies[3 * i + 1],
+            counts={k: int(v) for k, v in replies[3 * i + 2].items()},
+        )
+        for i, campaign_id in enumerate(campaign_ids)
+    }
+
+
+def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
+    ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
+    for chunk in _chunks(ids, WRITE_CHUNK):
+        for raw in client.mget([job_key(i) for i in chunk]):
+            if raw is not None:
+                yield Job.model_validate_json(raw)
+
+
+def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:
+    """The campaign's jobs that have no result in its file yet."""
+    collected = client.smembers(collected_key(campaign_id))
+    return [job for job in stored_jobs(client, campaign_id) if job.job_id not in collected]
+
+
+def cancel(client: redis.Redis, campaign_id: str) -> None:
+    client.set(cancel_key(campaign_id), str(time.time()), ex=JOB_TTL_SECONDS)
+
+
+def uncancel(client: redis.Redis, campaign_id: str) -> None:
+    client.delete(cancel_key(campaign_id))
+
+
+def out_dir_of(info: CampaignInfo) -> Path:
+    return Path(info.out_dir)
+
+
+def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,187 @@
+"""A job: one case, on one target, one repeat; everything a worker anywhere needs to run it.
+
+Jobs travel as JSON. They carry the built request, the target's settings as written
+(`${VAR}` references unresolved, so keys stay in workers' environments) and the
+content hashes of attached files, whose text lives once in Redis (`bridge.queue.blobs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.errors import EvalrelayError, TargetError
+from bridge.evalfile.cases import LoadedCase
+from bridge.evalfile.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
+from bridge.evalfile.files import ResolvedFile
+from bridge.prompt.build import PromptRequest, render, request_for
+from bridge.results.result import AttemptSummary
+from bridge.targets.targets_file import Target, Targets
+
+DEFAULT_TIMEOUT_SECONDS = {
+    "api": 300.0,
+    "agent.vscode": 1800.0,
+    "agent.codex": 1800.0,
+    "agent.cli": 1800.0,
+}
+"""Per-queue time limit of one job when neither the case nor the target sets one."""
+
+DEFAULT_PASS_THRESHOLD = 0.8
+
+PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
+"""A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
+
+
+class AttachedFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    display_path: str
+    project_path: str
+    sha256: str
+    is_guideline: bool
+
+
+class TargetRef(BaseModel):
+    """The target as written in targets.yaml; workers resolve variables from their environment."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kind: str
+    queue: str
+    settings: dict[str, Any]
+
+
+class Job(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign_id: str
+    job_id: str
+    case_id: str
+    dataset: str
+    repeat: int = 0
+    attempt: int = 1
+    target: TargetRef
+    request: PromptRequest
+    outcome: str | None = None
+    reference_answer: str | None = None
+    """The first expected message, rendered; the grader compares against it."""
+    files: list[AttachedFile] = Field(default_factory=list)
+    evaluators: list[EvaluatorSpec] = Field(default_factory=list)
+    judges: dict[str, TargetRef] = Field(default_factory=dict)
+    """The judge targets the evaluators name, as written in targets.yaml."""
+    default_judge: str | None = None
+    """The target's `judge_target`: grades a case that names no evaluator."""
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD
+    timeout_seconds: float
+    conversation_id: str | None = None
+    cache_ttl_seconds: int | None = None
+    """Serve and store API answers from the response cache for this long (`run --cache`)."""
+    previous_attempts: list[AttemptSummary] = Field(default_factory=list)
+    """Earlier attempts of this job, carried into its result when it is retried."""
+
+    def retried(self, earlier: AttemptSummary) -> Job:
+        return self.model_copy(
+            update={
+                "attempt": max(self.attempt, earlier.attempt) + 1,
+                "previous_attempts": [*self.previous_attempts, earlier],
+            }
+        )
+
+
+def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: int) -> str:
+    """Deterministic: the same case, target and repeat in a campaign is always the same job."""
+    key = "\0".join((campaign_id, dataset, case_id, target, str(repeat)))
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def build_job(
+    campaign_id: str,
+    dataset: str,
+    case: LoadedCase,
+    target: Target,
+    repeat: int,
+    *,
+    evaluators: list[EvaluatorSpec] | None = None,
+    timeout_seconds: float | None = None,
+    targets: Targets | None = None,
+    eval_dir: Path | None = None,
+    pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+) -> Job:
+    system_prompt = target.raw.get("system_prompt")
+    spec = case.case
+    expected = case.expected[0] if case.expected else None
+    specs = [
+        resolve_evaluator(e, eval_dir or Path.cwd())
+        for e in case.case.evaluator_specs() or evaluators or []
+    ]
+    default_judge = target.raw.get("judge_target")
+    default_judge = default_judge if isinstance(default_judge, str) else None
+    for spec_ in specs:
+        if isinstance(spec_, LlmJudgeEvaluator) and not (spec_.target or default_judge):
+            raise TargetError(
+                f"case '{case.id}': llm_judge has no judge; set `target:` on the evaluator "
+                f"or `judge_target:` on target '{target.name}'"
+            )
+    judge_names = {e.target for e in specs if isinstance(e, LlmJudgeEvaluator) and e.target}
+    if default_judge and (not specs or any(isinstance(e, LlmJudgeEvaluator) for e in specs)):
+        judge_names.add(default_judge)
+    judges = {name: _ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
+    return Job(
+        campaign_id=campaign_id,
+        job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
+        case_id=case.id,
+        dataset=dataset,
+        repeat=repeat,
+        target=_ref(target),
+        request=request_for(case, system_prompt if isinstance(system_prompt, str) else None),
+        outcome=spec.outcome,
+        reference_answer=render(expected) if expected else None,
+        files=[attached(f) for f in case.files()],
+        evaluators=specs,
+        judges=judges,
+        default_judge=default_judge,
+        pass_threshold=pass_threshold,
+        timeout_seconds=(
+            spec.timeout_seconds
+            or timeout_seconds
+            or _target_timeout(target)
+            or DEFAULT_TIMEOUT_SECONDS[target.queue]
+        ),
+        conversation_id=spec.conversation_id,
+    )
+
+
+def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
+    """Paths made absolute and prompt files read, so the job stands on its own."""
+    if isinstance(spec, CodeEvaluator):
+        cwd = (eval_dir / spec.cwd) if spec.cwd else eval_dir
+        return spec.model_copy(update={"cwd": str(cwd.resolve())})
+    if isinstance(spec, LlmJudgeEvaluator) and spec.prompt and "\n" not in spec.prompt:
+        path = eval_dir / spec.prompt
+        if path.suffix in PROMPT_FILE_SUFFIXES:
+            if not path.is_file():
+                raise EvalrelayError(f"judge prompt file not found: {path}")
+            return spec.model_copy(update={"prompt": path.read_text(encoding="utf-8")})
+    return spec
+
+
+def _ref(target: Target) -> TargetRef:
+    return TargetRef(name=target.name, kind=target.kind, queue=target.queue, settings=target.raw)
+
+
+def attached(file: ResolvedFile) -> AttachedFile:
+    return AttachedFile(
+        display_path=file.display_path,
+        project_path=file.project_path,
+        sha256=file.sha256,
+        is_guideline=file.is_guideline,
+    )
+
+
+def _target_timeout(target: Target) -> float | None:
+    value = target.raw.get("timeout_seconds")
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,54 @@
+"""An in-process worker: the same Celery worker as in a cluster, run in a thread.
+
+This is the one place the submitting side imports `worker` (import-linter holds the rest
+of `bridge` to that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from bridge.errors import PrerequisiteError
+
+START_TIMEOUT_SECONDS = 20.0
+
+
+@contextlib.contextmanager
+def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> Iterator[None]:
+    """A Celery worker (threads pool) in this process, stopped on leaving the block."""
+    from worker.app import create_app, start_background, stop_background
+
+    ready = threading.Event()
+
+    def on_ready(consumer: Any) -> None:
+        start_background(consumer)
+        ready.set()
+
+    app = create_app(redis_url)
+    app.set_default()  # pool threads trace tasks through the default app
+    hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"
+    controller = app.WorkController(
+        pool="threads",
+        concurrency=concurrency,
+        queues=queues,
+        loglevel="WARNING",
+        hostname=hostname,
+        ready_callback=on_ready,
+        without_mingle=True,
+        without_gossip=True,
+        without_heartbeat=True,
+    )
+    thread = threading.Thread(target=controller.start, daemon=True, name="evalrelay-worker")
+    thread.start()
+    if not ready.wait(START_TIMEOUT_SECONDS):
+        raise PrerequisiteError("the in-process worker did not start; see the log above")
+    try:
+        yield
+    finally:
+        controller.stop(in_sighandler=False)
+        thread.join(timeout=30)
+        stop_background(hostname)

@@ -1,0 +1,96 @@
+"""Sending again the jobs whose worker died: their lease ran out before they finished.
+
+Every worker runs a reaper thread; a short Redis lock lets one of them work at a time.
+This is how a killed worker's jobs run again within a minute, instead of after the
+broker's visibility timeout (which must stay longer than the longest job).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import redis
+from pydantic import ValidationError
+
+from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
+from bridge.queue.jobs import Job
+
+log = logging.getLogger(__name__)
+
+REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
+"""How often workers look for expired leases."""
+
+_TAKE_EXPIRED = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local taken = {}
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', ARGV[3] .. id) == 0 then
+    redis.call('ZREM', KEYS[1], id)
+    table.insert(taken, id)
+  end
+end
+return taken
+"""
+
+
+def reap_expired(client: redis.Redis, send: Callable[[Job], None], limit: int = 200) -> list[str]:
+    """Send again every running job whose lease has expired; returns their ids."""
+    now_ms = int(time.time() * 1000)
+    taken = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms, limit, lease_key(""))
+    resent = []
+    for job_id in taken:
+        job = _stored_job(client, job_id)
+        if job is None or client.exists(cancel_key(job.campaign_id)):
+            continue
+        done = client.get(done_key(job_id))
+        if done is not None and int(done) >= job.attempt:
+            continue
+        log.warning("job %s: lease expired before it finished; sending it again", job_id)
+        send(job)
+        resent.append(job_id)
+    return resent
+
+
+def _stored_job(client: redis.Redis, job_id: str) -> Job | None:
+    payload = client.get(job_key(job_id))
+    if payload is None:
+        log.error("job %s: lease expired but the job is no longer stored", job_id)
+        return None
+    try:
+        return Job.model_validate_json(payload)
+    except ValidationError:
+        log.exception("job %s: stored job is unreadable", job_id)
+        return None
+
+
+class Reaper(threading.Thread):
+    def __init__(
+        self,
+        client: redis.Redis,
+        send: Callable[[Job], None],
+        owner: str,
+        interval: float = REAP_INTERVAL_SECONDS,
+        stopping: threading.Event | None = None,
+    ) -> None:
+        super().__init__(daemon=True, name="evalrelay-reaper")
+        self.client, self.send, self.owner, self.interval = client, send, owner, interval
+        self.stopping = stopping or threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.wait(self.interval):
+            try:
+                if self.client.set(
+                    reaper_lock_key(), self.owner, nx=True, px=int(self.interval * 1000)
+                ):
+                    reap_expired(self.client, self.send)
+            except redis.RedisError as exc:
+                log.warning("reaper: Redis error, retrying: %s", exc)
+            except Exception:
+                log.exception("reaper: unexpected error; it keeps going")
+
+    def stop(self) -> None:
+        self.stopping.set()

@@ -1,0 +1,115 @@
+"""The result of one job: one JSON line in `<out>/<campaign>.jsonl`, written by the collector."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.prompt.build import PromptRequest
+
+
+class Status(StrEnum):
+    OK = "ok"
+    MODEL_FAILURE = "model_failure"
+    """The model answered, but not usefully (refusal, empty or truncated answer)."""
+    INFRA_ERROR = "infra_error"
+    """Something other than the model failed: network, server, configuration, agent crash."""
+    RATE_LIMITED = "rate_limited"
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    INVALID_INPUT = "invalid_input"
+    """The vendor refused the request itself (400/404)."""
+
+    @property
+    def is_scored(self) -> bool:
+        """Only answers the model is responsible for enter scores."""
+        return self in (Status.OK, Status.MODEL_FAILURE)
+
+
+class ErrorInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    message: str
+
+
+class AttemptSummary(BaseModel):
+    """An earlier attempt of the same job, kept when the job is retried."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempt: int
+    status: Status
+    error: ErrorInfo | None = None
+    worker: str | None = None
+    finished_at: datetime | None = None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class EvaluatorResult(BaseModel):
+    """What one evaluator made of one answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: str
+    score: float
+    weight: float = 1.0
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    """The judge's model and attempts, a script's stderr, and the like."""
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    campaign_id: str
+    job_id: str
+    case_id: str
+    dataset: str
+    target: str
+    repeat: int = 0
+    attempt: int = 1
+    status: Status
+    answer: str | None = None
+    score: float | None = None
+    """Null when the case was not graded."""
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+    passed: bool | None = None
+    """Score at or above the case's pass threshold; null when not graded."""
+    evaluator_results: list[EvaluatorResult] = Field(default_factory=list)
+    expected_outcome: str | None = None
+    reference_answer: str | None = None
+    """The first expected message, rendered: what the answer was compared with."""
+    raw_request: PromptRequest
+    usage: Usage | None = None
+    started_at: datetime
+    finished_at: datetime
+    duration_ms: int
+    worker: str
+    error: ErrorInfo | None = None
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+    attempts: list[AttemptSummary] = Field(default_factory=list)
+
+    def summary(self) -> AttemptSummary:
+        return AttemptSummary(
+            attempt=self.attempt,
+            status=self.status,
+            error=self.error,
+            worker=self.worker,
+            finished_at=self.finished_at,
+        )

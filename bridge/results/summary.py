@@ -1,0 +1,91 @@
+"""`summary.json`: a campaign's counts by status, mean score and pass rate per target, timings."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.results.result import Result, Status
+
+
+class TargetSummary(BaseModel):
+    results: int = 0
+    scored: int = 0
+    passed: int = 0
+    score_total: float = 0.0
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.score_total / self.scored if self.scored else None
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed cases among the graded ones."""
+        return self.passed / self.scored if self.scored else None
+
+
+class CampaignSummary(BaseModel):
+    model_config = ConfigDict(validate_assignment=False)
+
+    campaign_id: str
+    expected: int | None = None
+    results: int = 0
+    counts: dict[str, int] = Field(default_factory=dict)
+    targets: dict[str, TargetSummary] = Field(default_factory=dict)
+    first_started_at: datetime | None = None
+    last_finished_at: datetime | None = None
+    total_duration_ms: int = 0
+    max_duration_ms: int = 0
+
+    def add(self, result: Result) -> None:
+        self.results += 1
+        self.counts = dict(Counter(self.counts) + Counter({result.status.value: 1}))
+        target = self.targets.setdefault(result.target, TargetSummary())
+        target.results += 1
+        target.counts[result.status.value] = target.counts.get(result.status.value, 0) + 1
+        if result.score is not None and Status(result.status).is_scored:
+            target.scored += 1
+            target.score_total += result.score
+            target.passed += bool(result.passed)
+        if self.first_started_at is None or result.started_at < self.first_started_at:
+            self.first_started_at = result.started_at
+        if self.last_finished_at is None or result.finished_at > self.last_finished_at:
+            self.last_finished_at = result.finished_at
+        self.total_duration_ms += result.duration_ms
+        self.max_duration_ms = max(self.max_duration_ms, result.duration_ms)
+
+    def mean_score(self) -> float | None:
+        scored = sum(t.scored for t in self.targets.values())
+        return sum(t.score_total for t in self.targets.values()) / scored if scored else None
+
+    def meets(self, min_score: float) -> bool:
+        mean = self.mean_score()
+        return mean is not None and mean >= min_score
+
+    def as_json(self) -> dict[str, object]:
+        data = self.model_dump(mode="json")
+        data["mean_duration_ms"] = self.total_duration_ms // self.results if self.results else None
+        for name, target in self.targets.items():
+            data["targets"][name]["mean_score"] = target.mean_score
+            data["targets"][name]["pass_rate"] = target.pass_rate
+        return data
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,1 @@
+"""Where cases run: `targets.yaml`, each target's typed settings, and `${VAR}` references."""

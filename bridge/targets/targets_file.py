@@ -1,0 +1,169 @@
+"""Finding, validating and looking up targets (`targets.yaml`).
+
+A target is validated when the file loads, but environment variables are read only when
+a target is used: a missing `${VAR}` is an error for the target that needs it, never for
+the others. Keys (`api_key`) are never read on the submitting side at all.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bridge.errors import Diagnostic, InvalidFileError, TargetError
+from bridge.evalfile.validation import describe, validate_document
+from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
+
+TARGET_FILES = (
+    "targets.yaml",
+    "targets.yml",
+    ".evalrelay/targets.yaml",
+    ".evalrelay/targets.yml",
+    ".agentv/targets.yaml",
+    ".agentv/targets.yml",
+)
+"""Where targets are looked for, first match wins, relative to the project root."""
+
+SECRET_FIELDS = frozenset({"api_key"})
+"""Settings that stay `${VAR}` references until a worker reads them from its own environment."""
+
+BUILTIN_TARGETS: dict[str, dict[str, Any]] = {"mock": {"name": "mock", "provider": "mock"}}
+"""Targets that exist in every project unless its targets file defines the same name."""
+
+
+class TargetsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    schema_: str | None = Field(default=None, alias="$schema")
+    targets: list[TargetSettings]
+
+
+class OneTarget(BaseModel):
+    target: TargetSettings
+
+
+class Target(NamedTuple):
+    """One target as written, with `${VAR}` references intact."""
+
+    name: str
+    kind: str
+    raw: dict[str, Any]
+
+    @property
+    def queue(self) -> str:
+        return QUEUE_FOR_KIND[self.kind]
+
+    def settings(self, env: Mapping[str, str] | None = None) -> TargetSettings:
+        """The validated settings, with variables read from `env` (default: this process)."""
+        env = os.environ if env is None else env
+        missing = sorted(set(references(self.raw)) - set(env))
+        if missing:
+            raise TargetError(
+                f"target '{self.name}' needs environment variable(s) "
+                f"{', '.join(missing)}; set them where this target runs"
+            )
+        try:
+            return OneTarget.model_validate({"target": interpolate(self.raw, env)}).target
+        except ValidationError as exc:
+            errors = "; ".join(
+                describe(OneTarget, e).removeprefix("target.")
+                for e in exc.errors(include_url=False)
+            )
+            raise TargetError(f"target '{self.name}': {errors}") from None
+
+
+class Targets:
+    def __init__(self, targets: dict[str, Target], path: Path | None = None) -> None:
+        self.by_name = {**{n: _target(raw) for n, raw in BUILTIN_TARGETS.items()}, **targets}
+        self.path = path
+
+    @classmethod
+    def load(cls, project_root: Path) -> Targets:
+        path = find_targets_file(project_root)
+        return cls(load_targets_file(path), path) if path else cls({})
+
+    def get(self, name: str) -> Target:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            where = f" in {self.path}" if self.path else " (no targets.yaml found)"
+            raise TargetError(
+                f"unknown target '{name}'{where}; available: {', '.join(sorted(self.by_name))}"
+            ) from None
+
+
+def find_targets_file(project_root: Path) -> Path | None:
+    return next((project_root / n for n in TARGET_FILES if (project_root / n).is_file()), None)
+
+
+def load_targets_file(path: Path) -> dict[str, Target]:
+    """Validate the whole file as if every variable were set; unset ones fail only on use."""
+    doc = load_yaml(path)
+    problems = _duplicate_names(doc)
+    try:
+        validate_document(
+            TargetsFile, YamlDocument(doc.path, interpolate(doc.data, _AnyEnv()), doc.root)
+        )
+    except InvalidFileError as exc:
+        problems += exc.diagnostics
+    if problems:
+        raise InvalidFileError(sorted(problems, key=lambda d: (d.line, d.column)))
+    return {raw["name"]: _target(raw) for raw in doc.data["targets"]}
+
+
+def _duplicate_names(doc: YamlDocument) -> list[Diagnostic]:
+    entries = doc.data.get("targets") if isinstance(doc.data, dict) else None
+    seen: set[str] = set()
+    problems = []
+    for index, raw in enumerate(entries if isinstance(entries, list) else []):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if isinstance(name, str) and name in seen:
+            problems.append(
+                doc.diagnostic(
+                    ("targets", index, "name"),
+                    f"duplicate target name '{name}'; names must be unique",
+                )
+            )
+        seen.add(str(name))
+    return problems
+
+
+def _target(raw: dict[str, Any]) -> Target:
+    kind = OneTarget.model_validate({"target": interpolate(raw, _AnyEnv())}).target.provider
+    return Target(raw["name"], kind, raw)
+
+
+class _AnyEnv(dict[str, str]):
+    """An environment in which every variable is set, to check shapes before values are known."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __missing__(self, key: str) -> str:
+        return "1"
+
+
+def interpolate(value: Any, env: Mapping[str, str], field: str | None = None) -> Any:
+    """Replace `${VAR}` and `${{ VAR }}` with values from `env`, except in secret fields."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, env, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env, field) for v in value]
+    if isinstance(value, str) and field not in SECRET_FIELDS:
+        return ENV_REFERENCE.sub(lambda m: env[m.group(1) or m.group(2)], value)
+    return value
+
+
+def references(value: Any, field: str | None = None) -> list[str]:
+    if isinstance(value, dict):
+        return [r for k, v in value.items() for r in references(v, str(k))]
+    if isinstance(value, list):
+        return [r for v in value for r in references(v, field)]
+    if isinstance(value, str) and field not in SECRET_FIELDS:
+        return [m.group(1) or m.group(2) for m in ENV_REFERENCE.finditer(value)]
+    return []

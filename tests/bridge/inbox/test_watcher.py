@@ -1,0 +1,258 @@
+"""The inbox watcher, with real file-system events and a real Redis.
+
+Each test runs `Watcher` in a thread (or `evalrelay watch` processes) on a real inbox;
+no worker is needed for a file to become a campaign, so most tests leave files in
+`queued/`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import redis
+
+from bridge.inbox.watcher import Watcher
+from bridge.keys import campaigns_key
+from bridge.queue.campaigns import list_campaigns, load_info
+from bridge.queue.celery_queue import JobQueue, producer_app
+from tests.conftest import Processes, WriteFiles, wait_for
+
+CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"
+
+
+@pytest.fixture
+def inbox(project: WriteFiles) -> Path:
+    root = project({"targets.yaml": "targets:\n  - {name: fast, provider: mock}\n"})
+    (root / "inbox").mkdir()
+    return root / "inbox"
+
+
+@contextmanager
+def watching(
+    client: redis.Redis, redis_url: str, inbox: Path, **options: object
+) -> Iterator[Watcher]:
+    watcher = Watcher(
+        client,
+        JobQueue(producer_app(redis_url)),
+        inbox,
+        inbox.parent / "results",
+        default_target="mock",
+        **options,
+    )  # type: ignore[arg-type]
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield watcher
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+def campaigns(client: redis.Redis) -> int:
+    return int(client.zcard(campaigns_key()))
+
+
+def files_in(folder: Path, pattern: str = "*.yaml") -> list[str]:
+    return sorted(p.name for p in folder.rglob(pattern)) if folder.exists() else []
+
+
+def test_file_written_slowly_is_taken_once_after_its_last_write(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    text = CASE.format(name="slow")
+    with watching(client, redis_url, inbox):
+        with (inbox / "slow.yaml").open("w") as handle:
+            for start in range(0, len(text), 12):
+                handle.write(text[start : start + 12])
+                handle.flush()
+                time.sleep(0.4)
+            last_write = time.time()
+        wait_for(lambda: campaigns(client) == 1, 20, "the campaign")
+        time.sleep(3)
+    (info,) = list_campaigns(client)
+    assert info.created_at.timestamp() >= last_write
+    assert campaigns(client) == 1
+    assert files_in(inbox / "queued") == ["slow.yaml"]
+    assert files_in(inbox / "failed") == []
+
+
+def test_burst_of_500_files_each_becomes_one_campaign(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    with watching(client, redis_url, inbox):
+        for i in range(500):
+            (inbox / f"f{i:03}.yaml").write_text(CASE.format(name=f"f{i}"))
+        wait_for(lambda: len(files_in(inbox / "queued")) == 500, 240, "500 files queued")
+        time.sleep(1)
+    assert campaigns(client) == 500
+    sources = {
+        Path(load_info(client, i.campaign_id).sources[0]).name
+        for i in list_campaigns(client, limit=1000)
+    }
+    assert sources == {f"f{i:03}.yaml" for i in range(500)}
+    assert files_in(inbox, "f*.yaml") == files_in(inbox / "queued")
+
+
+def test_malformed_file_goes_to_failed_and_the_watcher_goes_on(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    with watching(client, redis_url, inbox):
+        (inbox / "bad.yaml").write_text("evalcases:\n  - id: x\n    input_mesages: []\n")
+        wait_for(lambda: (inbox / "failed" / "bad.yaml").exists(), 20, "bad.yaml in failed/")
+        (inbox / "good.yaml").write_text(CASE.format(name="good"))
+        wait_for(lambda: campaigns(client) == 1, 20, "the good file's campaign")
+    errors = (inbox / "failed" / "bad.yaml.error.txt").read_text()
+    assert f"{inbox}/bad.yaml:3:5: case 'x': unknown key 'input_mesages'" in errors
+
+
+def test_file_present_before_start_is_taken(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    (inbox / "early.yaml").write_text(CASE.format(name="early"))
+    with watching(client, redis_url, inbox):
+        wait_for(lambda: campaigns(client) == 1, 20, "the campaign")
+    assert files_in(inbox / "queued") == ["early.yaml"]
+
+
+def test_restart_between_submit_and_move_submits_nothing_twice(
+    inbox: Path, client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (inbox / "once.yaml").write_text(CASE.format(name="once"))
+    original: Callable[..., None] = Watcher._queue_file
+
+    def crash(self: Watcher, *args: object) -> None:
+        raise OSError("simulated crash before the move")
+
+    monkeypatch.setattr(Watcher, "_queue_file", crash)
+    with watching(client, redis_url, inbox):
+        wait_for(lambda: campaigns(client) == 1, 20, "the first campaign")
+    assert (inbox / "once.yaml").exists()
+    monkeypatch.setattr(Watcher, "_queue_file", original)
+    with watching(client, redis_url, inbox):
+        wait_for(lambda: (inbox / "queued" / "once.yaml").exists(), 20, "the file to be queued")
+    assert campaigns(client) == 1
+
+
+def test_same_content_again_is_not_a_second_campaign_unless_rerun(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    text = CASE.format(name="same")
+    with watching(client, redis_url, inbox):
+        (inbox / "one.yaml").write_text(text)
+        wait_for(lambda: campaigns(client) == 1, 20, "the first campaign")
+        (inbox / "two.yaml").write_text(text)
+        wait_for(lambda: (inbox / "done" / "two.yaml.duplicate.txt").exists(), 20, "the duplicate")
+        (inbox / "edited.yaml").write_text(text + "description: edited\n")
+        wait_for(lambda: campaigns(client) == 2, 20, "the edited file's campaign")
+    with watching(client, redis_url, inbox, rerun=True):
+        (inbox / "three.yaml").write_text(text)
+        wait_for(lambda: campaigns(client) == 3, 20, "a rerun campaign")
+    assert (inbox / "done" / "two.yaml").exists()
+
+
+def test_subfolder_names_the_target_unless_the_file_does(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    with watching(client, redis_url, inbox):
+        (inbox / "fast").mkdir()
+        (inbox / "fast" / "a.yaml").write_text(CASE.format(name="a"))
+        (inbox / "fast" / "b.yaml").write_text("target: mock\n" + CASE.format(name="b"))
+        wait_for(lambda: campaigns(client) == 2, 20, "two campaigns")
+    targets = {Path(i.sources[0]).name: i.targets for i in list_campaigns(client)}
+    assert targets == {"a.yaml": ["fast"], "b.yaml": ["mock"]}
+    assert files_in(inbox / "queued" / "fast") == ["a.yaml", "b.yaml"]
+
+
+def test_hidden_temporary_and_ignored_files_are_left_alone(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    (inbox / ".evalrelayignore").write_text("drafts/\n*.draft.yaml\n")
+    with watching(client, redis_url, inbox):
+        for name in (".hidden.yaml", "x.yaml.tmp", "wip.draft.yaml", "drafts/d.yaml", "notes.txt"):
+            (inbox / name).parent.mkdir(exist_ok=True)
+            (inbox / name).write_text(CASE.format(name="ignored"))
+        (inbox / "real.yaml").write_text(CASE.format(name="real"))
+        wait_for(lambda: campaigns(client) == 1, 20, "the real file's campaign")
+        time.sleep(3)
+    assert campaigns(client) == 1
+    for name in (".hidden.yaml", "x.yaml.tmp", "wip.draft.yaml", "drafts/d.yaml", "notes.txt"):
+        assert (inbox / name).exists()
+
+
+def test_symlink_pointing_outside_the_inbox_is_refused(
+    inbox: Path, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(CASE.format(name="outside"))
+    with watching(client, redis_url, inbox):
+        os.symlink(outside, inbox / "link.yaml")
+        wait_for(lambda: (inbox / "failed" / "link.yaml.error.txt").exists(), 20, "the refusal")
+    assert campaigns(client) == 0
+    assert "outside the inbox" in (inbox / "failed" / "link.yaml.error.txt").read_text()
+    assert outside.read_text() == CASE.format(name="outside")
+
+
+def test_two_watcher_processes_on_one_inbox_never_both_submit(
+    inbox: Path, processes: Processes, client: redis.Redis
+) -> None:
+    for name in ("w1", "w2"):
+        processes.start("watch", str(inbox), "--target", "mock", "--name", name, name=name)
+    wait_for(lambda: client.hlen("evalrelay:watchers") == 2, 30, "both watchers")
+    for i in range(100):
+        (inbox / f"d{i:02}.yaml").write_text(CASE.format(name=f"d{i}"))
+    wait_for(lambda: len(files_in(inbox / "queued")) == 100, 120, "100 files queued")
+    time.sleep(2)
+    assert campaigns(client) == 100
+    assert files_in(inbox, "d*.yaml") == files_in(inbox / "queued")
+
+
+def test_watch_on_the_embedded_default_runs_files_to_done(
+    inbox: Path, processes: Processes, private_home: Path
+) -> None:
+    env = {k: v for k, v in processes.env.items() if k != "EVALRELAY_REDIS_URL"}
+    processes.env = env
+    processes.start("watch", str(inbox), "--target", "mock", name="embedded")
+    (inbox / "run.yaml").write_text(CASE.format(name="run"))
+    wait_for(lambda: (inbox / "done" / "run.yaml").exists(), 60, "run.yaml in done/")
+    (jsonl,) = (inbox.parent / "results").glob("*.jsonl")
+    assert '"answer":"Mock response"' in jsonl.read_text()
+
+
+def test_files_moved_into_the_inbox_are_taken(
+    inbox: Path, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "written-elsewhere.yaml"
+    outside.write_text(CASE.format(name="moved-in"))
+    with watching(client, redis_url, inbox):
+        os.replace(outside, inbox / "moved-in.yaml")
+        (inbox / ".renamed.yaml.tmp").write_text(CASE.format(name="renamed"))
+        os.replace(inbox / ".renamed.yaml.tmp", inbox / "renamed.yaml")
+        wait_for(lambda: campaigns(client) == 2, 20, "both campaigns")
+    assert files_in(inbox / "queued") == ["moved-in.yaml", "renamed.yaml"]
+
+
+def test_status_shows_the_watchers_health(
+    inbox: Path, processes: Processes, client: redis.Redis
+) -> None:
+    processes.start("watch", str(inbox), "--target", "mock", "--name", "healthy", name="healthy")
+    wait_for(lambda: client.hexists("evalrelay:watchers", "healthy"), 30, "the heartbeat")
+    status = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "status"],
+        env={**processes.env, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "watchers" in status.stdout
+    assert "healthy" in status.stdout
+    assert str(inbox.resolve()) in status.stdout

@@ -1,0 +1,67 @@
+"""Planning a job's grading: judges resolved, prompt files read, script folders fixed."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.errors import TargetError
+from bridge.evalfile.cases import load_eval_file
+from bridge.evalfile.evaluators import CodeEvaluator, LlmJudgeEvaluator
+from bridge.queue.campaigns import plan_jobs
+from tests.conftest import WriteFiles
+
+TARGETS = """\
+targets:
+  - {name: candidate, provider: mock, judge_target: judge}
+  - {name: lone, provider: mock}
+  - {name: judge, provider: openai, model: gpt-judge}
+  - {name: strict, provider: anthropic, model: claude-judge}
+"""
+
+
+def test_judges_prompts_and_script_folders_travel_in_the_job(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": TARGETS,
+            "evals/cases.yaml": """\
+                threshold: 0.6
+                evalcases:
+                  - id: a
+                    input_messages: [{role: user, content: hi}]
+                    evaluators:
+                      - {type: llm_judge, target: strict, prompt: prompts/judge.md}
+                      - {type: llm_judge}
+                      - {type: code, script: python grade.py, cwd: graders}
+                  - id: b
+                    threshold: 0.95
+                    input_messages: [{role: user, content: hi}]
+            """,
+            "evals/prompts/judge.md": "You grade greetings.\n",
+        }
+    )
+    first, second = plan_jobs("c", [load_eval_file(root / "evals/cases.yaml")], "candidate", None)
+    assert sorted(first.judges) == ["judge", "strict"]
+    assert first.judges["strict"].settings["model"] == "claude-judge"
+    assert first.default_judge == "judge"
+    judge, _, script = first.evaluators
+    assert isinstance(judge, LlmJudgeEvaluator) and judge.prompt == "You grade greetings.\n"
+    assert isinstance(script, CodeEvaluator) and script.cwd == str(root / "evals" / "graders")
+    assert (first.pass_threshold, second.pass_threshold) == (0.6, 0.95)
+    # A case without evaluators is judged by the target's judge.
+    assert second.evaluators == [] and list(second.judges) == ["judge"]
+
+
+def test_judge_without_a_judge_target_is_refused_when_planning(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": TARGETS,
+            "cases.yaml": """\
+                evalcases:
+                  - id: lonely
+                    input_messages: [{role: user, content: hi}]
+                    evaluators: [{type: llm_judge}]
+            """,
+        }
+    )
+    with pytest.raises(TargetError, match="case 'lonely': llm_judge has no judge; set `target:`"):
+        plan_jobs("c", [load_eval_file(root / "cases.yaml")], "lone", None)

@@ -1,0 +1,104 @@
+"""targets.yaml: per-kind validation, `${VAR}` read only on use, keys never read at all."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.errors import InvalidFileError, TargetError
+from bridge.targets.settings import AnthropicTarget, OpenAITarget
+from bridge.targets.targets_file import Targets
+from tests.conftest import WriteFiles
+
+TARGETS = """\
+$schema: agentv-targets-v2.2
+targets:
+  - name: gpt
+    provider: openai
+    model: ${MODEL_NAME}
+    temperature: ${TEMP}
+  - name: claude
+    provider: anthropic
+    model: claude-sonnet-4-5
+    api_key: ${{ MY_ANTHROPIC_KEY }}
+  - name: local
+    provider: openai-compatible
+    base_url: http://${LLM_HOST}/v1
+    model: qwen
+"""
+
+
+def test_missing_variable_is_an_error_only_for_the_target_that_uses_it(project: WriteFiles) -> None:
+    targets = Targets.load(project({"targets.yaml": TARGETS}))
+    claude = targets.get("claude").settings({})
+    assert isinstance(claude, AnthropicTarget)
+    with pytest.raises(
+        TargetError, match=r"target 'gpt' needs environment variable\(s\) MODEL_NAME, TEMP"
+    ):
+        targets.get("gpt").settings({})
+
+
+def test_variables_are_interpolated_and_typed_by_the_model(project: WriteFiles) -> None:
+    targets = Targets.load(project({"targets.yaml": TARGETS}))
+    gpt = targets.get("gpt").settings({"MODEL_NAME": "gpt-5", "TEMP": "0.25"})
+    assert isinstance(gpt, OpenAITarget)
+    assert (gpt.model, gpt.temperature) == ("gpt-5", 0.25)
+    local = targets.get("local").settings({"LLM_HOST": "127.0.0.1:8080"})
+    assert local.base_url == "http://127.0.0.1:8080/v1"  # type: ignore[union-attr]
+
+
+def test_api_key_stays_a_variable_name_and_its_value_is_never_read(project: WriteFiles) -> None:
+    targets = Targets.load(project({"targets.yaml": TARGETS}))
+    claude = targets.get("claude").settings({"MY_ANTHROPIC_KEY": "sk-ant-secret"})
+    assert isinstance(claude, AnthropicTarget)
+    assert claude.key_env() == "MY_ANTHROPIC_KEY"
+    assert "sk-ant-secret" not in claude.model_dump_json()
+    gpt = targets.get("gpt").settings({"MODEL_NAME": "m", "TEMP": "0"})
+    assert gpt.key_env() == "OPENAI_API_KEY"  # type: ignore[union-attr]
+
+
+def test_literal_api_key_is_refused_at_load(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: c, provider: anthropic, model: m, "
+            "api_key: sk-ant-literal}\n"
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    (problem,) = info.value.diagnostics
+    assert (problem.line, problem.column) == (2, 55)
+    assert "targets[0].api_key: must name an environment variable" in problem.message
+    assert "sk-ant-literal" not in str(info.value)
+
+
+def test_each_kind_is_validated_by_its_own_model(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": """\
+        targets:
+          - {name: a, provider: anthropic}
+          - {name: m, provider: mock, failure_rate: 2}
+          - {name: v, provider: vscode, subagent_rot: /x}
+          - {name: z, provider: azure, endpoint: https://x}
+          - {name: a, provider: codex}
+        """
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    assert [(d.line, d.message) for d in info.value.diagnostics] == [
+        (2, "missing required key 'model' in targets[0]"),
+        (3, "targets[1].failure_rate: Input should be less than or equal to 1"),
+        (4, "unknown key 'subagent_rot' in targets[2]; did you mean 'subagent_root'?"),
+        (5, "targets[3]: an azure target needs deployment (the Azure deployment name)"),
+        (6, "duplicate target name 'a'; names must be unique"),
+    ]
+
+
+def test_agentv_targets_location_and_builtin_mock(project: WriteFiles) -> None:
+    root = project({".agentv/targets.yaml": "targets:\n  - {name: codex, provider: codex}\n"})
+    targets = Targets.load(root)
+    assert targets.get("codex").queue == "agent.codex"
+    assert targets.get("mock").queue == "api"
+    with pytest.raises(TargetError, match=r"unknown target 'gpt'.*available: codex, mock"):
+        targets.get("gpt")

@@ -1,0 +1,40 @@
+"""Calling a job's target: its settings resolved from this worker's environment, then its
+provider's `run`. The worker's `execute` and the `llm_judge` grader both reach a model here.
+"""
+
+from __future__ import annotations
+
+import os
+
+import redis
+
+from bridge.errors import TargetError
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.targets_file import OneTarget, interpolate
+from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
+
+
+def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
+    try:
+        settings = OneTarget.model_validate(
+            {"target": interpolate(job.target.settings, _Environment())}
+        ).target
+    except TargetError as exc:
+        raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
+    provider = provider_for(settings)
+    provider.redis = client
+    return provider.run(job, deadline)
+
+
+class _Environment(dict[str, str]):
+    """This worker's environment; a missing variable names itself and this machine."""
+
+    def __missing__(self, key: str) -> str:
+        value = os.environ.get(key)
+        if value is None:
+            raise TargetError(
+                f"environment variable {key} is not set on worker host "
+                f"{os.uname().nodename}; set it where the workers run"
+            )
+        return value
