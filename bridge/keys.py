@@ -65,6 +65,16 @@ def inflight_key() -> str:
     return f"{PREFIX}:inflight"
 
 
+def holders_key() -> str:
+    """Hash: job id → `<message id> <worker process>` of the worker holding the job's message."""
+    return f"{PREFIX}:holders"
+
+
+def alive_key(process: str) -> str:
+    """String with a TTL: present while the worker process renews it."""
+    return f"{PREFIX}:alive:{process}"
+
+
 def reaper_lock_key() -> str:
     """String with a TTL: held by the one process re-queuing jobs whose lease expired."""
     return f"{PREFIX}:reaper"

@@ -20,8 +20,9 @@ from celery import Celery, signals
 from kombu import Queue  # type: ignore[attr-defined]
 
 from bridge.keys import workers_key
-from bridge.queue.celery_queue import MAX_JOB_SECONDS, QUEUES, JobQueue
+from bridge.queue.celery_queue import MAX_JOB_SECONDS, QUEUES, RUN_CASE, JobQueue
 from bridge.queue.connection import broker_url, client_for, configured_url
+from bridge.queue.holders import ALIVE_SECONDS, declare_dead, hold, keep_alive, new_process_name
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
 from worker.tasks import register_tasks
@@ -34,7 +35,8 @@ VISIBILITY_TIMEOUT_SECONDS = int(MAX_JOB_SECONDS + 2 * 3600)
 """Longer than the longest hard time limit, so the broker never re-delivers a live job.
 Dead workers' jobs come back through leases and the reaper, not through this."""
 
-WORKER_HEARTBEAT_SECONDS = 10.0
+WORKER_HEARTBEAT_SECONDS = ALIVE_SECONDS / 3
+"""Three beats in each `alive` period, so one late beat never makes a worker look dead."""
 
 _clients: dict[str, redis.Redis] = {}
 
@@ -77,6 +79,32 @@ def redis_client(url: str) -> redis.Redis:
 _background: dict[str, tuple[threading.Event, redis.Redis]] = {}
 """The stop switch of each worker's background threads, by worker name."""
 
+_processes: dict[str, str] = {}
+"""This process's unique name for each worker it runs, by worker name (see `holders`)."""
+_processes_lock = threading.Lock()
+
+
+def process_name(client: redis.Redis, worker: str) -> str:
+    """The name the worker's held messages are recorded under; alive from its first use."""
+    with _processes_lock:
+        if worker not in _processes:
+            _processes[worker] = new_process_name(worker)
+            keep_alive(client, _processes[worker])
+        return _processes[worker]
+
+
+@signals.task_received.connect
+def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None:
+    """Record that this worker holds the message, before it waits in a buffer or a timer."""
+    if request is None or request.name != RUN_CASE:
+        return
+    try:
+        job_id = request.args[0]["job_id"]
+    except (IndexError, KeyError, TypeError):
+        return  # not a job: `run_case` itself will say so
+    client = redis_client(sender.app.conf.evalrelay_redis_url)
+    hold(client, job_id, request.id, process_name(client, request.hostname))
+
 
 @signals.worker_ready.connect
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
@@ -111,7 +139,7 @@ def start_background(consumer: Any) -> None:
     }
     threading.Thread(
         target=_report,
-        args=(client, name, info, stopping),
+        args=(client, name, process_name(client, name), info, stopping),
         daemon=True,
         name="evalrelay-worker-heartbeat",
     ).start()
@@ -126,13 +154,18 @@ def stop_background(name: str) -> None:
         # Redis going away is a usual reason for a worker to stop.
         with contextlib.suppress(redis.RedisError):
             client.hdel(workers_key(), name)
+            with _processes_lock:
+                process = _processes.pop(name, None)
+            if process is not None:
+                declare_dead(client, process)
 
 
 def _report(
-    client: redis.Redis, name: str, info: dict[str, Any], stopping: threading.Event
+    client: redis.Redis, name: str, process: str, info: dict[str, Any], stopping: threading.Event
 ) -> None:
     while not stopping.is_set():
         try:
+            keep_alive(client, process)
             client.hset(workers_key(), name, json.dumps({**info, "seen": time.time()}))
         except redis.RedisError as exc:
             log.warning("worker %s: status heartbeat failed: %s", name, exc)

@@ -68,13 +68,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
             )
         artifacts["grading_ms"] = int((time.monotonic() - graded_at) * 1000)
     return Result(
-        campaign_id=job.campaign_id,
-        job_id=job.job_id,
-        case_id=job.case_id,
-        dataset=job.dataset,
-        target=job.target.name,
-        repeat=job.repeat,
-        attempt=job.attempt,
+        **_about(job),
         status=status,
         answer=answer,
         score=verdict.score if verdict else None,
@@ -83,9 +77,6 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         misses=verdict.misses if verdict else [],
         reasoning=verdict.reasoning if verdict else None,
         evaluator_results=verdict.evaluator_results if verdict else [],
-        expected_outcome=job.outcome,
-        reference_answer=job.reference_answer,
-        raw_request=job.request,
         usage=output.usage if output else None,
         started_at=started,
         finished_at=finished,
@@ -93,8 +84,38 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         worker=worker,
         error=error,
         artifacts=artifacts,
-        attempts=job.previous_attempts,
     )
+
+
+def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:
+    """The result of a job that never reached its provider, e.g. no capacity until its deadline."""
+    started, finished = datetime.fromtimestamp(since, UTC), datetime.now(UTC)
+    return Result(
+        **_about(job),
+        status=status,
+        started_at=started,
+        finished_at=finished,
+        duration_ms=int((finished - started).total_seconds() * 1000),
+        worker=worker,
+        error=ErrorInfo(kind=status.value, message=message),
+    )
+
+
+def _about(job: Job) -> dict[str, Any]:
+    """The fields every result of this job carries, whatever happened to it."""
+    return {
+        "campaign_id": job.campaign_id,
+        "job_id": job.job_id,
+        "case_id": job.case_id,
+        "dataset": job.dataset,
+        "target": job.target.name,
+        "repeat": job.repeat,
+        "attempt": job.attempt,
+        "expected_outcome": job.outcome,
+        "reference_answer": job.reference_answer,
+        "raw_request": job.request,
+        "attempts": job.previous_attempts,
+    }
 
 
 def scrub(text: str, job: Job) -> str:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 from celery import Celery, Task
 
-from bridge.queue.celery_queue import RUN_CASE
+from bridge.queue.celery_queue import RUN_CASE, JobQueue
+from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
-from worker.execute import execute
+from bridge.results.result import Status
+from worker.execute import execute, never_started
 from worker.lease import Lease
 from worker.providers.base import NoCapacity
 from worker.publish import publish
@@ -31,11 +34,32 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
     )
     def run_case(self: Task, payload: dict[str, Any]) -> str:
         job = Job.model_validate(payload)
+        worker = self.request.hostname or "worker"
         try:
-            return run_job(client(), job, self.request.hostname or "worker")
+            return run_job(client(), job, worker)
         except NoCapacity as busy:
-            log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
-            raise self.retry(countdown=busy.retry_in, max_retries=None) from None
+            return wait_for_capacity(client(), JobQueue(app), job, worker, busy)
+        finally:
+            let_go(client(), job.job_id, self.request.id)
+
+
+def wait_for_capacity(
+    client: redis.Redis, queue: JobQueue, job: Job, worker: str, busy: NoCapacity
+) -> str:
+    """Back to the queue for a few seconds, as often as it takes, until the job's deadline.
+
+    Waiting is not a failure: the job is sent again as a new message, held like any other
+    (`bridge.queue.holders`), so a worker that dies while holding it loses nothing.
+    """
+    since = job.waiting_since or time.time()
+    if time.time() - since >= job.timeout_seconds:
+        message = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
+        publish(client, never_started(job, worker, Status.TIMEOUT, message, since))
+        log.warning("job %s: %s", job.job_id, message)
+        return Status.TIMEOUT.value
+    log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
+    queue.send([job.model_copy(update={"waiting_since": since})], countdown=busy.retry_in)
+    return "waiting"
 
 
 def run_job(client: redis.Redis, job: Job, worker: str) -> str:

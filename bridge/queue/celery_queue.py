@@ -6,6 +6,7 @@ JSON are the whole contract.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from celery import Celery
@@ -43,7 +44,13 @@ class JobQueue:
     def __init__(self, app: Celery) -> None:
         self.app = app
 
-    def send(self, jobs: Iterable[Job]) -> int:
+    def send(self, jobs: Iterable[Job], countdown: float | None = None) -> int:
+        """Queue the jobs, to start no sooner than `countdown` seconds from now if given.
+
+        Every message gets an id of its own (the job id, its attempt, a random tail), so
+        the worker holding a message can be told from the one holding a later message
+        of the same job (`bridge.queue.holders`).
+        """
         sent = 0
         with self.app.producer_or_acquire() as producer:
             for job in jobs:
@@ -52,7 +59,8 @@ class JobQueue:
                     RUN_CASE,
                     args=[job.model_dump(mode="json")],
                     queue=job.target.queue,
-                    task_id=f"{job.job_id}-{job.attempt}",
+                    task_id=f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}",
+                    countdown=countdown,
                     time_limit=limit,
                     soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,
                     producer=producer,

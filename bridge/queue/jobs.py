@@ -82,6 +82,9 @@ class Job(BaseModel):
     """Serve and store API answers from the response cache for this long (`run --cache`)."""
     previous_attempts: list[AttemptSummary] = Field(default_factory=list)
     """Earlier attempts of this job, carried into its result when it is retried."""
+    waiting_since: float | None = None
+    """When this attempt first found no free capacity (epoch seconds). It waits, without a
+    limit on tries, until its own time limit has passed since then."""
 
     def retried(self, earlier: AttemptSummary) -> Job:
         return self.model_copy(

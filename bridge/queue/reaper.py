@@ -1,4 +1,5 @@
-"""Sending again the jobs whose worker died: their lease ran out before they finished.
+"""Sending again the jobs whose worker died: running ones, whose lease ran out, and
+taken-but-not-running ones (prefetched, waiting for capacity), whose holder is dead.
 
 Every worker runs a reaper thread; a short Redis lock lets one of them work at a time.
 This is how a killed worker's jobs run again within a minute, instead of after the
@@ -17,6 +18,7 @@ import redis
 from pydantic import ValidationError
 
 from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
+from bridge.queue.holders import take_from_dead
 from bridge.queue.jobs import Job
 
 log = logging.getLogger(__name__)
@@ -38,18 +40,28 @@ return taken
 
 
 def reap_expired(client: redis.Redis, send: Callable[[Job], None], limit: int = 200) -> list[str]:
-    """Send again every running job whose lease has expired; returns their ids."""
+    """Send again every job whose lease expired or whose holder died; returns their ids."""
     now_ms = int(time.time() * 1000)
-    taken = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms, limit, lease_key(""))
+    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms, limit, lease_key(""))
+    resent = _resend(client, send, expired, "lease expired before it finished")
+    # A job its dead holder had started still has its lease until it runs out; the
+    # lease's own expiry sends that one.
+    orphans = [j for j in take_from_dead(client) if not client.exists(lease_key(j))]
+    return resent + _resend(client, send, orphans, "the worker holding it is gone")
+
+
+def _resend(
+    client: redis.Redis, send: Callable[[Job], None], job_ids: list[str], why: str
+) -> list[str]:
     resent = []
-    for job_id in taken:
+    for job_id in job_ids:
         job = _stored_job(client, job_id)
         if job is None or client.exists(cancel_key(job.campaign_id)):
             continue
         done = client.get(done_key(job_id))
         if done is not None and int(done) >= job.attempt:
             continue
-        log.warning("job %s: lease expired before it finished; sending it again", job_id)
+        log.warning("job %s: %s; sending it again", job_id, why)
         send(job)
         resent.append(job_id)
     return resent

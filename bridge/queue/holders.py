@@ -1,0 +1,79 @@
+"""Who holds each job's message between the queue and its result.
+
+A message on a queue's Redis list is safe: Redis keeps it. Once a worker has taken it,
+only that worker knows of it: prefetched, waiting on a countdown, or running. A worker
+records each message it takes (`hold`) and forgets it when the task ends (`let_go`);
+every worker process keeps an `alive` key with a short TTL. When a process dies, its key
+runs out, and the reaper sends its jobs again (`take_from_dead`). A second delivery is
+harmless: the job's lease and done mark let only one attempt run and publish.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import cast
+
+import redis
+
+from bridge.keys import alive_key, holders_key
+
+ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
+"""A worker process is taken for dead this long after its last heartbeat."""
+
+_LET_GO = """
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if held and string.sub(held, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
+"""Forget the holder only if it is still this message (a newer one may hold the job now)."""
+
+_TAKE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+"""
+
+
+def new_process_name(worker: str) -> str:
+    """Unique to one worker process, so a restarted worker of the same name is not its past."""
+    return f"{worker}/{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def keep_alive(client: redis.Redis, process: str) -> None:
+    client.set(alive_key(process), "1", px=int(ALIVE_SECONDS * 1000))
+
+
+def declare_dead(client: redis.Redis, process: str) -> None:
+    """A worker stopping on purpose: its messages are sent again at once, not after the TTL."""
+    client.delete(alive_key(process))
+
+
+def hold(client: redis.Redis, job_id: str, message_id: str, process: str) -> None:
+    client.hset(holders_key(), job_id, f"{message_id} {process}")
+
+
+def let_go(client: redis.Redis, job_id: str, message_id: str) -> None:
+    client.eval(_LET_GO, 1, holders_key(), job_id, message_id)
+
+
+def take_from_dead(client: redis.Redis) -> list[str]:
+    """The jobs whose holding process is dead, each taken off the holders (by one caller)."""
+    held = cast(dict[str, str], client.hgetall(holders_key()))
+    if not held:
+        return []
+    processes = sorted({value.partition(" ")[2] for value in held.values()})
+    pipe = client.pipeline(transaction=False)
+    for process in processes:
+        pipe.exists(alive_key(process))
+    dead = {p for p, alive in zip(processes, pipe.execute(), strict=True) if not alive}
+    return [
+        job_id
+        for job_id, value in held.items()
+        if value.partition(" ")[2] in dead
+        and client.eval(_TAKE, 1, holders_key(), job_id, value)
+    ]
