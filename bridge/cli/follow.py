@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis
@@ -12,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from bridge.keys import workers_key
-from bridge.queue.campaigns import CampaignInfo, progress
+from bridge.queue.campaigns import CampaignInfo, progress, round_progress
 from bridge.reports.writer import report_path, write_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import results_path
@@ -24,9 +25,14 @@ STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
 
 
 def follow_campaign(
-    client: redis.Redis, info: CampaignInfo, console: Console, consumer: str | None = None
+    client: redis.Redis,
+    info: CampaignInfo,
+    console: Console,
+    consumer: str | None = None,
+    sent: Sequence[str] | None = None,
 ) -> CampaignSummary:
-    """Collect the campaign's results until every job has one; returns its summary."""
+    """Collect the campaign's results until every job has one, or, given the ids of the jobs
+    a command `sent` again, until each of those has its new line; returns the summary."""
     out_dir = Path(info.out_dir)
     collector = Collector(
         client,
@@ -47,10 +53,15 @@ def follow_campaign(
     )
     try:
         with Progress(*columns, console=console, transient=False) as bar:
-            task = bar.add_task("jobs", total=info.total, counts="", rate="")
+            total = info.total if sent is None else len(sent)
+            task = bar.add_task("jobs", total=total, counts="", rate="")
             while True:
                 collector.poll([info.campaign_id], block_ms=250)
-                state = progress(client, info.campaign_id)
+                state = (
+                    progress(client, info.campaign_id)
+                    if sent is None
+                    else round_progress(client, info.campaign_id, sent)
+                )
                 rate = state.done / max(time.monotonic() - started, 1e-6)
                 bar.update(
                     task,

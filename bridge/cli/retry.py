@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import click
@@ -10,8 +11,14 @@ from rich.console import Console
 from bridge.cli.follow import follow_campaign, print_summary
 from bridge.queue.campaigns import load_info, store_jobs, stored_jobs, uncancel
 from bridge.queue.runtime import open_runtime
+from bridge.results.collector import mirror_to_redis
 from bridge.results.result import Status
-from bridge.results.results_file import read_results, remove_results, results_path
+from bridge.results.results_file import (
+    ResultsFile,
+    read_results,
+    remove_results,
+    results_path,
+)
 
 
 @click.command("retry")
@@ -43,6 +50,8 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
             r.job_id for r in read_results(results_path(out_dir, campaign)) if r.status in wanted
         }
         earlier = {r.job_id: r.summary() for r in remove_results(out_dir, campaign, chosen)}
+        with closing(ResultsFile(out_dir, campaign)) as file:
+            mirror_to_redis(runtime.client, campaign, file)  # those jobs have no line now
         jobs = [
             job.retried(earlier[job.job_id])
             for job in stored_jobs(runtime.client, campaign)
@@ -52,5 +61,5 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         uncancel(runtime.client, campaign)
         runtime.queue.send(jobs)
         console.print(f"campaign [bold]{campaign}[/]: {len(jobs)} jobs sent again")
-        summary = follow_campaign(runtime.client, info, console)
+        summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in jobs])
     print_summary(console, info, summary)

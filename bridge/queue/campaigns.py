@@ -209,6 +209,17 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
     }
 
 
+def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]) -> Progress:
+    """How many of the jobs one command sent again (`resume`, `retry`) have their line."""
+    pipe = client.pipeline(transaction=False)
+    for chunk in _chunks(list(job_ids), WRITE_CHUNK):
+        pipe.smismember(collected_key(campaign_id), list(chunk))
+    pipe.hgetall(counts_key(campaign_id))
+    *found, counts = pipe.execute()
+    done = sum(1 for chunk in found for member in chunk if member)
+    return Progress(total=len(job_ids), done=done, counts={k: int(v) for k, v in counts.items()})
+
+
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
     ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
     for chunk in _chunks(ids, WRITE_CHUNK):

@@ -145,20 +145,9 @@ class Collector:
             file = ResultsFile(
                 self.out_dir_for(campaign_id), campaign_id, self.expected_for(campaign_id)
             )
-            self._mirror(campaign_id, file)
+            mirror_to_redis(self.client, campaign_id, file)
             self.files[campaign_id] = file
         return self.files[campaign_id]
-
-    def _mirror(self, campaign_id: str, file: ResultsFile) -> None:
-        """Make Redis's counts agree with the file, which a crash may have left ahead of them."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.delete(counts_key(campaign_id), collected_key(campaign_id))
-        for status, count in file.summary.counts.items():
-            pipe.hset(counts_key(campaign_id), status, count)
-        ids = sorted(file.job_ids)
-        for start in range(0, len(ids), 10_000):
-            pipe.sadd(collected_key(campaign_id), *ids[start : start + 10_000])
-        pipe.execute()
 
     def _ensure_group(self, campaign_id: str) -> None:
         if campaign_id in self.groups:
@@ -236,6 +225,19 @@ class Collector:
             for file in self.files.values():
                 file.write_summary()
             self.summary_written = time.monotonic()
+
+
+def mirror_to_redis(client: redis.Redis, campaign_id: str, file: ResultsFile) -> None:
+    """Make Redis's counts and collected ids agree with the file: a crash may have left the
+    file ahead of them, and `retry` takes lines out of it."""
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(counts_key(campaign_id), collected_key(campaign_id))
+    for status, count in file.summary.counts.items():
+        pipe.hset(counts_key(campaign_id), status, count)
+    ids = sorted(file.job_ids)
+    for start in range(0, len(ids), 10_000):
+        pipe.sadd(collected_key(campaign_id), *ids[start : start + 10_000])
+    pipe.execute()
 
 
 def _parse(fields: dict[str, str]) -> Result | None:

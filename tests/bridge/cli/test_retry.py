@@ -1,0 +1,46 @@
+"""`evalrelay retry`: each run again ends only when every job it sent has its new line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bridge.cli.test_run import cases, run
+from tests.conftest import WriteFiles, read_jsonl
+
+SLOW_FAILURES = """\
+targets:
+  - {name: broken, provider: mock, latency_ms: 800, failure_rate: 1.0, failure_kind: infra_error}
+"""
+
+
+def test_retry_of_slow_failures_three_times_keeps_one_line_per_job(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project({"targets.yaml": SLOW_FAILURES, "evals/many.yaml": cases(10)})
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+    env["EVALRELAY_HOME"] = str(private_home)
+    first = run("evals/many.yaml", "--target", "broken", env=env, cwd=root)
+    assert first.returncode == 0, first.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    campaign = jsonl.stem
+    for attempt in (2, 3, 4):
+        again = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "retry", campaign],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+        assert again.returncode == 0, again.stderr
+        assert "10 jobs sent again" in again.stderr
+        lines = read_jsonl(jsonl)
+        assert len(lines) == 10, f"retry {attempt - 1} left {len(lines)} lines of 10"
+        assert {line["attempt"] for line in lines} == {attempt}
+        assert all(len(line["attempts"]) == attempt - 1 for line in lines)  # type: ignore[arg-type]
+    moved = read_jsonl(jsonl.with_name(f"{campaign}.attempts.jsonl"))
+    assert sorted(line["attempt"] for line in moved) == sorted([1, 2, 3] * 10)
