@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 
 import click
@@ -56,8 +57,16 @@ for command in (
     cli.add_command(command)
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Run the CLI; evalrelay's own errors print as one message on stderr, never a traceback."""
+    # SIGTERM stops a command the way Ctrl-C does, so what it started (an embedded Redis, an
+    # in-process worker and its entry in Redis) is stopped too. Long-running services set
+    # their own handler.
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         cli.main(standalone_mode=False)
     except InvalidFileError as exc:

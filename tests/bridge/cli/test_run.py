@@ -206,3 +206,42 @@ def test_run_with_cache_calls_the_vendor_once_per_distinct_request(
     lines = read_jsonl(latest)
     assert [line["answer"] for line in lines] == ["cached answer"] * 3
     assert all(line["artifacts"]["cached"] for line in lines)  # type: ignore[index]
+
+
+def test_sigterm_stops_a_run_and_what_it_started_while_a_second_run_completes(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """Two embedded runs share one private Redis; SIGTERM to one takes its worker off it,
+    and the other completes and stops the Redis."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 700}\n",
+            "evals/a.yaml": cases(12),
+            "evals/b.yaml": one_turn_cases(12, case_id="b-{i}"),
+        }
+    )
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+    env["EVALRELAY_HOME"] = str(private_home)
+    url = f"unix://{private_home / 'redis' / 'redis.sock'}"
+
+    def start(name: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli.main", "run", f"evals/{name}.yaml",
+             "--target", "slow", "--concurrency", "2"],
+            env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    doomed = start("a")
+    wait_for(lambda: _answers(url), 30, "the embedded Redis")
+    survivor = start("b")
+    shared = redis.Redis.from_url(url, decode_responses=True)
+    wait_for(lambda: shared.hlen("evalrelay:workers") == 2, 30, "both in-process workers")
+    doomed.send_signal(signal.SIGTERM)
+    doomed.communicate(timeout=60)
+    assert doomed.returncode == 130
+    assert list(shared.hkeys("evalrelay:workers")) == [f"embedded-{survivor.pid}@{os.uname()[1]}"]
+    _, stderr = survivor.communicate(timeout=120)
+    assert survivor.returncode == 0, stderr
+    survived = next(p for p in (root / "results").glob("*.jsonl") if p.stem.startswith("b-"))
+    assert len(read_jsonl(survived)) == 12
+    assert not _answers(url)  # the last one out stopped it
