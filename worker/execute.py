@@ -19,7 +19,6 @@ from bridge.queue.jobs import Job
 from bridge.results.result import ErrorInfo, Result, Status
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
-from worker.grading.errors import GradingError
 from worker.grading.grade import grade
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
@@ -55,11 +54,10 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         graded_at = time.monotonic()
         try:
             verdict = grade(job, answer or "", client)
-        except GradingError as exc:
-            status, error = (
-                Status.INFRA_ERROR,
-                ErrorInfo(kind="grading_error", message=scrub(str(exc), job)),
-            )
+            if verdict is not None and verdict.failures:
+                status = Status.INFRA_ERROR
+                message = scrub("; ".join(verdict.failures), job)
+                error = ErrorInfo(kind="grading_error", message=message)
         except Exception as exc:  # a grader bug must not lose the answer
             log.exception("job %s: grading raised", job.job_id)
             status = Status.INFRA_ERROR

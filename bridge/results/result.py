@@ -63,13 +63,16 @@ class EvaluatorResult(BaseModel):
 
     name: str
     type: str
-    score: float
+    score: float | None
+    """Null when the evaluator could not judge the answer (see `error`)."""
     weight: float = 1.0
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
     reasoning: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     """The judge's model and attempts, a script's stderr, and the like."""
+    error: str | None = None
+    """Why this evaluator gave no score; the job's status is then `infra_error`."""
 
 
 class Result(BaseModel):

@@ -15,17 +15,21 @@ from bridge.evalfile.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEva
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.checks import check
+from worker.grading.errors import GradingError
 from worker.grading.judge import judge
 from worker.grading.script import run_script
 
 
 class Grade(BaseModel):
-    score: float
-    passed: bool
+    score: float | None
+    """Null when an evaluator failed: a grade that leaves one out would mislead."""
+    passed: bool | None
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
     reasoning: str | None = None
     evaluator_results: list[EvaluatorResult]
+    failures: list[str] = Field(default_factory=list)
+    """Why evaluators could not judge; the result's status is then `infra_error`."""
 
 
 def grade(job: Job, answer: str, client: redis.Redis | None = None) -> Grade | None:
@@ -36,10 +40,27 @@ def grade(job: Job, answer: str, client: redis.Redis | None = None) -> Grade | N
     if not specs:
         return None
     results = [
-        evaluate(spec, name, job, answer, client)
+        evaluate_or_fail(spec, name, job, answer, client)
         for spec, name in zip(specs, evaluator_names(specs), strict=True)
     ]
     return combine(results, job.pass_threshold)
+
+
+def evaluate_or_fail(
+    spec: EvaluatorSpec, name: str, job: Job, answer: str, client: redis.Redis | None
+) -> EvaluatorResult:
+    """The evaluator's verdict, or its failure in its place, so the others' verdicts stay."""
+    try:
+        return evaluate(spec, name, job, answer, client)
+    except GradingError as exc:
+        return EvaluatorResult(
+            name=name,
+            type=spec.type,
+            score=None,
+            weight=spec.weight,
+            error=str(exc),
+            details=exc.details,
+        )
 
 
 def evaluate(
@@ -53,19 +74,26 @@ def evaluate(
 
 
 def combine(results: list[EvaluatorResult], threshold: float) -> Grade:
-    """Weighted mean (a plain mean when every weight is 0); findings labelled by evaluator."""
-    total = sum(r.weight for r in results)
-    if total > 0:
-        score = sum(r.score * r.weight for r in results) / total
-    else:
-        score = sum(r.score for r in results) / len(results)
-    score = round(score, 6)
+    """Weighted mean (a plain mean when every weight is 0); findings labelled by evaluator.
+
+    When an evaluator failed there is no score, but every verdict and failure is kept.
+    """
+    failures = [r.error for r in results if r.error]
+    scores = [(r.score, r.weight) for r in results if r.score is not None]
+    score: float | None = None
+    if not failures and scores:
+        total = sum(weight for _, weight in scores)
+        if total > 0:
+            score = round(sum(s * w for s, w in scores) / total, 6)
+        else:
+            score = round(sum(s for s, _ in scores) / len(scores), 6)
     single = len(results) == 1
     label = (lambda r, text: text) if single else (lambda r, text: f"{r.name}: {text}")
     reasons = [label(r, r.reasoning) for r in results if r.reasoning]
     return Grade(
         score=score,
-        passed=score >= threshold,
+        passed=None if score is None else score >= threshold,
+        failures=failures,
         hits=[label(r, h) for r in results for h in r.hits],
         misses=[label(r, m) for r in results for m in r.misses],
         reasoning=" | ".join(reasons) or None,

@@ -65,7 +65,8 @@ def judge(
         except ProviderFailure as failure:
             raise GradingError(
                 f"evaluator {name}: judge target '{judge_name}' failed "
-                f"({failure.status.value}): {failure.message}"
+                f"({failure.status.value}): {failure.message}",
+                _details(judge_name, None, replies, problems),
             ) from None
         replies.append(output.answer)
         try:
@@ -85,7 +86,8 @@ def judge(
         )
     raise GradingError(
         f"evaluator {name}: judge target '{judge_name}' gave no valid verdict in "
-        f"{JUDGE_TRIES} tries; last problem: {problems[-1]}"
+        f"{JUDGE_TRIES} tries; last problem: {problems[-1]}",
+        _details(judge_name, None, replies, problems),
     )
 
 

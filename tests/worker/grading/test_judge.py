@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.evalfile.evaluators import LlmJudgeEvaluator
+from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from tests.conftest import target_ref
@@ -140,3 +140,24 @@ def test_execute_grades_with_the_default_judge_and_keeps_the_answer_on_failure()
     assert broken.error is not None and broken.error.kind == "grading_error"
     assert broken.answer == "Paris" and broken.score is None
     assert "sk-judge-test-key" not in broken.model_dump_json()
+
+
+def test_a_failed_judge_keeps_the_other_verdicts_and_its_own_replies() -> None:
+    candidate = {"target": target_ref({"name": "t", "provider": "mock", "response": "Paris"})}
+    evaluators = [
+        ContainsEvaluator(type="contains", value="Paris"),
+        LlmJudgeEvaluator(type="llm_judge", target="judge"),
+    ]
+    with serving(reply("no idea")) as server:
+        broken = execute(judged_job(server.url, evaluators=evaluators, **candidate), "w")
+    assert broken.status is Status.INFRA_ERROR
+    assert broken.error is not None and broken.error.kind == "grading_error"
+    assert "gave no valid verdict in 3 tries" in broken.error.message
+    assert broken.score is None and broken.passed is None
+    contains, judged = broken.evaluator_results
+    assert (contains.name, contains.score, contains.error) == ("contains", 1.0, None)
+    assert judged.name == "llm_judge" and judged.score is None
+    assert judged.error == broken.error.message
+    replies = judged.details["rejected_replies"]
+    assert [r["reply"] for r in replies] == ["no idea"] * 3
+    assert {r["problem"] for r in replies} == {"no JSON object in the reply"}
