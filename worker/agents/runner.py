@@ -2,8 +2,9 @@
 
 The agent runs in a session of its own, so its whole process group can be stopped. Its
 descendants are collected before any signal is sent (a child that started a session of
-its own is still found through its parent), and whatever is left of the group when the
-agent exits is stopped too: no orphan outlives a job.
+its own is still found through its parent). Every process it starts also inherits a mark
+in its environment, so one that detached itself (`setsid cmd &`) and was re-parented when
+the agent exited is still found: no orphan outlives a job.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -22,18 +25,30 @@ from pydantic import BaseModel
 GRACE_SECONDS = 3.0
 """Between SIGTERM and SIGKILL when an agent is stopped."""
 
+RUN_MARK = "EVALRELAY_AGENT_RUN"
+"""The environment variable that marks every process of one agent run."""
+
+
+POLL_SECONDS = 0.2
+"""How often a running agent's new output is looked at."""
+
+FatalCheck = Callable[[str], str | None]
+"""Given one line of the agent's standard output: why it cannot succeed, or None."""
+
 
 class AgentRun(BaseModel):
     argv: list[str]
     returncode: int | None
-    """None when the agent was stopped at its deadline."""
+    """None when the agent was stopped: at its deadline, or for `stopped_because`."""
     stdout: str
     stderr: str
     duration_ms: int
+    stopped_because: str | None = None
+    """The fatal error the agent reported, for which it was stopped before its deadline."""
 
     @property
     def timed_out(self) -> bool:
-        return self.returncode is None
+        return self.returncode is None and self.stopped_because is None
 
 
 def run_agent(
@@ -44,15 +59,18 @@ def run_agent(
     stdin_text: str | None,
     deadline: float,
     stdout_file: Path,
+    fatal: FatalCheck | None = None,
 ) -> AgentRun:
-    """Run until exit or `deadline` (a `time.monotonic()` value); stdout also goes to a file."""
+    """Run until exit, `deadline` (a `time.monotonic()` value), or a line of output that
+    `fatal` says the agent cannot recover from; stdout also goes to a file."""
     started = time.monotonic()
     stderr_file = stdout_file.with_suffix(".stderr.txt")
+    mark = uuid.uuid4().hex
     with stdout_file.open("wb") as out, stderr_file.open("wb") as err:
         process = subprocess.Popen(
             argv,
             cwd=cwd,
-            env=env,
+            env={**env, RUN_MARK: mark},
             stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -63,13 +81,12 @@ def run_agent(
                 target=_feed, args=(process, stdin_text), daemon=True, name="agent-stdin"
             ).start()
         try:
-            returncode: int | None = process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            returncode = None
+            returncode, stopped_because = _wait(process, deadline, stdout_file, fatal)
         finally:
-            stop_tree(process)
+            stop_tree(process, mark)
     return AgentRun(
         argv=argv,
+        stopped_because=stopped_because,
         returncode=returncode,
         stdout=stdout_file.read_text(encoding="utf-8", errors="replace"),
         stderr=stderr_file.read_text(encoding="utf-8", errors="replace"),
@@ -77,11 +94,42 @@ def run_agent(
     )
 
 
-def stop_tree(process: subprocess.Popen[bytes]) -> None:
-    """Stop the process, its group and every descendant: SIGTERM, a grace period, SIGKILL."""
-    members = _descendants(process.pid)
+def _wait(
+    process: subprocess.Popen[bytes], deadline: float, stdout_file: Path, fatal: FatalCheck | None
+) -> tuple[int | None, str | None]:
+    """(exit code, None), or (None, why) when stopped early, or (None, None) at the deadline."""
+    if fatal is None:
+        try:
+            return process.wait(timeout=max(0.0, deadline - time.monotonic())), None
+        except subprocess.TimeoutExpired:
+            return None, None
+    with stdout_file.open("rb") as output:
+        pending = b""
+        while True:
+            try:
+                remaining = deadline - time.monotonic()
+                returncode = process.wait(timeout=max(0.0, min(POLL_SECONDS, remaining)))
+            except subprocess.TimeoutExpired:
+                returncode = None
+            pending += output.read()
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                why = fatal(line.decode("utf-8", errors="replace"))
+                if why is not None and returncode is None:
+                    return None, why
+            if returncode is not None:
+                return returncode, None
+            if time.monotonic() >= deadline:
+                return None, None
+
+
+def stop_tree(process: subprocess.Popen[bytes], mark: str | None = None) -> None:
+    """Stop the process, its group, every descendant and every process carrying `mark`:
+    SIGTERM, a grace period, SIGKILL."""
+    found = {p.pid: p for p in [*_descendants(process.pid), *_marked(mark)]}
     if process.poll() is None:
-        members.append(psutil.Process(process.pid))
+        found[process.pid] = psutil.Process(process.pid)
+    members = list(found.values())
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGTERM)
     for member in members:
@@ -103,6 +151,18 @@ def _descendants(pid: int) -> list[psutil.Process]:
         return list(psutil.Process(pid).children(recursive=True))
     except psutil.Error:
         return []
+
+
+def _marked(mark: str | None) -> list[psutil.Process]:
+    """This user's processes whose environment carries the run's mark."""
+    if mark is None:
+        return []
+    found = []
+    for candidate in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            if candidate.environ().get(RUN_MARK) == mark:
+                found.append(candidate)
+    return found
 
 
 def _feed(process: subprocess.Popen[bytes], text: str) -> None:

@@ -58,6 +58,7 @@ class CommandLineAgent(Provider):
                 stdin_text=stdin_text,
                 deadline=deadline,
                 stdout_file=workspace.folder / TRANSCRIPT_FILE,
+                fatal=self.fatal_error,
             )
         events = json_events(run.stdout)
         record = {
@@ -69,6 +70,8 @@ class CommandLineAgent(Provider):
             **({"home": str(home)} if home else {}),
         }
         try:
+            if run.stopped_because is not None:
+                raise self.failed(run, run.stopped_because)
             if run.timed_out:
                 raise ProviderFailure(
                     Status.TIMEOUT,
@@ -92,6 +95,11 @@ class CommandLineAgent(Provider):
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace
     ) -> ProviderOutput:
         raise NotImplementedError
+
+    def fatal_error(self, line: str) -> str | None:
+        """Why a line of the agent's output means it cannot succeed: the agent is then
+        stopped at once instead of at its deadline. None for most lines."""
+        return None
 
     def environment(self, home: Path | None) -> dict[str, str]:
         env: dict[str, str] = dict(self._setting("env") or {})

@@ -16,10 +16,13 @@ from bridge.targets.settings import CodexTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
-from worker.providers.agent_cli import CommandLineAgent
+from worker.providers.agent_cli import CommandLineAgent, json_events
 from worker.providers.base import ProviderOutput
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+CONNECTION_FAILED = "Connection failed"
+"""How Codex's `error` events say it cannot reach the model server."""
 
 
 class CodexProvider(CommandLineAgent):
@@ -44,6 +47,16 @@ class CodexProvider(CommandLineAgent):
         for key, value in settings.config.items():
             argv += ["-c", f"{key}={toml_value(value)}"]
         return [*argv, *settings.args, "-"], workspace.task
+
+    def fatal_error(self, line: str) -> str | None:
+        """Codex retries an unreachable model server without end ("Reconnecting... waiting
+        for network (Connection failed: ...)"); the first such report ends the job."""
+        if '"error"' not in line or CONNECTION_FAILED not in line:
+            return None
+        (event,) = json_events(line) or [{}]
+        if event.get("type") == "error" and CONNECTION_FAILED in str(event.get("message")):
+            return f"could not reach its model server: {event['message']}"
+        return None
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace

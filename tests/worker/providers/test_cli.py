@@ -87,6 +87,15 @@ def test_hung_command_is_stopped_with_its_detached_grandchild(
     assert running_with(marker) == []
 
 
+def test_a_detached_grandchild_is_stopped_when_the_agent_exits_normally(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    marker = f"evalrelay-orphan-{uuid.uuid4().hex}"
+    result = run_cli(project, client, f'"{AGENT} --detach {marker} --task {{task_file}}"')
+    assert result.status is Status.OK, result.error
+    assert running_with(marker) == []
+
+
 def test_missing_executable_is_named(project: WriteFiles, client: redis.Redis) -> None:
     result = run_cli(project, client, '"no-such-agent {task_file}"')
     assert result.status is Status.INFRA_ERROR

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -13,7 +14,7 @@ import redis
 from bridge.results.result import Result, Status
 from tests.conftest import Processes, WriteFiles, running_with
 from tests.worker.providers import real_agents
-from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project
+from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
 from tests.worker.providers.real_agents import (
     AIMOCK_KEY,
     SERVER_ERROR,
@@ -22,6 +23,7 @@ from tests.worker.providers.real_agents import (
     run_against_aimock,
 )
 from tests.worker.test_tasks import collect_all, submit_campaign
+from worker.execute import execute
 
 
 def codex_targets(url: str) -> str:
@@ -171,3 +173,25 @@ def test_config_values_are_written_as_toml() -> None:
     assert toml_value({"name": "lo", "retries": 0, "on": True, "odd key": [1, "a"]}) == (
         '{name = "lo", retries = 0, on = true, "odd key" = [1, "a"]}'
     )
+
+
+def test_a_closed_model_port_ends_in_seconds_with_codexs_own_message(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """With its default retries, Codex waits for the network for ever; the first report of a
+    failed connection ends the job as an infra_error, long before its time limit."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    targets = codex_targets(f"http://127.0.0.1:{closed}/v1").replace(
+        "        request_max_retries: 0\n        stream_max_retries: 0\n", ""
+    )
+    root = agent_project(project, targets, "Anyone there?", timeout=600)
+    started = time.monotonic()
+    result = execute(planned_job(root, client, "codex"), "w", client)
+    assert time.monotonic() - started < 30
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert result.error.message.startswith("Codex CLI could not reach its model server: ")
+    assert "Connection failed" in result.error.message
+    assert result.artifacts["codex"]["transcript"][-1]["type"] == "error"
