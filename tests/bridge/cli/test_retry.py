@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.bridge.cli.test_run import cases, run
+from tests.bridge.cli.test_run import cases, evalrelay, run
 from tests.conftest import WriteFiles, read_jsonl
 
 SLOW_FAILURES = """\
@@ -27,15 +25,7 @@ def test_retry_of_slow_failures_three_times_keeps_one_line_per_job(
     (jsonl,) = (root / "results").glob("*.jsonl")
     campaign = jsonl.stem
     for attempt in (2, 3, 4):
-        again = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "retry", campaign],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
+        again = evalrelay("retry", campaign, env=env, cwd=root)
         assert again.returncode == 0, again.stderr
         assert "10 jobs sent again" in again.stderr
         lines = read_jsonl(jsonl)

@@ -24,8 +24,13 @@ def cases(count: int) -> str:
 
 
 def run(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return evalrelay("run", *args, env=env, cwd=cwd)
+
+
+def evalrelay(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """One `evalrelay` command to its end, its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "run", *args],
+        [sys.executable, "-m", "bridge.cli.main", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -98,15 +103,7 @@ def test_retry_reruns_failures_keeping_earlier_attempts(
     failed = {line["job_id"] for line in read_jsonl(jsonl) if line["status"] == "infra_error"}
     assert 0 < len(failed) < 20
     campaign = jsonl.stem
-    again = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "retry", campaign, "--status", "infra_error"],
-        env=env,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-    )
+    again = evalrelay("retry", campaign, "--status", "infra_error", env=env, cwd=root)
     assert again.returncode == 0, again.stderr
     lines = read_jsonl(jsonl)
     assert len(lines) == 20

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import redis
 
 from bridge.keys import holders_key
+from bridge.queue.campaigns import CampaignInfo
 from bridge.queue.holders import (
     declare_dead,
     hold,
@@ -52,6 +54,17 @@ FAST_RECOVERY = {
 }
 
 
+def seven_jobs_on_two_workspaces(
+    project: WriteFiles, tmp_path: Path, client: redis.Redis, redis_url: str,
+    processes: Processes, name: str, env: dict[str, str],
+) -> tuple[CampaignInfo, subprocess.Popen[bytes]]:  # fmt: skip
+    """Seven 4-second jobs for a pool of two, on a worker with three slots: most jobs wait."""
+    root = vscode_project(project, tmp_path, "fake-agent: delays=4", count=7)
+    WorkspacePool(tmp_path / "pool").provision(2, WorkspaceTemplate.load("vscode"))
+    worker = processes.worker(client, name, "-Q", "agent.vscode", "-c", "3", extra_env=env)
+    return submit_campaign(redis_url, root, 7, target="copilot"), worker
+
+
 def test_pool_of_two_with_a_slow_agent_completes_all_seven_jobs(
     project: WriteFiles,
     tmp_path: Path,
@@ -61,12 +74,9 @@ def test_pool_of_two_with_a_slow_agent_completes_all_seven_jobs(
     fake_vscode: FakeVSCode,
 ) -> None:
     """Waiting for a workspace is not a failure: no retry limit drops a job."""
-    root = vscode_project(project, tmp_path, "fake-agent: delays=4", count=7)
-    WorkspacePool(tmp_path / "pool").provision(2, WorkspaceTemplate.load("vscode"))
-    processes.worker(
-        client, "vscode@test", "-Q", "agent.vscode", "-c", "3", extra_env=fake_vscode.env
+    info, _ = seven_jobs_on_two_workspaces(
+        project, tmp_path, client, redis_url, processes, "vscode@test", fake_vscode.env
     )
-    info = submit_campaign(redis_url, root, 7, target="copilot")
     lines = collect_all(processes, client, info, 120)
     assert [line["status"] for line in lines] == ["ok"] * 7
     assert processes.log("vscode@test").count("back to the queue") > 3
@@ -81,11 +91,10 @@ def test_worker_killed_while_holding_waiting_jobs_loses_none(
     processes: Processes,
     fake_vscode: FakeVSCode,
 ) -> None:
-    root = vscode_project(project, tmp_path, "fake-agent: delays=4", count=7)
-    WorkspacePool(tmp_path / "pool").provision(2, WorkspaceTemplate.load("vscode"))
     env = {**fake_vscode.env, **FAST_RECOVERY}
-    doomed = processes.worker(client, "doomed@test", "-Q", "agent.vscode", "-c", "3", extra_env=env)
-    info = submit_campaign(redis_url, root, 7, target="copilot")
+    info, doomed = seven_jobs_on_two_workspaces(
+        project, tmp_path, client, redis_url, processes, "doomed@test", env
+    )
     # Two jobs running, and at least one more on a countdown inside the doomed worker, with
     # nothing left on the queue's list: the waiting jobs exist only in that worker.
     wait_for(
