@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.results import collector as collector_module
-from bridge.results.collector import Collector
 from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stream_key
 from bridge.prompt.build import PromptRequest
+from bridge.results import collector as collector_module
+from bridge.results.collector import Collector
 from bridge.results.result import Result, Status
 from bridge.results.results_file import ResultsFile, read_results
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
