@@ -5,6 +5,7 @@ from __future__ import annotations
 import redis
 
 from bridge.keys import done_key, inflight_key, lease_key, results_stream_key
+from bridge.queue.holders import let_go
 from bridge.results.result import Result
 
 DONE_TTL_SECONDS = 30 * 24 * 3600
@@ -25,15 +26,19 @@ return added
 """One round trip: append the result unless already there, then release the lease if ours."""
 
 
-def publish(client: redis.Redis, result: Result, lease_token: str = "") -> bool:
-    """Append the result unless this attempt (or a later one) is already published."""
+def publish(
+    client: redis.Redis, result: Result, lease_token: str = "", message_id: str = ""
+) -> bool:
+    """Append the result unless this attempt (or a later one) is already published; in the
+    same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`)."""
     keys = (
         done_key(result.job_id),
         results_stream_key(result.campaign_id),
         lease_key(result.job_id),
         inflight_key(),
     )
-    added = client.eval(
+    pipe = client.pipeline(transaction=False)
+    pipe.eval(
         _PUBLISH,
         len(keys),
         *keys,
@@ -43,4 +48,6 @@ def publish(client: redis.Redis, result: Result, lease_token: str = "") -> bool:
         DONE_TTL_SECONDS,
         lease_token,
     )
-    return bool(added)
+    if message_id:
+        let_go(pipe, result.job_id, message_id)
+    return bool(pipe.execute()[0])

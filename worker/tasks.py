@@ -35,16 +35,17 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
     def run_case(self: Task, payload: dict[str, Any]) -> str:
         job = Job.model_validate(payload)
         worker = self.request.hostname or "worker"
+        message: str = self.request.id
+        # On any other exception (Redis gone at publish time) the worker keeps holding the
+        # job on record: when this process ends, the reaper sends it again.
         try:
-            return run_job(client(), job, worker)
+            return run_job(client(), job, worker, message)
         except NoCapacity as busy:
-            return wait_for_capacity(client(), JobQueue(app), job, worker, busy)
-        finally:
-            let_go(client(), job.job_id, self.request.id)
+            return wait_for_capacity(client(), JobQueue(app), job, worker, busy, message)
 
 
 def wait_for_capacity(
-    client: redis.Redis, queue: JobQueue, job: Job, worker: str, busy: NoCapacity
+    client: redis.Redis, queue: JobQueue, job: Job, worker: str, busy: NoCapacity, message: str
 ) -> str:
     """Back to the queue for a few seconds, as often as it takes, until the job's deadline.
 
@@ -53,27 +54,31 @@ def wait_for_capacity(
     """
     since = job.waiting_since or time.time()
     if time.time() - since >= job.timeout_seconds:
-        message = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
-        publish(client, never_started(job, worker, Status.TIMEOUT, message, since))
-        log.warning("job %s: %s", job.job_id, message)
+        why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
+        publish(client, never_started(job, worker, Status.TIMEOUT, why, since), message_id=message)
+        log.warning("job %s: %s", job.job_id, why)
         return Status.TIMEOUT.value
     log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
     queue.send([job.model_copy(update={"waiting_since": since})], countdown=busy.retry_in)
+    let_go(client, job.job_id, message)  # after the new message went out: never unheld
     return "waiting"
 
 
-def run_job(client: redis.Redis, job: Job, worker: str) -> str:
-    """Run the job unless it is cancelled, done, or running elsewhere; say which."""
+def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
+    """Run the job unless it is cancelled, done, or running elsewhere; say which. The worker
+    no longer holds `message` when this returns, unless it raised `NoCapacity`."""
     outcome, lease = Lease.begin(
         client, job.job_id, worker, campaign_id=job.campaign_id, attempt=job.attempt
     )
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
+        if message:
+            let_go(client, job.job_id, message)
         return outcome
     try:
         with lease.heartbeat():
             result = execute(job, worker, client)
-        published = publish(client, result, lease.token)
+        published = publish(client, result, lease.token, message)
     except BaseException:
         lease.release()
         raise
