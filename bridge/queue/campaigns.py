@@ -148,15 +148,20 @@ def submit(
     files: Sequence[LoadedEvalFile],
 ) -> None:
     """Store the campaign, its manifest, jobs and files in Redis, then queue every job."""
+    announce(client, info, files)
+    for chunk in _chunks(jobs, WRITE_CHUNK):
+        store_jobs(client, chunk)
+        queue.send(chunk)
+
+
+def announce(client: redis.Redis, info: CampaignInfo, files: Sequence[LoadedEvalFile]) -> None:
+    """Make the campaign known, with its files and its number of jobs, before any job."""
     pipe = client.pipeline(transaction=False)
     for loaded in files:
         store_blobs(client, (f for case in loaded.cases for f in case.files()), pipeline=pipe)
     pipe.set(campaign_key(info.campaign_id), info.model_dump_json(), ex=JOB_TTL_SECONDS)
     pipe.zadd(campaigns_key(), {info.campaign_id: info.created_at.timestamp()})
     pipe.execute()
-    for chunk in _chunks(jobs, WRITE_CHUNK):
-        store_jobs(client, chunk)
-        queue.send(chunk)
 
 
 def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
@@ -192,21 +197,26 @@ def progress(client: redis.Redis, campaign_id: str) -> Progress:
 
 
 def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, Progress]:
-    """Progress of many campaigns in one round trip."""
+    """Progress of many campaigns in one round trip.
+
+    The total is the number of jobs the campaign announced, not the size of its job list,
+    which grows while the campaign is being submitted.
+    """
     pipe = client.pipeline(transaction=False)
     for campaign_id in campaign_ids:
+        pipe.get(campaign_key(campaign_id))
         pipe.scard(manifest_key(campaign_id))
         pipe.scard(collected_key(campaign_id))
         pipe.hgetall(counts_key(campaign_id))
     replies = pipe.execute()
-    return {
-        campaign_id: Progress(
-            total=replies[3 * i],
-            done=replies[3 * i + 1],
-            counts={k: int(v) for k, v in replies[3 * i + 2].items()},
+    found = {}
+    for i, campaign_id in enumerate(campaign_ids):
+        raw, listed, done, counts = replies[4 * i : 4 * i + 4]
+        total = CampaignInfo.model_validate_json(raw).total if raw else listed
+        found[campaign_id] = Progress(
+            total=max(total, listed), done=done, counts={k: int(v) for k, v in counts.items()}
         )
-        for i, campaign_id in enumerate(campaign_ids)
-    }
+    return found
 
 
 def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]) -> Progress:

@@ -11,14 +11,19 @@ from pathlib import Path
 import pytest
 import redis
 
+from bridge.evalfile.cases import load_eval_file
 from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stream_key
 from bridge.prompt.build import PromptRequest
+from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
+from bridge.queue.celery_queue import JobQueue, producer_app
 from bridge.results import collector as collector_module
 from bridge.results.collector import Collector
 from bridge.results.result import Result, Status
 from bridge.results.results_file import ResultsFile, read_results
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from tests.worker.test_tasks import submit_campaign
+
+ECHO_TARGET = "targets:\n  - {name: echo, provider: mock, echo: true}\n"
 
 
 def result(job_id: str, status: Status = Status.OK, campaign: str = "c") -> Result:
@@ -150,3 +155,36 @@ def test_one_collector_at_a_time_writes_a_campaign(client: redis.Redis, tmp_path
     second.close()
     assert not (tmp_path / "first" / "c.jsonl").read_text().count('"b"')
     assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["b"]
+
+
+def test_a_running_collector_waits_for_a_campaign_whose_jobs_are_still_being_stored(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    """The collect service may see a detached campaign before its job list is in Redis: it
+    must wait for the jobs the campaign announced, not take 0 of 0 for finished."""
+    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(30)})
+    loaded = load_eval_file(root / "evals.yaml")
+    info = CampaignInfo(
+        campaign_id=f"slow-submit-{time.time_ns()}",
+        created_at=datetime.now(UTC),
+        sources=[str(root / "evals.yaml")],
+        targets=["echo"],
+        total=30,
+        out_dir=str(root / "results"),
+        collector="service",
+    )  # type: ignore[arg-type]
+    jobs = plan_jobs(info.campaign_id, [loaded], "echo", None)
+    half = len(jobs) // 2
+    queue = JobQueue(producer_app(redis_url))
+    announce(client, info, [loaded])  # the campaign exists, no job yet
+    processes.start("collect", name="collector")
+    time.sleep(3)  # several polls of the collector over a campaign with no jobs
+    store_jobs(client, jobs[:half])
+    queue.send(jobs[:half])
+    processes.worker(client, "echo@test", "-Q", "api")
+    time.sleep(3)  # the first half collected, the rest not yet stored
+    store_jobs(client, jobs[half:])
+    queue.send(jobs[half:])
+    results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
+    wait_for(lambda: results.exists() and len(read_jsonl(results)) == 30, 60, "all 30 lines")
+    assert len({line["job_id"] for line in read_jsonl(results)}) == 30
