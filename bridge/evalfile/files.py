@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,6 +46,13 @@ def search_roots(eval_dir: Path, project_root: Path) -> list[Path]:
 
 
 def resolve_file(value: str, eval_file: Path, project: Project) -> ResolvedFile:
+    try:
+        return _resolve(value, eval_file, project)
+    except OSError as exc:  # a name too long, a loop of links, a folder we may not read
+        raise FileRefError(f"cannot use file '{value}': {exc.strerror}; fix the path") from None
+
+
+def _resolve(value: str, eval_file: Path, project: Project) -> ResolvedFile:
     rooted = value.startswith(("/", "\\"))
     relative = value.lstrip("/\\").replace("\\", "/")
     eval_dir = eval_file.resolve().parent
@@ -71,16 +79,9 @@ def _read(value: str, candidate: Path, project: Project) -> ResolvedFile:
         )
     if not real.exists():
         raise FileRefError(f"file '{value}' is a broken symlink; fix or remove the link")
-    if not real.is_file():
+    if real.is_dir():
         raise FileRefError(f"'{value}' is a folder, not a file; name a file inside it")
-    size = real.stat().st_size
-    limit = project.config.max_file_bytes
-    if size > limit:
-        raise FileRefError(
-            f"file '{value}' is {size} bytes, over the {limit}-byte limit; "
-            "attach a smaller file or raise max_file_bytes in evalrelay.yaml"
-        )
-    data = real.read_bytes()
+    data = _read_inside(value, real, project)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise FileRefError(f"file '{value}' is binary; only text files can be attached")
     try:
@@ -92,6 +93,39 @@ def _read(value: str, candidate: Path, project: Project) -> ResolvedFile:
     return ResolvedFile(
         value, project_path, text, content_hash(text), project.is_guideline(project_path)
     )
+
+
+def _read_inside(value: str, real: Path, project: Project) -> bytes:
+    """The file's bytes, checked on the file actually opened: a folder swapped for a link
+    between the checks above and this read cannot make us read outside the project."""
+    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(fd)
+        where = _opened_path(fd)
+        if (where is not None and not where.is_relative_to(project.root)) or (
+            where is None and not os.path.samestat(opened, os.stat(real))
+        ):
+            raise FileRefError(
+                f"file '{value}' changed into a link outside the project root while it was "
+                "read; attached files must live inside the project"
+            )
+        if not stat.S_ISREG(opened.st_mode):
+            raise FileRefError(f"'{value}' is not a regular file; attach a plain text file")
+        limit = project.config.max_file_bytes
+        if opened.st_size > limit:
+            raise FileRefError(
+                f"file '{value}' is {opened.st_size} bytes, over the {limit}-byte limit; "
+                "attach a smaller file or raise max_file_bytes in evalrelay.yaml"
+            )
+        return handle.read(limit + 1)
+
+
+def _opened_path(fd: int) -> Path | None:
+    """Where an open file really is, from the kernel (Linux); None where it cannot say."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
 
 
 def normalise_text(text: str) -> str:

@@ -8,6 +8,7 @@ plain scalars by YAML 1.2 core rules, so what the author wrote is what we valida
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -16,11 +17,35 @@ import yaml
 
 from bridge.errors import Diagnostic, InvalidFileError
 
+MAX_DEPTH = 64
+"""Deeper nesting is refused: no eval file needs it, and PyYAML would recurse past Python's
+limit on a few thousand `[`."""
+
+MAX_EXPANDED_NODES = 200_000
+"""A file whose aliases expand to more values than this is refused (a "billion laughs")."""
+
 
 class StrictSafeLoader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 core scalars that records duplicate keys instead of hiding them."""
+    """SafeLoader with YAML 1.2 core scalars that records duplicate keys instead of hiding them,
+    and refuses nesting and alias expansion past what any eval file needs."""
 
     duplicates: list[yaml.Node]
+    depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"nested more than {MAX_DEPTH} levels deep; flatten the data",
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+            node: yaml.Node | None = super().compose_node(parent, index)
+            return node
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -127,10 +152,20 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
     """Parse one YAML document safely; syntax errors and duplicate keys raise InvalidFileError."""
     if text is None:
         text = read_yaml_text(path)
-    loader = StrictSafeLoader(text)
+    try:
+        loader = StrictSafeLoader(text)  # checks every character first
+    except yaml.reader.ReaderError as exc:
+        line, column = _line_column(text, exc.position)
+        character = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise InvalidFileError(
+            [Diagnostic(path, line, column, f"not a YAML text file: {exc.reason} "
+                        f"({character!r}); remove it")]
+        ) from None  # fmt: skip
     loader.duplicates = []
     try:
         root = loader.get_single_node()
+        if root is not None:
+            _check_expansion(root)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -156,9 +191,43 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
     return YamlDocument(path, data, root)
 
 
+def _check_expansion(root: yaml.Node) -> None:
+    """Refuse a document whose aliases would expand it past `MAX_EXPANDED_NODES` values."""
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = list(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                children = [n for pair in node.value for n in pair]
+            sizes[id(node)] = 1 + sum(size(child) for child in children)
+            if sizes[id(node)] > MAX_EXPANDED_NODES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"its aliases expand to more than {MAX_EXPANDED_NODES} values; "
+                    "write the data out or use fewer aliases",
+                    node.start_mark,
+                )
+        return sizes[id(node)]
+
+    size(root)
+
+
+def _line_column(text: str, position: int) -> tuple[int, int]:
+    before = text[:position]
+    return before.count("\n") + 1, position - (before.rfind("\n") + 1) + 1
+
+
 def read_yaml_text(path: Path) -> str:
-    """A YAML file's text, with unreadable or non-UTF-8 files reported at line 1."""
+    """A YAML file's text, with unreadable, non-regular or non-UTF-8 files reported at line 1."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the reader for ever
+            raise InvalidFileError(
+                [Diagnostic(path, 1, 1, "not a regular file; an eval file must be a plain file")]
+            )
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidFileError(

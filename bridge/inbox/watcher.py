@@ -15,6 +15,7 @@ import logging
 import os
 import queue
 import socket
+import stat
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,7 +32,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from bridge.errors import EvalrelayError, InvalidFileError
+from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import load_eval_file
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import Intake, IntakeRecord, drop_identity
@@ -178,6 +179,10 @@ class Watcher:
                 "inbox; drop the file itself",
             )
             return
+        if not stat.S_ISREG(path.stat().st_mode):  # reading a FIFO would block for ever
+            not_plain = Diagnostic(path, 1, 1, "not a regular file; drop a plain YAML file")
+            self.inbox.fail(path, str(not_plain))
+            return
         folder_target = self.inbox.folder_target(path)
         identity = drop_identity(path.read_bytes(), folder_target)
         record = self.intake.claim(identity, relative)
@@ -194,6 +199,15 @@ class Watcher:
                 return
             self.inbox.fail(path, _error_text(exc))
             log.warning("watcher %s: %s is invalid; moved to failed/", self.name, relative)
+            return
+        except (redis.RedisError, OSError):
+            self.intake.forget(identity)
+            raise  # not the file's fault: it stays, and is tried again
+        except Exception as exc:  # a file that breaks the loader must not break the watcher
+            self.intake.forget(identity)
+            log.exception("watcher %s: %s could not be read", self.name, relative)
+            why = f"evalrelay could not read this file ({type(exc).__name__}: {exc}); report it"
+            self.inbox.fail(path, str(Diagnostic(path, 1, 1, why)))
             return
         except BaseException:
             self.intake.forget(identity)

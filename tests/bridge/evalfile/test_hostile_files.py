@@ -1,0 +1,79 @@
+"""Hostile eval files through `evalrelay validate` and a real watcher: every one refused with
+`path:line:col`, none crashing, hanging or stopping the process that reads it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bridge.evalfile.hostile import HOSTILE, write_hostile
+from tests.conftest import Processes, WriteFiles, wait_for
+
+LOCATED = re.compile(r"^(?P<path>/\S+?):(?P<line>\d+):(?P<column>\d+): ")
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    """`evalrelay validate` on one file, as a process that must end within 20 s."""
+    return subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_validate_refuses_each_hostile_file_with_its_place_and_no_traceback(
+    project: WriteFiles,
+) -> None:
+    root = project({"targets.yaml": "targets: []\n"})
+    for path in write_hostile(root / "evals"):
+        done = validate(path)
+        said = done.stdout + done.stderr
+        assert done.returncode == 1, f"{path.name}: {said}"
+        assert "Traceback" not in said, f"{path.name}: {said}"
+        first = said.splitlines()[0]
+        located = LOCATED.match(first)
+        assert located and located["path"] == str(path), f"{path.name}: {said}"
+
+
+def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
+    root = project({})
+    write_hostile(root / "evals")
+    said = {p.name: validate(p).stdout for p in (root / "evals").iterdir()}
+    assert ":4:33: not a YAML text file: special characters are not allowed ('\\x00')" in (
+        said["nul-byte.yaml"]
+    )
+    assert "nested more than 64 levels deep" in said["brackets.yaml"]
+    assert "nested more than 64 levels deep" in said["deep-mapping.yaml"]
+    assert "aliases expand to more than 200000 values" in said["alias-bomb.yaml"]
+    assert "not UTF-8 text" in said["latin1.yaml"]
+    assert "File name too long" in said["long-name.yaml"]
+    assert "not a regular file" in said["fifo.yaml"]
+
+
+def test_a_watcher_sends_each_hostile_file_to_failed_and_goes_on(
+    project: WriteFiles, processes: Processes
+) -> None:
+    root = project({"targets.yaml": "targets:\n  - {name: fast, provider: mock}\n"})
+    inbox = root / "inbox"
+    inbox.mkdir()
+    processes.start("watch", str(inbox), "--target", "mock", name="watcher")
+    wait_for(lambda: "watching" in processes.log("watcher"), 30, "the watcher to start")
+    hostile = write_hostile(inbox)
+    failed = inbox / "failed"
+    wait_for(
+        lambda: all((failed / p.name).exists() for p in hostile), 60, "every file in failed/"
+    )
+    (inbox / "good.yaml").write_text(
+        "evalcases:\n  - id: g\n    input_messages: [{role: user, content: hi}]\n"
+    )
+    wait_for(lambda: (inbox / "queued" / "good.yaml").exists()
+             or (inbox / "done" / "good.yaml").exists(), 30, "the good file to run")  # fmt: skip
+    for path in hostile:
+        error = (failed / f"{path.name}.error.txt").read_text()
+        assert LOCATED.match(error), f"{path.name}: {error}"
+    assert "Traceback" not in processes.log("watcher")
+    assert len(HOSTILE) + 1 == len(hostile)
