@@ -24,6 +24,10 @@ from bridge.cli.workspaces import provision_command, unlock_command
 from bridge.errors import EvalrelayError, InvalidFileError
 
 
+QUIET_LOGGERS = ("httpx", "httpcore", "openai", "anthropic", "google_genai", "urllib3")
+"""Libraries whose debug output may carry a key."""
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="evalrelay")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
@@ -37,6 +41,10 @@ def cli(verbose: int) -> None:
         handlers=[RichHandler(console=Console(stderr=True), show_path=False)],
     )
     logging.getLogger("kombu").setLevel(max(level, logging.WARNING))
+    # The HTTP and SDK libraries log request and response headers at DEBUG, and some
+    # servers echo the key in them: no verbosity shows those.
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 cli.add_command(validate_command)

@@ -18,7 +18,7 @@ from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_agent
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_verdict
-from worker.providers.commands import tail
+from worker.providers.failures import tail
 
 
 def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> EvaluatorResult:

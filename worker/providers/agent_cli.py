@@ -23,7 +23,8 @@ from worker.agents.runner import AgentRun, run_agent
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
-from worker.providers.commands import find_executable, tail
+from worker.providers.commands import find_executable
+from worker.providers.failures import STDERR_CHARS, tail
 
 TRANSCRIPT_FILE = "transcript.jsonl"
 
@@ -80,7 +81,7 @@ class CommandLineAgent(Provider):
                 )
             output = self.answer(run, events, workspace)
         except ProviderFailure as failure:
-            failure.artifacts[self.kind] = {**record, "stderr": tail(run.stderr)}
+            failure.artifacts[self.kind] = {**record, "stderr": tail(run.stderr, STDERR_CHARS)}
             raise
         output.artifacts[self.kind] = {**record, **output.artifacts.get(self.kind, {})}
         return output

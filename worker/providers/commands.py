@@ -8,8 +8,7 @@ from pathlib import Path
 
 from bridge.results.result import Status
 from worker.providers.base import ProviderFailure
-
-STDERR_TAIL_CHARS = 2000
+from worker.providers.failures import STDERR_CHARS, tail
 
 
 def find_executable(name: str, what: str) -> str:
@@ -46,14 +45,10 @@ def run_command(argv: list[str], *, timeout: float, cwd: Path | None = None) -> 
     if done.returncode != 0:
         raise ProviderFailure(
             Status.INFRA_ERROR,
-            f"`{_shown(argv)}` exited with code {done.returncode}: {tail(done.stderr)}",
+            f"`{_shown(argv)}` exited with code {done.returncode}: "
+            f"{tail(done.stderr, STDERR_CHARS)}",
         )
     return done.stdout
-
-
-def tail(text: str, chars: int = STDERR_TAIL_CHARS) -> str:
-    text = text.strip()
-    return text if len(text) <= chars else "…" + text[-chars:]
 
 
 def _shown(argv: list[str]) -> str:

@@ -28,7 +28,7 @@ QUOTA_MARKERS = (
 
 def classify_http(status: int, headers: Mapping[str, str], body: Any) -> ProviderFailure:
     text = body if isinstance(body, str) else json.dumps(body, default=str)
-    message = f"HTTP {status}: {_short(text)}"
+    message = f"HTTP {status}: {shorten(text)}"
     lowered = text.lower()
     if status in (402, 429) and any(marker in lowered for marker in QUOTA_MARKERS):
         return ProviderFailure(Status.QUOTA_EXHAUSTED, message)
@@ -114,5 +114,33 @@ def _until(text: str) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _short(text: str, limit: int = 500) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+MESSAGE_CHARS = 500
+"""How much of a vendor's error text a result keeps."""
+
+STDERR_CHARS = 2000
+"""How much of the end of a command's standard error a result keeps."""
+
+_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.:]+")
+"""What a key looks like: a cut is never made inside such a run of characters."""
+
+
+def shorten(text: str, limit: int = MESSAGE_CHARS) -> str:
+    """The start of `text`, cut between tokens: a key the cut would split is left out whole,
+    never shown in part (masking only recognises whole keys)."""
+    if len(text) <= limit:
+        return text
+    cut = limit
+    while cut > 0 and _TOKEN.fullmatch(text[cut - 1 : cut + 1]):
+        cut -= 1
+    return text[:cut] + "…"
+
+
+def tail(text: str, limit: int) -> str:
+    """The end of `text`, cut between tokens, as `shorten` cuts the start."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    while cut < len(text) and _TOKEN.fullmatch(text[cut - 1 : cut + 1]):
+        cut += 1
+    return "…" + text[cut:]

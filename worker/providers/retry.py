@@ -22,6 +22,7 @@ class RetryPolicy(BaseModel):
     max_retries: int = 3
     initial_delay: float = 1.0
     max_delay: float = 60.0
+    """The longest backoff of our own; a vendor's `Retry-After` is followed as given."""
     max_seconds: float = 300.0
     same_error_cap: int = 3
     """Stop once the same status has come back this many times in a row."""
@@ -74,7 +75,9 @@ def with_retries(
 
 def _wait(failure: ProviderFailure, attempt: int, policy: RetryPolicy) -> float:
     if failure.retry_after is not None:
-        return min(failure.retry_after, policy.max_delay)
+        # The vendor said when; sooner only earns another refusal. A wait past the job's
+        # deadline or `max_seconds` ends the retries instead.
+        return failure.retry_after
     backoff = min(policy.max_delay, policy.initial_delay * 2.0 ** (attempt - 1))
     return float(backoff * random.uniform(0.5, 1.0))
 

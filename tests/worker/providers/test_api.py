@@ -425,6 +425,18 @@ def test_401_is_an_infra_error_not_retried_and_the_key_never_shows() -> None:
     assert "***" in (result.error.message if result.error else "")
 
 
+@pytest.mark.parametrize("padding", range(440, 520, 3))
+def test_a_key_split_by_the_message_cut_never_shows_even_in_part(padding: int) -> None:
+    """The vendor's text is cut to 500 characters; wherever the cut falls, no piece of the
+    key is left for masking to miss."""
+    body = {"error": {"message": "x" * padding + f" Bearer {KEY} was refused"}}
+    with serving(Reply(body, status=401)) as server:
+        result = execute(job(openai_target(server.url), SPEC_REQUESTS["E10"]), "w")
+    shown = result.model_dump_json()
+    pieces = {KEY[i : i + 6] for i in range(len(KEY) - 5)}
+    assert not [piece for piece in pieces if piece in shown], shown[-200:]
+
+
 def test_400_is_invalid_input() -> None:
     with serving(Reply({"error": {"message": "bad request"}}, status=400)) as server:
         result = execute(job(openai_target(server.url), SPEC_REQUESTS["E10"]), "w")
