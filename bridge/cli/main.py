@@ -23,7 +23,6 @@ from bridge.cli.worker import worker_command
 from bridge.cli.workspaces import provision_command, unlock_command
 from bridge.errors import EvalrelayError, InvalidFileError
 
-
 QUIET_LOGGERS = ("httpx", "httpcore", "openai", "anthropic", "google_genai", "urllib3")
 """Libraries whose debug output may carry a key."""
 
