@@ -19,8 +19,9 @@ import redis
 from celery import Celery, signals
 from kombu import Queue  # type: ignore[attr-defined]
 
+from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
-from bridge.queue.celery_queue import MAX_JOB_SECONDS, QUEUES, RUN_CASE, JobQueue
+from bridge.queue.celery_queue import QUEUES, RUN_CASE, JobQueue
 from bridge.queue.connection import broker_url, client_for, configured_url
 from bridge.queue.holders import ALIVE_SECONDS, declare_dead, hold, keep_alive, new_process_name
 from bridge.queue.jobs import Job

@@ -12,6 +12,7 @@ from rich.console import Console
 from bridge.cli.follow import follow_campaign, print_summary
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.project import Project
 from bridge.queue.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
 from bridge.queue.jobs import Job
@@ -22,7 +23,11 @@ from bridge.targets.targets_file import Targets
 @click.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--target", help="Run every case on this target.")
-@click.option("--repeats", type=click.IntRange(min=1), help="Run each case this many times.")
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1, max=MAX_REPEATS),
+    help="Run each case this many times.",
+)
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

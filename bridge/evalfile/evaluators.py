@@ -6,9 +6,13 @@ load unchanged.
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_validator
+
+from bridge.evalfile.limits import Seconds
 
 
 class _EvaluatorBase(BaseModel):
@@ -31,6 +35,15 @@ class NotContainsEvaluator(_EvaluatorBase):
 class RegexEvaluator(_EvaluatorBase):
     type: Literal["regex"]
     pattern: str
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str) -> str:
+        try:
+            re.compile(pattern, re.MULTILINE)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression ({exc}); fix the pattern") from None
+        return pattern
 
 
 class EqualsEvaluator(_EvaluatorBase):
@@ -55,7 +68,18 @@ class CodeEvaluator(_EvaluatorBase):
     cwd: str | None = None
     """Where the script runs, relative to the eval file (default: the eval file's folder).
     It runs on the worker, so the script must be at the same path there."""
-    timeout_seconds: PositiveFloat = 60.0
+    timeout_seconds: Seconds = 60.0
+
+    @field_validator("script")
+    @classmethod
+    def _not_empty(cls, script: str | list[str]) -> str | list[str]:
+        try:
+            words = shlex.split(script) if isinstance(script, str) else script
+        except ValueError as exc:
+            raise ValueError(f"script cannot be split into arguments ({exc})") from None
+        if not words or not words[0]:
+            raise ValueError("script is empty; give the command that grades the answer")
+        return script
 
 
 class LlmJudgeEvaluator(_EvaluatorBase):

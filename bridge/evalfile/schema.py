@@ -14,12 +14,11 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PositiveFloat,
-    PositiveInt,
     field_validator,
 )
 
 from bridge.evalfile.evaluators import EvaluatorSpec
+from bridge.evalfile.limits import Repeats, Seconds
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -119,8 +118,8 @@ class EvalCase(UserModel):
     execution: Execution | None = None
     evaluators: list[EvaluatorSpec] | None = None
     system_prompt: str | None = None
-    repeats: PositiveInt | None = None
-    timeout_seconds: PositiveFloat | None = None
+    repeats: Repeats | None = None
+    timeout_seconds: Seconds | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """The score at which this case passes (default: the file's, then 0.8)."""
     note: str | None = None
@@ -148,8 +147,8 @@ class EvalFile(UserModel):
     dataset: str | None = None
     system_prompt: str | None = None
     evaluators: list[EvaluatorSpec] | None = None
-    repeats: PositiveInt | None = None
-    timeout_seconds: PositiveFloat | None = None
+    repeats: Repeats | None = None
+    timeout_seconds: Seconds | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
     evalcases: list[EvalCase] = Field(min_length=1)

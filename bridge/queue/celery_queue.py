@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from celery import Celery
 
+from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url
 from bridge.queue.jobs import Job
 
@@ -22,8 +23,6 @@ QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
 HARD_LIMIT_GRACE_SECONDS = 60.0
 """How long past its own deadline a job may run before a prefork pool kills it."""
 
-MAX_JOB_SECONDS = 4 * 3600.0
-"""No job may run longer; the broker's visibility timeout is set well above it."""
 
 
 def producer_app(redis_url: str) -> Celery:

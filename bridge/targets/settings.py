@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from bridge.evalfile.limits import Seconds
+
 ENV_REFERENCE = re.compile(
     r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
 )
@@ -49,7 +51,7 @@ class TargetBase(BaseModel):
     judge_target: str | None = None
     """The target that grades this one's answers with `llm_judge`."""
     system_prompt: str | None = None
-    timeout_seconds: PositiveFloat | None = None
+    timeout_seconds: Seconds | None = None
     workers: PositiveInt | None = None
     """Accepted from AgentV files; concurrency comes from the workers here."""
 

@@ -27,7 +27,17 @@ HOSTILE: dict[str, bytes] = {
     "alias-bomb.yaml": BOMB.encode(),
     "latin1.yaml": ONE_CASE.format(content="caf\xe9").encode("latin-1"),
     "long-name.yaml": ONE_CASE.format(content=f"[{{type: file, value: {'n' * 300}.txt}}]").encode(),
-}
+    **{
+        name: (ONE_CASE.format(content="hi") + f"    {extra}\n").encode()
+        for name, extra in {
+            "bad-regex.yaml": 'evaluators: [{type: regex, pattern: "(["}]',
+            "empty-script.yaml": 'evaluators: [{type: code, script: ""}]',
+            "huge-repeats.yaml": "repeats: 100000000",
+            "endless-timeout.yaml": "timeout_seconds: .inf",
+            "over-cap-timeout.yaml": "timeout_seconds: 1e9",
+        }.items()
+    },
+}  # fmt: skip
 """File name → bytes. Each is refused; none may crash, hang or take a process down."""
 
 

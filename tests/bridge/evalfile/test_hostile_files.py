@@ -52,6 +52,13 @@ def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
     assert "not UTF-8 text" in said["latin1.yaml"]
     assert "File name too long" in said["long-name.yaml"]
     assert "not a regular file" in said["fifo.yaml"]
+    assert ":5:41: case 'h': evalcases[0].evaluators[0].pattern: not a valid regular " in (
+        said["bad-regex.yaml"]
+    )
+    assert "script is empty" in said["empty-script.yaml"]
+    assert "Input should be less than or equal to 1000" in said["huge-repeats.yaml"]
+    assert "Input should be a finite number" in said["endless-timeout.yaml"]
+    assert "less than or equal to 14400" in said["over-cap-timeout.yaml"]
 
 
 def test_a_watcher_sends_each_hostile_file_to_failed_and_goes_on(
