@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
@@ -64,6 +65,6 @@ def test_similarity_without_a_reference_is_a_grading_error() -> None:
         check(SimilarityEvaluator(type="similarity"), "s", "answer", None)
 
 
-def test_invalid_regex_is_a_grading_error_naming_the_pattern() -> None:
-    with pytest.raises(GradingError, match=r"invalid regex '\('"):
-        check(RegexEvaluator(type="regex", pattern="("), "r", "answer", None)
+def test_invalid_regex_is_refused_before_any_job_carries_it() -> None:
+    with pytest.raises(ValidationError, match=r"not a valid regular expression"):
+        RegexEvaluator(type="regex", pattern="(")
