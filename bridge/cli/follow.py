@@ -81,18 +81,26 @@ def follow_campaign(
 
 
 def warn_without_workers(client: redis.Redis, console: Console, info: CampaignInfo) -> bool:
-    """Say so when no worker has reported lately: otherwise a cluster run just waits."""
+    """Say so when no live worker serves a queue the campaign uses: otherwise a cluster run
+    just waits."""
     now = time.time()
     alive = [
-        raw
+        json.loads(raw)
         for raw in client.hvals(workers_key())
         if now - float(json.loads(raw).get("seen", 0)) < NO_WORKER_WARNING_SECONDS
     ]
-    if alive:
+    served = {queue for worker in alive for queue in worker.get("queues", [])}
+    unserved = [queue for queue in info.queues if queue not in served]
+    if alive and not unserved:
         return False
+    queues = ",".join(unserved or info.queues) or "api"
+    who = (
+        f"no live worker serves the queue {queues}"
+        if alive
+        else f"no worker has reported in the last {NO_WORKER_WARNING_SECONDS:.0f} s"
+    )
     console.print(
-        f"[yellow]no worker has reported in the last {NO_WORKER_WARNING_SECONDS:.0f} s;"
-        " start one with `evalrelay worker --queues api` (or the agent queues), or run "
+        f"[yellow]{who}; start one with `evalrelay worker --queues {queues}`, or run "
         "with --local-worker. Waiting.[/]"
     )
     return True

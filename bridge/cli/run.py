@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -88,14 +87,12 @@ def run_command(
     ) as runtime:
         if runtime.embedded or local_worker:
             check_targets_here(files, jobs)
-        info = CampaignInfo(
-            campaign_id=campaign_id,
-            created_at=datetime.now(UTC),
-            sources=[str(f.path) for f in files],
-            targets=sorted({j.target.name for j in jobs}),
-            total=len(jobs),
-            out_dir=str(out_dir),
-            collector="service" if detach else "run",
+        info = CampaignInfo.for_jobs(
+            campaign_id,
+            jobs,
+            [str(f.path) for f in files],
+            str(out_dir),
+            "service" if detach else "run",
         )
         submit(runtime.client, runtime.queue, info, jobs, files)
         if detach:

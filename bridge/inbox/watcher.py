@@ -17,7 +17,6 @@ import queue
 import socket
 import stat
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
@@ -247,15 +246,7 @@ class Watcher:
         jobs = plan_jobs(
             campaign_id, [loaded], None, None, fallback_target=folder_target or self.default_target
         )
-        info = CampaignInfo(
-            campaign_id=campaign_id,
-            created_at=datetime.now(UTC),
-            sources=[str(path)],
-            targets=sorted({j.target.name for j in jobs}),
-            total=len(jobs),
-            out_dir=str(self.out_dir),
-            collector="watch",
-        )
+        info = CampaignInfo.for_jobs(campaign_id, jobs, [str(path)], str(self.out_dir), "watch")
         submit(self.client, self.queue, info, jobs, [loaded])
         self.client.hset(watch_campaigns_key(self.inbox_id), campaign_id, "")
         self.submitted += 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.errors import EvalrelayError, TargetError
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
@@ -53,6 +53,28 @@ class CampaignInfo(BaseModel):
     collector: Literal["run", "service", "watch"] = "run"
     """Who writes the results: the `run` that submitted it, the `collect` service, or the
     watchers of the inbox it was dropped in."""
+    queues: list[str] = Field(default_factory=list)
+    """The queues its jobs go to, so a command can say when no live worker serves one."""
+
+    @classmethod
+    def for_jobs(
+        cls,
+        campaign_id: str,
+        jobs: Sequence[Job],
+        sources: Sequence[str],
+        out_dir: str,
+        collector: Literal["run", "service", "watch"],
+    ) -> CampaignInfo:
+        return cls(
+            campaign_id=campaign_id,
+            created_at=datetime.now(UTC),
+            sources=list(sources),
+            targets=sorted({j.target.name for j in jobs}),
+            total=len(jobs),
+            out_dir=out_dir,
+            collector=collector,
+            queues=sorted({j.target.queue for j in jobs}),
+        )
 
 
 class Progress(BaseModel):

@@ -36,3 +36,17 @@ def test_stays_quiet_while_a_worker_is_alive(client: redis.Redis) -> None:
     client.hset(workers_key(), "w@host", json.dumps({"seen": time.time()}))
     assert not warn_without_workers(client, Console(file=output), INFO)
     assert output.getvalue() == ""
+
+
+def test_warns_when_live_workers_serve_none_of_the_campaigns_queues(client: redis.Redis) -> None:
+    """An `agent.cli` campaign with only `api` workers would wait for ever."""
+    output = io.StringIO()
+    info = INFO.model_copy(update={"queues": ["agent.cli", "api"]})
+    client.hset(workers_key(), "w@host", json.dumps({"seen": time.time(), "queues": ["api"]}))
+    assert warn_without_workers(client, Console(file=output, width=200), info)
+    assert output.getvalue() == (
+        "no live worker serves the queue agent.cli; start one with `evalrelay worker --queues "
+        "agent.cli`, or run with --local-worker. Waiting.\n"
+    )
+    client.hset(workers_key(), "v@host", json.dumps({"seen": time.time(), "queues": ["agent.cli"]}))
+    assert not warn_without_workers(client, Console(file=io.StringIO()), info)
