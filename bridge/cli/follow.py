@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo, progress, round_progress
 from bridge.reports.writer import report_path, write_html_beside
@@ -70,6 +71,8 @@ def follow_campaign(
                     counts=counts_text(state.counts),
                     rate=f"{rate:.1f}/s",
                 )
+                if not state.known:
+                    raise lost_campaign(info, collector.results_file(info.campaign_id).summary)
                 if state.finished:
                     break
                 if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
@@ -78,6 +81,16 @@ def follow_campaign(
         summary = collector.results_file(info.campaign_id).summary
         collector.close()
     return summary
+
+
+def lost_campaign(info: CampaignInfo, summary: CampaignSummary) -> EvalrelayError:
+    """Redis restarted without its data: say what was kept and what to do, never a traceback."""
+    file = results_path(Path(info.out_dir), info.campaign_id)
+    return EvalrelayError(
+        f"campaign {info.campaign_id} is gone from Redis: it restarted without keeping its "
+        f"data (run Redis with appendonly yes). {summary.results} of {info.total} results "
+        f"are in {file}; run the eval files again for the rest"
+    )
 
 
 def warn_without_workers(client: redis.Redis, console: Console, info: CampaignInfo) -> bool:

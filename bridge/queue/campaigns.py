@@ -81,6 +81,8 @@ class Progress(BaseModel):
     total: int
     done: int
     counts: dict[str, int]
+    known: bool = True
+    """False when Redis no longer has the campaign: it restarted without its data."""
 
     @property
     def finished(self) -> bool:
@@ -236,7 +238,10 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
         raw, listed, done, counts = replies[4 * i : 4 * i + 4]
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
         found[campaign_id] = Progress(
-            total=max(total, listed), done=done, counts={k: int(v) for k, v in counts.items()}
+            total=max(total, listed),
+            done=done,
+            counts={k: int(v) for k, v in counts.items()},
+            known=raw is not None,
         )
     return found
 

@@ -89,12 +89,21 @@ class Collector:
             return 0
         for campaign_id in campaigns:
             self._ensure_group(campaign_id)
-        entries = self._own_pending(campaigns)
-        if time.monotonic() - self.claimed_at >= CLAIM_INTERVAL_SECONDS:
-            entries += self._claim_abandoned(campaigns)
-            self.claimed_at = time.monotonic()
-        if not entries:
-            entries = self._read_new(campaigns, block_ms)
+        try:
+            entries = self._own_pending(campaigns)
+            if time.monotonic() - self.claimed_at >= CLAIM_INTERVAL_SECONDS:
+                entries += self._claim_abandoned(campaigns)
+                self.claimed_at = time.monotonic()
+            if not entries:
+                entries = self._read_new(campaigns, block_ms)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            # Redis restarted without its data: make the groups again on the next poll.
+            log.warning("collector %s: result streams were lost; reading them anew", self.consumer)
+            self.groups.clear()
+            self.own_pending_read.clear()
+            return 0
         written = self._handle(entries)
         self._maybe_write_summaries()
         return written

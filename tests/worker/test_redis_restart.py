@@ -21,10 +21,12 @@ from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 
 
 class PrivateRedis:
-    """A redis-server of the test's own, on a Unix socket, with an append-only file."""
+    """A redis-server of the test's own, on a Unix socket, with an append-only file unless
+    told to keep nothing (then a restart loses every key)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, keep: bool = True) -> None:
         self.folder = folder
+        self.keep = keep
         self.socket = folder / "redis.sock"
         self.url = f"unix://{self.socket}"
         self.process: subprocess.Popen[bytes] | None = None
@@ -42,7 +44,7 @@ class PrivateRedis:
                 "--dir",
                 str(self.folder),
                 "--appendonly",
-                "yes",
+                "yes" if self.keep else "no",
                 "--appendfsync",
                 "always",
                 "--save",
@@ -100,3 +102,38 @@ def test_worker_keeps_working_across_a_redis_restart(
         120,
         "every job's result after the restart",
     )
+
+
+def test_run_says_so_when_redis_restarts_without_its_data(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """Redis keeping nothing: a restart loses the campaign and its queued jobs; `run` must
+    say what happened and where the results so far are, not crash or wait for ever."""
+    server = PrivateRedis(tmp_path, keep=False)
+    server.start()
+    try:
+        root = project(
+            {
+                "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 300}\n",
+                "evals.yaml": one_turn_cases(40),
+            }
+        )
+        processes.env["EVALRELAY_REDIS_URL"] = server.url
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        processes.worker(client, "w@test", "--concurrency", "2")
+        run = processes.start("run", str(root / "evals.yaml"), "--target", "slow", name="run")
+        wait_for(
+            lambda: any(p.stat().st_size for p in (root / "results").glob("*.jsonl")),
+            60,
+            "the first results",
+        )
+        server.stop()
+        server.start()
+        assert run.wait(60) == 1
+    finally:
+        server.stop()
+    said = processes.log("run")
+    assert "Traceback" not in said
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    assert f"campaign {jsonl.stem} is gone from Redis" in " ".join(said.split())
+    assert "run Redis with appendonly yes" in " ".join(said.split())
