@@ -11,7 +11,7 @@ import click
 
 from bridge.queue.campaigns import CampaignInfo, list_campaigns, load_info, progress
 from bridge.queue.runtime import open_runtime
-from bridge.reports.writer import write_html_beside
+from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 
 
@@ -53,7 +53,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             name or f"collect@{socket.gethostname()}",
             out_dir_for,
             lambda c: infos[c].total,
-            write_html_beside,
+            ensure_html_beside,
         )
         try:
             while not stopping:

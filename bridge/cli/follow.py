@@ -15,7 +15,7 @@ from rich.table import Table
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo, progress, round_progress
-from bridge.reports.writer import report_path, write_html_beside
+from bridge.reports.writer import ensure_html_beside, report_path
 from bridge.results.collector import Collector
 from bridge.results.results_file import results_path
 from bridge.results.summary import CampaignSummary
@@ -40,7 +40,7 @@ def follow_campaign(
         consumer or f"run-{info.campaign_id}",
         lambda _: out_dir,
         lambda _: info.total,
-        write_html_beside,
+        ensure_html_beside,
     )
     started = time.monotonic()
     warned = False

@@ -46,7 +46,7 @@ from bridge.queue.campaigns import (
     submit,
 )
 from bridge.queue.celery_queue import JobQueue
-from bridge.reports.writer import write_html_beside
+from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class Watcher:
             f"watch-{self.inbox_id}@{socket.gethostname()}",
             lambda c: Path(load_info(client, c).out_dir),
             lambda c: load_info(client, c).total,
-            write_html_beside,
+            ensure_html_beside,
         )
         self.last_scan = 0.0
         self.followed_at = 0.0

@@ -28,3 +28,11 @@ def write_html_beside(results: Path) -> Path:
     """The HTML report next to the campaign's JSONL, as `run` and the watcher leave it."""
     campaign = CampaignResults.load(results)
     return write_report(campaign, "html", report_path(results.parent, campaign.campaign_id, "html"))
+
+
+def ensure_html_beside(results: Path) -> Path:
+    """The HTML report beside a complete JSONL, written unless one newer than it is there."""
+    report = report_path(results.parent, results.stem, "html")
+    if report.exists() and report.stat().st_mtime >= results.stat().st_mtime:
+        return report
+    return write_html_beside(results)

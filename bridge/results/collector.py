@@ -26,7 +26,7 @@ from bridge.keys import (
     results_stream_key,
 )
 from bridge.results.result import Result
-from bridge.results.results_file import ResultsFile
+from bridge.results.results_file import ResultsFile, results_path
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +67,9 @@ class Collector:
         expected_for: Callable[[str], int | None] = lambda _: None,
         on_complete: Callable[[Path], object] = lambda _: None,
     ) -> None:
-        """`on_complete` gets the JSONL path of each campaign this collector completes (the
-        commands pass the HTML report writer; results know nothing of reports)."""
+        """`on_complete` gets the JSONL path of each complete campaign this collector finishes,
+        maybe more than once (the commands pass the HTML report writer, which writes only a
+        missing or stale report; results know nothing of reports)."""
         self.client = client
         self.consumer = consumer
         self.out_dir_for = out_dir_for
@@ -116,16 +117,21 @@ class Collector:
             file.close()
             expected = file.summary.expected
             if expected is not None and file.summary.results >= expected:
-                self._write_report(file)
+                self._complete(file.path)
+        else:
+            # A collector killed between the last line and `on_complete` left it undone.
+            path = results_path(self.out_dir_for(campaign_id), campaign_id)
+            if path.exists():
+                self._complete(path)
         self.held_at.pop(campaign_id, None)
         self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
 
-    def _write_report(self, file: ResultsFile) -> None:
+    def _complete(self, path: Path) -> None:
         """A failure here (a report that cannot be written) is only logged: the results stand."""
         try:
-            self.on_complete(file.path)
+            self.on_complete(path)
         except Exception:
-            log.exception("could not finish %s", file.path)
+            log.exception("could not finish %s", path)
 
     def _hold(self, campaign_id: str) -> bool:
         """Take or keep the campaign's collector lease; one collector writes a file at a time."""

@@ -3,6 +3,7 @@ HTML page rendered by headless Chromium, and the comparison of two campaigns."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from bridge.reports.compare import Change, compare
 from bridge.reports.html import html_report
 from bridge.reports.junit import junit_xml
 from bridge.reports.markdown import markdown_report
+from bridge.reports.writer import ensure_html_beside
 from bridge.results.result import Status
 from tests.bridge.reports.reporting import CAMPAIGN, graded, result, write_campaign
 
@@ -171,3 +173,17 @@ def test_compare_names_what_got_better_and_worse(tmp_path: Path) -> None:
         ("capital", "claude"): Change.GONE,
         ("river", "claude"): Change.GONE,
     }
+
+
+def test_ensure_html_writes_a_missing_or_stale_report_and_keeps_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    results = write_campaign(tmp_path, [result("a", "t", Status.OK)])
+    report = ensure_html_beside(results)
+    assert report == tmp_path / "camp.html" and report.exists()
+    os.utime(report, (1, 1))  # older than the results: written again
+    ensure_html_beside(results)
+    fresh = report.stat().st_mtime
+    assert fresh > 1
+    ensure_html_beside(results)
+    assert report.stat().st_mtime == fresh

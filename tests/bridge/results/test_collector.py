@@ -188,3 +188,20 @@ def test_a_running_collector_waits_for_a_campaign_whose_jobs_are_still_being_sto
     results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
     wait_for(lambda: results.exists() and len(read_jsonl(results)) == 30, 60, "all 30 lines")
     assert len({line["job_id"] for line in read_jsonl(results)}) == 30
+
+
+def test_a_collector_started_after_one_killed_before_the_report_writes_it(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(5)})
+    processes.worker(client, "echo@test", "-Q", "api")
+    info = submit_campaign(redis_url, root, 5, target="echo")
+    first = processes.start("collect", name="first")
+    report = Path(info.out_dir) / f"{info.campaign_id}.html"
+    wait_for(report.exists, 60, "the first collector's report")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    report.unlink()  # what a collector killed after the last line, before the report, leaves
+    processes.start("collect", name="second")
+    wait_for(report.exists, 30, "the report from the collector started next")
+    assert len(read_jsonl(Path(info.out_dir) / f"{info.campaign_id}.jsonl")) == 5
