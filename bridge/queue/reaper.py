@@ -70,7 +70,7 @@ def _resend(
 def _stored_job(client: redis.Redis, job_id: str) -> Job | None:
     payload = client.get(job_key(job_id))
     if payload is None:
-        log.error("job %s: lease expired but the job is no longer stored", job_id)
+        log.error("job %s: to be sent again, but the job is no longer stored", job_id)
         return None
     try:
         return Job.model_validate_json(payload)
