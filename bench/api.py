@@ -23,7 +23,7 @@ from bench.pipeline import URL, evalrelay_worker, stop, wait  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import results_stream_key  # noqa: E402
 from bridge.queue.campaigns import plan_jobs  # noqa: E402
-from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
+from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving  # noqa: E402
 
@@ -41,7 +41,7 @@ def measure(
         campaign = f"api-{concurrency}"
         jobs = plan_jobs(campaign, [load_eval_file(folder / "bench.yaml")], "slow", None)
         started = time.monotonic()
-        JobQueue(producer_app(URL)).send(jobs)
+        JobQueue.connect(URL).send(jobs)
         wait(lambda: client.xlen(results_stream_key(campaign)) >= cases, 900)
         return cases / (time.monotonic() - started)
     finally:

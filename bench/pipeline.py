@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
-from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
+from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from bridge.results.collector import Collector  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 
@@ -120,7 +120,7 @@ def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInf
         out_dir=str(folder / "results"),
         collector="service",
     )
-    submit(client, JobQueue(producer_app(URL)), info, jobs, [loaded])
+    submit(client, JobQueue.connect(URL), info, jobs, [loaded])
     return info, time.monotonic() - started
 
 

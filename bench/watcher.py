@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.inbox.watcher import Watcher  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, new_campaign_id, plan_jobs, submit  # noqa: E402
-from bridge.queue.celery_queue import JobQueue, producer_app  # noqa: E402
+from bridge.queue.celery_queue import JobQueue  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
 CASE = "evalcases:\n  - id: c{n}\n    input_messages: [{{role: user, content: 'hi {n}'}}]\n"
@@ -108,7 +108,7 @@ def main() -> None:
     args = parser.parse_args()
     client = redis.Redis.from_url(URL, decode_responses=True)
     client.flushdb()
-    queue = JobQueue(producer_app(URL))
+    queue = JobQueue.connect(URL)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "evalrelay.yaml").write_text("")

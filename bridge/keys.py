@@ -70,6 +70,21 @@ def holders_key() -> str:
     return f"{PREFIX}:holders"
 
 
+def outstanding_key(queue: str) -> str:
+    """Sorted set: the jobs sent to `queue` and not yet finished, scored by when sent (ms)."""
+    return f"{PREFIX}:outstanding:{queue}"
+
+
+def unseen_key() -> str:
+    """Hash: job id → when (ms) the reaper first found it sent but nowhere (`outstanding`)."""
+    return f"{PREFIX}:unseen"
+
+
+def unacked_sweep_key() -> str:
+    """String with a TTL: present for a while after a sweep of the broker's `unacked` hash."""
+    return f"{PREFIX}:unacked-sweep"
+
+
 def alive_key(process: str) -> str:
     """String with a TTL: present while the worker process renews it."""
     return f"{PREFIX}:alive:{process}"

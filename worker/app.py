@@ -126,7 +126,7 @@ def start_background(consumer: Any) -> None:
     app = consumer.app
     client = redis_client(app.conf.evalrelay_redis_url)
     name = consumer.hostname
-    queue = JobQueue(app)
+    queue = JobQueue(app, client)
     stopping = threading.Event()
     _background[name] = (stopping, client)
 

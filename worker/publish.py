@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import done_key, inflight_key, lease_key, results_stream_key
+from bridge.keys import done_key, inflight_key, lease_key, outstanding_key, results_stream_key
 from bridge.queue.holders import let_go
 from bridge.results.result import Result
 
@@ -16,6 +16,7 @@ if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
   added = 1
+  redis.call('ZREM', KEYS[5], ARGV[2])
 end
 if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
   redis.call('DEL', KEYS[3])
@@ -23,11 +24,12 @@ if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
 end
 return added
 """
-"""One round trip: append the result unless already there, then release the lease if ours."""
+"""One round trip: append the result unless already there (and the job is no longer
+outstanding), then release the lease if ours."""
 
 
 def publish(
-    client: redis.Redis, result: Result, lease_token: str = "", message_id: str = ""
+    client: redis.Redis, result: Result, queue: str, lease_token: str = "", message_id: str = ""
 ) -> bool:
     """Append the result unless this attempt (or a later one) is already published; in the
     same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`)."""
@@ -36,6 +38,7 @@ def publish(
         results_stream_key(result.campaign_id),
         lease_key(result.job_id),
         inflight_key(),
+        outstanding_key(queue),
     )
     pipe = client.pipeline(transaction=False)
     pipe.eval(

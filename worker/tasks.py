@@ -13,6 +13,7 @@ from celery import Celery, Task
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
+from bridge.queue.outstanding import mark_finished
 from bridge.results.result import Status
 from worker.execute import execute, never_started
 from worker.lease import Lease
@@ -41,7 +42,7 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
         try:
             return run_job(client(), job, worker, message)
         except NoCapacity as busy:
-            return wait_for_capacity(client(), JobQueue(app), job, worker, busy, message)
+            return wait_for_capacity(client(), JobQueue(app, client()), job, worker, busy, message)
 
 
 def wait_for_capacity(
@@ -55,7 +56,8 @@ def wait_for_capacity(
     since = job.waiting_since or time.time()
     if time.time() - since >= job.timeout_seconds:
         why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
-        publish(client, never_started(job, worker, Status.TIMEOUT, why, since), message_id=message)
+        timeout = never_started(job, worker, Status.TIMEOUT, why, since)
+        publish(client, timeout, job.target.queue, message_id=message)
         log.warning("job %s: %s", job.job_id, why)
         return Status.TIMEOUT.value
     log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
@@ -72,13 +74,15 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
     )
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
+        if outcome == "cancelled":
+            mark_finished(client, job.target.queue, job.job_id)
         if message:
             let_go(client, job.job_id, message)
         return outcome
     try:
         with lease.heartbeat():
             result = execute(job, worker, client)
-        published = publish(client, result, lease.token, message)
+        published = publish(client, result, job.target.queue, lease.token, message)
     except BaseException:
         lease.release()
         raise

@@ -28,7 +28,5 @@ def resume_command(campaign: str, local_worker: bool) -> None:
         console.print(
             f"campaign [bold]{campaign}[/]: {len(missing)} of {info.total} jobs sent again"
         )
-        summary = follow_campaign(
-            runtime.client, info, console, sent=[j.job_id for j in missing]
-        )
+        summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in missing])
     print_summary(console, info, summary)

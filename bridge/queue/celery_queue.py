@@ -6,14 +6,15 @@ JSON are the whole contract.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable
 
+import redis
 from celery import Celery
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
-from bridge.queue.connection import broker_url
-from bridge.queue.jobs import Job
+from bridge.queue.connection import broker_url, client_for
+from bridge.queue.jobs import Job, new_message_id
+from bridge.queue.outstanding import SENT_HEADER, mark_sent, now_ms
 
 RUN_CASE = "evalrelay.run_case"
 """The Celery task that runs one job."""
@@ -22,7 +23,6 @@ QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
 
 HARD_LIMIT_GRACE_SECONDS = 60.0
 """How long past its own deadline a job may run before a prefork pool kills it."""
-
 
 
 def producer_app(redis_url: str) -> Celery:
@@ -40,16 +40,27 @@ def producer_app(redis_url: str) -> Celery:
 class JobQueue:
     """Puts jobs on the queue their target's kind routes them to."""
 
-    def __init__(self, app: Celery) -> None:
+    def __init__(self, app: Celery, client: redis.Redis) -> None:
         self.app = app
+        self.client = client
+
+    @classmethod
+    def connect(cls, url: str) -> JobQueue:
+        return cls(producer_app(url), client_for(url))
 
     def send(self, jobs: Iterable[Job], countdown: float | None = None) -> int:
         """Queue the jobs, to start no sooner than `countdown` seconds from now if given.
 
-        Every message gets an id of its own (the job id, its attempt, a random tail), so
-        the worker holding a message can be told from the one holding a later message
-        of the same job (`bridge.queue.holders`).
+        Each is first recorded as outstanding (`bridge.queue.outstanding`), so that a job
+        is never on its way without the record that lets the reaper find it if lost.
         """
+        jobs = list(jobs)
+        sent_ms = now_ms()
+        pipe = self.client.pipeline(transaction=False)
+        for queue in {job.target.queue for job in jobs}:
+            ids = [job.job_id for job in jobs if job.target.queue == queue]
+            mark_sent(pipe, queue, ids, sent_ms)
+        pipe.execute()
         sent = 0
         with self.app.producer_or_acquire() as producer:
             for job in jobs:
@@ -58,7 +69,8 @@ class JobQueue:
                     RUN_CASE,
                     args=[job.model_dump(mode="json")],
                     queue=job.target.queue,
-                    task_id=f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}",
+                    task_id=new_message_id(job),
+                    headers={SENT_HEADER: sent_ms},
                     countdown=countdown,
                     time_limit=limit,
                     soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,

@@ -61,6 +61,12 @@ def let_go(client: redis.Redis, job_id: str, message_id: str) -> None:
     client.eval(_LET_GO, 1, holders_key(), job_id, message_id)
 
 
+def messages_held(client: redis.Redis, job_ids: list[str]) -> list[str | None]:
+    """The id of the message held for each job, if any."""
+    held = cast(list[str | None], client.hmget(holders_key(), job_ids)) if job_ids else []
+    return [value.partition(" ")[0] if value else None for value in held]
+
+
 def take_from_dead(client: redis.Redis) -> list[str]:
     """The jobs whose holding process is dead, each taken off the holders (by one caller)."""
     held = cast(dict[str, str], client.hgetall(holders_key()))
@@ -74,6 +80,5 @@ def take_from_dead(client: redis.Redis) -> list[str]:
     return [
         job_id
         for job_id, value in held.items()
-        if value.partition(" ")[2] in dead
-        and client.eval(_TAKE, 1, holders_key(), job_id, value)
+        if value.partition(" ")[2] in dead and client.eval(_TAKE, 1, holders_key(), job_id, value)
     ]

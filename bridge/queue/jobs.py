@@ -8,6 +8,7 @@ content hashes of attached files, whose text lives once in Redis (`bridge.queue.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,16 @@ def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: in
     """Deterministic: the same case, target and repeat in a campaign is always the same job."""
     key = "\0".join((campaign_id, dataset, case_id, target, str(repeat)))
     return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def new_message_id(job: Job) -> str:
+    """Every message of a job gets an id of its own, so the worker holding one message can be
+    told from the one holding a later message of the same job (`bridge.queue.holders`)."""
+    return f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}"
+
+
+def job_id_of_message(message_id: str) -> str:
+    return message_id.rsplit("-", 2)[0]
 
 
 def build_job(

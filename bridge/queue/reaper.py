@@ -1,5 +1,6 @@
-"""Sending again the jobs whose worker died: running ones, whose lease ran out, and
-taken-but-not-running ones (prefetched, waiting for capacity), whose holder is dead.
+"""Sending again the jobs whose worker died: running ones, whose lease ran out;
+taken-but-not-running ones (prefetched, waiting for capacity), whose holder is dead; and
+the ones lost on the way from the queue to a worker (`bridge.queue.outstanding`).
 
 Every worker runs a reaper thread; a short Redis lock lets one of them work at a time.
 This is how a killed worker's jobs run again within a minute, instead of after the
@@ -11,15 +12,16 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import redis
 from pydantic import ValidationError
 
 from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
-from bridge.queue.holders import take_from_dead
+from bridge.queue.celery_queue import QUEUES, RUN_CASE
+from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
 from bridge.queue.jobs import Job
+from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -39,27 +41,52 @@ return taken
 """
 
 
-def reap_expired(client: redis.Redis, send: Callable[[Job], None], limit: int = 200) -> list[str]:
-    """Send again every job whose lease expired or whose holder died; returns their ids."""
-    now_ms = int(time.time() * 1000)
-    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms, limit, lease_key(""))
+LOST_AFTER_MS = int(ALIVE_SECONDS * 1000)
+"""How long a job must be found nowhere before it counts as lost: far longer than a
+message takes from Redis's list to the worker's record of it."""
+
+
+def reap_expired(
+    client: redis.Redis,
+    send: Callable[[Job], None],
+    limit: int = 200,
+    queues: Sequence[str] = QUEUES,
+) -> list[str]:
+    """Send again every job whose lease expired, whose holder died, or that was lost;
+    returns their ids."""
+    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
     # lease's own expiry sends that one.
     orphans = [j for j in take_from_dead(client) if not client.exists(lease_key(j))]
-    return resent + _resend(client, send, orphans, "the worker holding it is gone")
+    resent += _resend(client, send, orphans, "the worker holding it is gone")
+    lost = find_lost(client, queues, LOST_AFTER_MS)
+    return resent + _resend(
+        client, send, list(lost), "taken off its queue but held by no worker", lost
+    )
 
 
 def _resend(
-    client: redis.Redis, send: Callable[[Job], None], job_ids: list[str], why: str
+    client: redis.Redis,
+    send: Callable[[Job], None],
+    job_ids: list[str],
+    why: str,
+    queues: dict[str, str] | None = None,
 ) -> list[str]:
+    """Send each job again unless it is cancelled, finished or no longer stored; those
+    are no longer outstanding."""
     resent = []
     for job_id in job_ids:
         job = _stored_job(client, job_id)
-        if job is None or client.exists(cancel_key(job.campaign_id)):
-            continue
         done = client.get(done_key(job_id))
-        if done is not None and int(done) >= job.attempt:
+        if (
+            job is None
+            or client.exists(cancel_key(job.campaign_id))
+            or (done is not None and int(done) >= job.attempt)
+        ):
+            queue = job.target.queue if job else (queues or {}).get(job_id)
+            if queue:
+                mark_finished(client, queue, job_id)
             continue
         log.warning("job %s: %s; sending it again", job_id, why)
         send(job)
@@ -91,6 +118,7 @@ class Reaper(threading.Thread):
         super().__init__(daemon=True, name="evalrelay-reaper")
         self.client, self.send, self.owner, self.interval = client, send, owner, interval
         self.stopping = stopping or threading.Event()
+        self.unacked = UnackedSweep(RUN_CASE)
 
     def run(self) -> None:
         while not self.stopping.wait(self.interval):
@@ -99,6 +127,8 @@ class Reaper(threading.Thread):
                     reaper_lock_key(), self.owner, nx=True, px=int(self.interval * 1000)
                 ):
                     reap_expired(self.client, self.send)
+                    if dropped := self.unacked.run(self.client, LOST_AFTER_MS):
+                        log.info("reaper: dropped %d stale entries of `unacked`", dropped)
             except redis.RedisError as exc:
                 log.warning("reaper: Redis error, retrying: %s", exc)
             except Exception:

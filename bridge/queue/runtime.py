@@ -38,4 +38,4 @@ def open_runtime(
         client = connect(url)
         if worker and (embedded or force_local_worker):
             stack.enter_context(local_worker(url, list(QUEUES), concurrency))
-        yield Runtime(client, url, JobQueue(producer_app(url)), embedded)
+        yield Runtime(client, url, JobQueue(producer_app(url), client), embedded)

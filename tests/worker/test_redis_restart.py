@@ -16,7 +16,7 @@ import redis
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs, store_jobs
-from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.celery_queue import JobQueue
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 
 
@@ -90,13 +90,13 @@ def test_worker_keeps_working_across_a_redis_restart(
     processes.worker(client, "survivor@test", "--concurrency", "2")
     jobs = plan_jobs("restart", [load_eval_file(root / "evals.yaml")], "slow", None)
     store_jobs(client, jobs)  # as a campaign does: the reaper can send any of them again
-    JobQueue(producer_app(private_redis.url)).send(jobs[:10])
+    JobQueue.connect(private_redis.url).send(jobs[:10])
     wait_for(lambda: client.xlen(results_stream_key("restart")) >= 2, 30, "the first results")
     private_redis.stop()
     time.sleep(1)
     private_redis.start()
     client = redis.Redis.from_url(private_redis.url, decode_responses=True)
-    JobQueue(producer_app(private_redis.url)).send(jobs[10:])
+    JobQueue.connect(private_redis.url).send(jobs[10:])
     wait_for(
         lambda: len({e["job_id"] for _, e in client.xrange(results_stream_key("restart"))}) == 20,
         120,

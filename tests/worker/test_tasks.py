@@ -20,7 +20,7 @@ import redis
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import inflight_key, lease_key, results_stream_key
 from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit
-from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
@@ -47,7 +47,7 @@ def submit_campaign(
         collector=collector,
     )  # type: ignore[arg-type]
     client = redis.Redis.from_url(redis_url, decode_responses=True)
-    submit(client, JobQueue(producer_app(redis_url)), info, jobs, [loaded])
+    submit(client, JobQueue.connect(redis_url), info, jobs, [loaded])
     return info
 
 
@@ -115,7 +115,7 @@ def test_same_job_delivered_twice_runs_once(
     processes.worker(client, "twice@test", "--concurrency", "4")
     loaded = load_eval_file(root / "evals.yaml")
     (job,) = plan_jobs("dup", [loaded], "slow", None)
-    queue = JobQueue(producer_app(redis_url))
+    queue = JobQueue.connect(redis_url)
     queue.send([job])
     queue.send([job])
     wait_for(lambda: client.xlen(results_stream_key("dup")) == 1, 30, "the result")

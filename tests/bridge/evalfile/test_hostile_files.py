@@ -43,8 +43,9 @@ def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
     root = project({})
     write_hostile(root / "evals")
     said = {p.name: validate(p).stdout for p in (root / "evals").iterdir()}
-    assert ":4:33: not a YAML text file: special characters are not allowed ('\\x00')" in (
-        said["nul-byte.yaml"]
+    assert (
+        ":4:33: not a YAML text file: special characters are not allowed ('\\x00')"
+        in (said["nul-byte.yaml"])
     )
     assert "nested more than 64 levels deep" in said["brackets.yaml"]
     assert "nested more than 64 levels deep" in said["deep-mapping.yaml"]
@@ -52,8 +53,9 @@ def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
     assert "not UTF-8 text" in said["latin1.yaml"]
     assert "File name too long" in said["long-name.yaml"]
     assert "not a regular file" in said["fifo.yaml"]
-    assert ":5:41: case 'h': evalcases[0].evaluators[0].pattern: not a valid regular " in (
-        said["bad-regex.yaml"]
+    assert (
+        ":5:41: case 'h': evalcases[0].evaluators[0].pattern: not a valid regular "
+        in (said["bad-regex.yaml"])
     )
     assert "script is empty" in said["empty-script.yaml"]
     assert "Input should be less than or equal to 1000" in said["huge-repeats.yaml"]
@@ -71,9 +73,7 @@ def test_a_watcher_sends_each_hostile_file_to_failed_and_goes_on(
     wait_for(lambda: "watching" in processes.log("watcher"), 30, "the watcher to start")
     hostile = write_hostile(inbox)
     failed = inbox / "failed"
-    wait_for(
-        lambda: all((failed / p.name).exists() for p in hostile), 60, "every file in failed/"
-    )
+    wait_for(lambda: all((failed / p.name).exists() for p in hostile), 60, "every file in failed/")
     (inbox / "good.yaml").write_text(
         "evalcases:\n  - id: g\n    input_messages: [{role: user, content: hi}]\n"
     )

@@ -22,7 +22,7 @@ import redis
 from bridge.inbox.watcher import Watcher
 from bridge.keys import campaigns_key
 from bridge.queue.campaigns import list_campaigns, load_info
-from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.celery_queue import JobQueue
 from tests.conftest import Processes, WriteFiles, wait_for
 
 CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"
@@ -41,7 +41,7 @@ def watching(
 ) -> Iterator[Watcher]:
     watcher = Watcher(
         client,
-        JobQueue(producer_app(redis_url)),
+        JobQueue.connect(redis_url),
         inbox,
         inbox.parent / "results",
         default_target="mock",

@@ -15,7 +15,7 @@ from bridge.evalfile.cases import load_eval_file
 from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stream_key
 from bridge.prompt.build import PromptRequest
 from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
-from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.celery_queue import JobQueue
 from bridge.results import collector as collector_module
 from bridge.results.collector import Collector
 from bridge.results.result import Result, Status
@@ -175,7 +175,7 @@ def test_a_running_collector_waits_for_a_campaign_whose_jobs_are_still_being_sto
     )  # type: ignore[arg-type]
     jobs = plan_jobs(info.campaign_id, [loaded], "echo", None)
     half = len(jobs) // 2
-    queue = JobQueue(producer_app(redis_url))
+    queue = JobQueue.connect(redis_url)
     announce(client, info, [loaded])  # the campaign exists, no job yet
     processes.start("collect", name="collector")
     time.sleep(3)  # several polls of the collector over a campaign with no jobs

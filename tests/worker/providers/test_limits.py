@@ -11,7 +11,7 @@ import redis
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs
-from bridge.queue.celery_queue import JobQueue, producer_app
+from bridge.queue.celery_queue import JobQueue
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 from worker.providers.limits import RateGate
@@ -39,7 +39,7 @@ def test_two_workers_never_exceed_the_targets_rpm(
                 client, name, "--concurrency", "8", "--loglevel", "DEBUG", extra_env=env
             )
         jobs = plan_jobs("rpm", [load_eval_file(root / "evals.yaml")], "limited", None)
-        JobQueue(producer_app(redis_url)).send(jobs)
+        JobQueue.connect(redis_url).send(jobs)
         wait_for(lambda: client.xlen(results_stream_key("rpm")) == 8, 60, "eight results")
     times = sorted(seen.at for seen in server.seen)
     assert len(times) == 8

@@ -1,0 +1,154 @@
+"""Every job sent to a queue and not yet finished, and finding the ones nobody has.
+
+Redis keeps a queued message, and a worker records each message it takes (`holders`);
+but between the two, when Redis has handed the message over and the worker has not yet
+written it down, a worker killed takes the job with it and nothing else knows. So each
+job sent is also written here with the time it was sent, and the reaper looks for the
+jobs that are nowhere: sent before the oldest message still on their queue's list (a
+list is first in, first out), not held by a worker, not running, and still so a while
+later. Those were lost and are sent again; should one not have been, the second
+delivery is harmless (the lease and the done mark let one attempt run and publish).
+
+Celery's Redis transport also keeps each message a worker took in its `unacked` hash,
+to put back on the queue after the visibility timeout (hours, longer than any job). A
+killed worker's entries would sit there until then, so the sweep here drops the ones
+no live worker holds; the jobs behind them are covered by this accounting already.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+import redis
+
+from bridge.keys import holders_key, lease_key, outstanding_key, unacked_sweep_key, unseen_key
+from bridge.queue.holders import ALIVE_SECONDS, messages_held
+from bridge.queue.jobs import job_id_of_message
+
+SENT_HEADER = "evalrelay_sent_ms"
+"""The message header holding when it was sent, as written in `outstanding`."""
+
+ORDER_SLACK_MS = 10_000
+"""Two senders may push their messages in another order than they stamped them."""
+
+UNACKED_KEY, UNACKED_INDEX_KEY = "unacked", "unacked_index"
+"""Where Celery's Redis transport (kombu) keeps the messages workers took."""
+
+UNACKED_SWEEP_SECONDS = ALIVE_SECONDS
+
+_UNSEEN = """
+local found = {}
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+for _, id in ipairs(ids) do
+  if redis.call('HEXISTS', KEYS[2], id) == 0 and redis.call('EXISTS', ARGV[2] .. id) == 0 then
+    table.insert(found, id)
+    if #found >= tonumber(ARGV[3]) then break end
+  end
+end
+return found
+"""
+"""The jobs sent before a time that no worker holds and none runs."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def mark_sent(pipe: Any, queue: str, job_ids: Sequence[str], sent_ms: int) -> None:
+    """Record the jobs as sent to `queue` at `sent_ms`, before their messages go out."""
+    if job_ids:
+        pipe.zadd(outstanding_key(queue), dict.fromkeys(job_ids, sent_ms))
+
+
+def mark_finished(pipe: Any, queue: str, job_id: str) -> None:
+    pipe.zrem(outstanding_key(queue), job_id)
+
+
+def oldest_queued_ms(client: redis.Redis, queue: str) -> int | None:
+    """When the next message the queue's list hands out was sent; None if the list is empty.
+
+    A message without the header (sent by something else) counts as sent just now, which
+    keeps every job from looking lost until it has left the list.
+    """
+    raw = client.lindex(queue, -1)
+    if raw is None:
+        return None
+    try:
+        return int(json.loads(raw)["headers"][SENT_HEADER])
+    except (ValueError, KeyError, TypeError):
+        return now_ms()
+
+
+def find_lost(
+    client: redis.Redis,
+    queues: Iterable[str],
+    grace_ms: int,
+    limit: int = 1000,
+    slack_ms: int = ORDER_SLACK_MS,
+) -> dict[str, str]:
+    """The jobs found nowhere now and at an earlier look at least `grace_ms` ago, each with
+    its queue. A job seen somewhere in between starts over."""
+    now = now_ms()
+    unseen: dict[str, str] = {}
+    for queue in queues:
+        oldest = oldest_queued_ms(client, queue)
+        before = now if oldest is None else oldest - slack_ms
+        found = client.eval(
+            _UNSEEN, 2, outstanding_key(queue), holders_key(), before, lease_key(""), limit
+        )
+        unseen |= dict.fromkeys(cast(list[str], found), queue)
+    first_seen = {k: int(v) for k, v in cast(dict[str, str], client.hgetall(unseen_key())).items()}
+    lost = {j: q for j, q in unseen.items() if j in first_seen and now - first_seen[j] >= grace_ms}
+    pipe = client.pipeline(transaction=False)
+    if stale := [j for j in first_seen if j not in unseen or j in lost]:
+        pipe.hdel(unseen_key(), *stale)
+    if new := [j for j in unseen if j not in first_seen]:
+        pipe.hset(unseen_key(), mapping=dict.fromkeys(new, str(now)))
+    pipe.execute()
+    return lost
+
+
+class UnackedSweep:
+    """Drops from the broker's `unacked` hash our messages that no live worker holds.
+
+    An entry never changes once written, so each one's message id is read once. Entries
+    of other tasks than ours are left alone.
+    """
+
+    def __init__(self, task_name: str) -> None:
+        self.task_name = task_name
+        self.message_ids: dict[str, str | None] = {}
+
+    def run(self, client: redis.Redis, grace_ms: int) -> int:
+        """Sweep unless another sweep ran lately; returns how many entries it dropped."""
+        if not client.set(unacked_sweep_key(), "1", nx=True, px=int(UNACKED_SWEEP_SECONDS * 1000)):
+            return 0
+        old = cast(
+            list[str],
+            client.zrangebyscore(UNACKED_INDEX_KEY, "-inf", (now_ms() - grace_ms) / 1000),
+        )
+        self._learn(client, [tag for tag in old if tag not in self.message_ids])
+        ours = {tag: m for tag in old if (m := self.message_ids[tag]) is not None}
+        held = messages_held(client, [job_id_of_message(m) for m in ours.values()])
+        stale = [tag for (tag, m), h in zip(ours.items(), held, strict=True) if h != m]
+        if stale:
+            pipe = client.pipeline(transaction=False)
+            pipe.zrem(UNACKED_INDEX_KEY, *stale)
+            pipe.hdel(UNACKED_KEY, *stale)
+            pipe.execute()
+        self.message_ids = {tag: self.message_ids[tag] for tag in old if tag not in stale}
+        return len(stale)
+
+    def _learn(self, client: redis.Redis, tags: list[str]) -> None:
+        """The message id of each entry, or None when it is not a message of our task."""
+        raws = cast(list[str | None], client.hmget(UNACKED_KEY, tags)) if tags else []
+        for tag, raw in zip(tags, raws, strict=True):
+            try:
+                headers = json.loads(raw)[0]["headers"] if raw else {}
+                ours = headers.get("task") == self.task_name
+                self.message_ids[tag] = str(headers["id"]) if ours else None
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+                self.message_ids[tag] = None
