@@ -110,6 +110,11 @@ def intake_key(identity: str) -> str:
     return f"{PREFIX}:intake:{identity}"
 
 
+def intake_lock_key(identity: str) -> str:
+    """String with a TTL: the watcher taking one dropped file right now, renewed as it works."""
+    return f"{PREFIX}:intake:{identity}:lock"
+
+
 def watch_campaigns_key(inbox_id: str) -> str:
     """Hash: campaigns submitted from an inbox, to the path in `queued/` of their file."""
     return f"{PREFIX}:inbox:{inbox_id}:campaigns"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -244,3 +245,60 @@ def aimock_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
     monkeypatch.setenv("AIMOCK_KEY", AIMOCK_KEY)
     return AIMOCK_KEY
+
+
+class PrivateRedis:
+    """A redis-server of the test's own, on a Unix socket (or a TCP port if given), with an
+    append-only file unless told to keep nothing (then a restart loses every key)."""
+
+    def __init__(self, folder: Path, keep: bool = True, port: int = 0) -> None:
+        self.folder = folder
+        self.keep = keep
+        self.port = port
+        self.socket = folder / "redis.sock"
+        self.url = f"redis://127.0.0.1:{port}/0" if port else f"unix://{self.socket}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server must be installed for this test"
+        self.process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--unixsocket",
+                str(self.socket),
+                "--dir",
+                str(self.folder),
+                "--appendonly",
+                "yes" if self.keep else "no",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for(self.answers, 20, "the private redis-server")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(20)
+
+    def answers(self) -> bool:
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=1).ping())
+        except (redis.RedisError, OSError):
+            return False
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()

@@ -26,6 +26,7 @@ from bridge.queue.connection import broker_url, client_for, configured_url
 from bridge.queue.holders import ALIVE_SECONDS, declare_dead, hold, keep_alive, new_process_name
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
+from worker.broker import use_for_redis_urls
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ _clients: dict[str, redis.Redis] = {}
 
 
 def create_app(redis_url: str | None = None) -> Celery:
+    use_for_redis_urls()
     url = redis_url or configured_url() or DEFAULT_URL
     app = Celery("evalrelay", broker=broker_url(url), set_as_current=False)
     app.conf.update(

@@ -53,6 +53,10 @@ class Inbox:
             return False
         return not self.ignore_spec().match_file(relative.as_posix())
 
+    def wants_queued(self, path: Path) -> bool:
+        """Whether a file in `queued/` is a dropped eval file (not a note beside one)."""
+        return path.name.endswith(EVAL_SUFFIXES) and not path.name.startswith(".")
+
     def ignore_spec(self) -> PathSpec[Any]:
         """`.evalrelayignore` in gitignore syntax, read again whenever it changes."""
         path = self.root / IGNORE_FILE

@@ -115,6 +115,7 @@ class Watcher:
         self.followed_at = 0.0
         self.reported_at = 0.0
         self.submitted = 0
+        self.unfollowed: set[Path] = set()
 
     def run(self, stop: object) -> None:
         """Watch until `stop.is_set()` (a threading.Event)."""
@@ -146,6 +147,41 @@ class Watcher:
         for path in self.inbox.scan():
             self.settler.touched(path)
         self.last_scan = time.monotonic()
+        try:
+            self._find_lost_campaigns()
+        except (redis.RedisError, OSError) as exc:
+            log.warning("watcher %s: could not check queued/: %s", self.name, exc)
+
+    def _find_lost_campaigns(self) -> None:
+        """Files in `queued/` whose campaign Redis no longer has (it restarted without its
+        data) go to `failed/`, saying so, instead of waiting there for ever."""
+        key = watch_campaigns_key(self.inbox_id)
+        followed = {str(k): str(v) for k, v in self.client.hgetall(key).items()}
+        for campaign_id, state in progress_many(self.client, list(followed)).items():
+            if not state.known and followed[campaign_id]:
+                self.client.hdel(key, campaign_id)
+                self._lost(self.inbox.root / followed[campaign_id], campaign_id)
+        queued = self.inbox.root / "queued"
+        unfollowed = {
+            p for p in queued.rglob("*") if p.is_file() and self.inbox.wants_queued(p)
+        } - {self.inbox.root / v for v in followed.values() if v}
+        # Another watcher on this inbox may have moved a file and not yet recorded it:
+        # only a file unfollowed at two scans in a row is lost.
+        for path in unfollowed & self.unfollowed:
+            self._lost(path, None)
+        self.unfollowed = unfollowed - self.unfollowed
+
+    def _lost(self, path: Path, campaign_id: str | None) -> None:
+        if not path.exists():
+            return
+        which = f"its campaign {campaign_id}" if campaign_id else "its campaign"
+        self.inbox.fail(
+            path,
+            f"Redis no longer has {which}: it restarted without keeping its data (run it "
+            f"with appendonly yes), or the campaign expired. The results collected before "
+            f"are in {self.out_dir}. Drop the file again to run it anew.",
+        )
+        log.warning("watcher %s: %s lost its campaign; moved to failed/", self.name, path.name)
 
     def _take_events(self) -> None:
         deadline = time.monotonic() + TICK_SECONDS
@@ -184,13 +220,28 @@ class Watcher:
             return
         folder_target = self.inbox.folder_target(path)
         identity = drop_identity(path.read_bytes(), folder_target)
-        record = self.intake.claim(identity, relative)
-        if record is None:
-            record = self._settle_known(identity, path, relative)
-            if record is None:
-                return
+        if not self.intake.lock(identity):
+            return  # another watcher is taking it (or died doing so): a later scan sees
         try:
-            campaign_id = self._submit(path, folder_target)
+            self._take_locked(path, relative, identity, folder_target)
+        finally:
+            self.intake.unlock(identity)
+
+    def _take_locked(
+        self, path: Path, relative: Path, identity: str, folder_target: str | None
+    ) -> None:
+        record = self.intake.record(identity)
+        if record is not None and record.state != "submitting":
+            if record.state == "submitted" and record.path == relative.as_posix():
+                self._queue_file(identity, record, path)  # submitted before a restart
+                return
+            if not self.rerun:
+                self._duplicate(path, relative, record)
+                return
+            self.intake.forget(identity)  # --rerun: the same content as a new campaign
+            record = None
+        try:
+            submitted = self._submit(path, relative, identity, folder_target, record)
         except (InvalidFileError, EvalrelayError) as exc:
             self.intake.forget(identity)
             if time.time() - path.stat().st_mtime < self.settler.debounce:
@@ -200,31 +251,20 @@ class Watcher:
             log.warning("watcher %s: %s is invalid; moved to failed/", self.name, relative)
             return
         except (redis.RedisError, OSError):
-            self.intake.forget(identity)
-            raise  # not the file's fault: it stays, and is tried again
+            raise  # not the file's fault: it stays, and its submission goes on next time
         except Exception as exc:  # a file that breaks the loader must not break the watcher
             self.intake.forget(identity)
             log.exception("watcher %s: %s could not be read", self.name, relative)
             why = f"evalrelay could not read this file ({type(exc).__name__}: {exc}); report it"
             self.inbox.fail(path, str(Diagnostic(path, 1, 1, why)))
             return
-        except BaseException:
-            self.intake.forget(identity)
-            raise
-        record = record.model_copy(update={"state": "submitted", "campaign_id": campaign_id})
+        if submitted is None:
+            return
+        record = submitted.model_copy(update={"state": "submitted"})
         self.intake.update(identity, record)
         self._queue_file(identity, record, path)
 
-    def _settle_known(self, identity: str, path: Path, relative: Path) -> IntakeRecord | None:
-        """A drop with a record: finish our own unfinished move, or handle a duplicate."""
-        record = self.intake.record(identity)
-        if record is None or record.state == "claimed":
-            return None  # another watcher is taking it, or its claim just lapsed: next scan
-        if record.state == "submitted" and record.path == relative.as_posix():
-            self._queue_file(identity, record, path)  # submitted before a restart, not moved
-            return None
-        if self.rerun:
-            return self.intake.reclaim(identity, record, relative)
+    def _duplicate(self, path: Path, relative: Path, record: IntakeRecord) -> None:
         moved = self.inbox.move(path, "done")
         moved.with_name(moved.name + ".duplicate.txt").write_text(
             f"The same content already ran as campaign {record.campaign_id} "
@@ -238,22 +278,58 @@ class Watcher:
             relative,
             record.campaign_id,
         )
-        return None
 
-    def _submit(self, path: Path, folder_target: str | None) -> str:
+    def _submit(
+        self,
+        path: Path,
+        relative: Path,
+        identity: str,
+        folder_target: str | None,
+        unfinished: IntakeRecord | None,
+    ) -> IntakeRecord | None:
+        """Submit the file as a new campaign, or finish the unfinished submission of it.
+
+        The record names the campaign before any job is sent, so a watcher killed halfway
+        leaves the next one the same campaign to finish, not a second one to start. None
+        when another watcher took the file meanwhile.
+        """
         loaded = load_eval_file(path)
-        campaign_id = new_campaign_id([loaded])
+        self.intake.renew(identity)  # a large file takes a while to load
+        if unfinished is None:
+            fresh = self.intake.new_record(new_campaign_id([loaded]), relative)
+            if not self.intake.create(identity, fresh):
+                # Another watcher's lock lapsed while it loaded: it or we finish its campaign.
+                unfinished = self.intake.record(identity)
+                if unfinished is None or unfinished.state != "submitting":
+                    return None  # it is done; the next scan sees the file as it is now
+            record = unfinished or fresh
+        else:
+            record = unfinished
+        if unfinished is not None:
+            log.warning(
+                "watcher %s: %s: finishing the submission of campaign %s, cut short earlier",
+                self.name, relative, record.campaign_id,
+            )  # fmt: skip
+        campaign_id = record.campaign_id
         jobs = plan_jobs(
             campaign_id, [loaded], None, None, fallback_target=folder_target or self.default_target
         )
         info = CampaignInfo.for_jobs(campaign_id, jobs, [str(path)], str(self.out_dir), "watch")
-        submit(self.client, self.queue, info, jobs, [loaded])
         self.client.hset(watch_campaigns_key(self.inbox_id), campaign_id, "")
+        submit(
+            self.client,
+            self.queue,
+            info,
+            jobs,
+            [loaded],
+            resuming=unfinished is not None,
+            after_chunk=lambda: self.intake.renew(identity),
+        )
         self.submitted += 1
         log.info(
             "watcher %s: %s is campaign %s (%d jobs)", self.name, path.name, campaign_id, len(jobs)
         )
-        return campaign_id
+        return record
 
     def _queue_file(self, identity: str, record: IntakeRecord, path: Path) -> None:
         queued = self.inbox.move(path, "queued").relative_to(self.inbox.root).as_posix()

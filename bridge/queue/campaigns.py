@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -31,6 +31,7 @@ from bridge.keys import (
 from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
+from bridge.queue.outstanding import not_sent
 from bridge.targets.targets_file import Target, Targets
 
 JOB_TTL_SECONDS = 30 * 24 * 3600
@@ -86,7 +87,9 @@ class Progress(BaseModel):
 
     @property
     def finished(self) -> bool:
-        return self.done >= self.total
+        """Every announced job has its line; never true of a campaign Redis does not know
+        (not announced yet, or lost in a restart without its data)."""
+        return self.known and self.done >= self.total
 
 
 def new_campaign_id(files: Sequence[LoadedEvalFile]) -> str:
@@ -170,12 +173,20 @@ def submit(
     info: CampaignInfo,
     jobs: list[Job],
     files: Sequence[LoadedEvalFile],
+    *,
+    resuming: bool = False,
+    after_chunk: Callable[[], object] = lambda: None,
 ) -> None:
-    """Store the campaign, its manifest, jobs and files in Redis, then queue every job."""
+    """Store the campaign, its manifest, jobs and files in Redis, then queue every job.
+
+    `resuming` finishes a submission that was cut short (its submitter was killed): the
+    jobs already sent are not sent again.
+    """
     announce(client, info, files)
     for chunk in _chunks(jobs, WRITE_CHUNK):
         store_jobs(client, chunk)
-        queue.send(chunk)
+        queue.send(not_sent(client, chunk) if resuming else chunk)
+        after_chunk()
 
 
 def announce(client: redis.Redis, info: CampaignInfo, files: Sequence[LoadedEvalFile]) -> None:

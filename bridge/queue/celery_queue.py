@@ -7,6 +7,7 @@ JSON are the whole contract.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import redis
 from celery import Celery
@@ -20,6 +21,9 @@ RUN_CASE = "evalrelay.run_case"
 """The Celery task that runs one job."""
 
 QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
+
+MARK_BATCH = 100
+"""How many jobs are recorded as outstanding at a time, just before their messages go."""
 
 HARD_LIMIT_GRACE_SECONDS = 60.0
 """How long past its own deadline a job may run before a prefork pool kills it."""
@@ -52,29 +56,34 @@ class JobQueue:
         """Queue the jobs, to start no sooner than `countdown` seconds from now if given.
 
         Each is first recorded as outstanding (`bridge.queue.outstanding`), so that a job
-        is never on its way without the record that lets the reaper find it if lost.
+        is never on its way without the record that lets the reaper find it if lost. The
+        records go `MARK_BATCH` at a time: a sender killed halfway leaves at most that
+        many recorded and never sent, which the reaper finds as lost.
         """
         jobs = list(jobs)
-        sent_ms = now_ms()
-        pipe = self.client.pipeline(transaction=False)
-        for queue in {job.target.queue for job in jobs}:
-            ids = [job.job_id for job in jobs if job.target.queue == queue]
-            mark_sent(pipe, queue, ids, sent_ms)
-        pipe.execute()
-        sent = 0
         with self.app.producer_or_acquire() as producer:
-            for job in jobs:
-                limit = min(job.timeout_seconds, MAX_JOB_SECONDS) + HARD_LIMIT_GRACE_SECONDS
-                self.app.send_task(
-                    RUN_CASE,
-                    args=[job.model_dump(mode="json")],
-                    queue=job.target.queue,
-                    task_id=new_message_id(job),
-                    headers={SENT_HEADER: sent_ms},
-                    countdown=countdown,
-                    time_limit=limit,
-                    soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,
-                    producer=producer,
-                )
-                sent += 1
-        return sent
+            for start in range(0, len(jobs), MARK_BATCH):
+                batch = jobs[start : start + MARK_BATCH]
+                sent_ms = now_ms()
+                pipe = self.client.pipeline(transaction=False)
+                for queue in {job.target.queue for job in batch}:
+                    ids = [job.job_id for job in batch if job.target.queue == queue]
+                    mark_sent(pipe, queue, ids, sent_ms)
+                pipe.execute()
+                for job in batch:
+                    self._send_one(job, sent_ms, countdown, producer)
+        return len(jobs)
+
+    def _send_one(self, job: Job, sent_ms: int, countdown: float | None, producer: Any) -> None:
+        limit = min(job.timeout_seconds, MAX_JOB_SECONDS) + HARD_LIMIT_GRACE_SECONDS
+        self.app.send_task(
+            RUN_CASE,
+            args=[job.model_dump(mode="json")],
+            queue=job.target.queue,
+            task_id=new_message_id(job),
+            headers={SENT_HEADER: sent_ms},
+            countdown=countdown,
+            time_limit=limit,
+            soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,
+            producer=producer,
+        )

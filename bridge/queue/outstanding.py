@@ -24,9 +24,16 @@ from typing import Any, cast
 
 import redis
 
-from bridge.keys import holders_key, lease_key, outstanding_key, unacked_sweep_key, unseen_key
+from bridge.keys import (
+    done_key,
+    holders_key,
+    lease_key,
+    outstanding_key,
+    unacked_sweep_key,
+    unseen_key,
+)
 from bridge.queue.holders import ALIVE_SECONDS, messages_held
-from bridge.queue.jobs import job_id_of_message
+from bridge.queue.jobs import Job, job_id_of_message
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""
@@ -65,6 +72,20 @@ def mark_sent(pipe: Any, queue: str, job_ids: Sequence[str], sent_ms: int) -> No
 
 def mark_finished(pipe: Any, queue: str, job_id: str) -> None:
     pipe.zrem(outstanding_key(queue), job_id)
+
+
+def not_sent(client: redis.Redis, jobs: Sequence[Job]) -> list[Job]:
+    """The jobs neither outstanding nor done: never sent, as far as Redis knows."""
+    pipe = client.pipeline(transaction=False)
+    for job in jobs:
+        pipe.zscore(outstanding_key(job.target.queue), job.job_id)
+        pipe.exists(done_key(job.job_id))
+    replies = pipe.execute()
+    return [
+        job
+        for job, score, done in zip(jobs, replies[::2], replies[1::2], strict=True)
+        if score is None and not done
+    ]
 
 
 def oldest_queued_ms(client: redis.Redis, queue: str) -> int | None:

@@ -2,78 +2,26 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import subprocess
+import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import redis
 
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
+
+RESTARTS = 3
+RESTART_JOBS = 600
 
 
-class PrivateRedis:
-    """A redis-server of the test's own, on a Unix socket, with an append-only file unless
-    told to keep nothing (then a restart loses every key)."""
-
-    def __init__(self, folder: Path, keep: bool = True) -> None:
-        self.folder = folder
-        self.keep = keep
-        self.socket = folder / "redis.sock"
-        self.url = f"unix://{self.socket}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        binary = shutil.which("redis-server")
-        assert binary, "redis-server must be installed for this test"
-        self.process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                "0",
-                "--unixsocket",
-                str(self.socket),
-                "--dir",
-                str(self.folder),
-                "--appendonly",
-                "yes" if self.keep else "no",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        wait_for(self.answers, 20, "the private redis-server")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(20)
-
-    def answers(self) -> bool:
-        try:
-            return bool(redis.Redis.from_url(self.url, socket_connect_timeout=1).ping())
-        except (redis.RedisError, OSError):
-            return False
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def test_worker_keeps_working_across_a_redis_restart(
@@ -137,3 +85,43 @@ def test_run_says_so_when_redis_restarts_without_its_data(
     (jsonl,) = (root / "results").glob("*.jsonl")
     assert f"campaign {jsonl.stem} is gone from Redis" in " ".join(said.split())
     assert "run Redis with appendonly yes" in " ".join(said.split())
+
+
+def test_four_workers_ride_out_three_redis_restarts_over_tcp(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """Every worker is still there after each restart, and every job has its result."""
+    server = PrivateRedis(tmp_path, port=free_port())
+    server.start()
+    try:
+        root = project(
+            {
+                "targets.yaml": "targets:\n  - {name: quick, provider: mock, latency_ms: 50}\n",
+                "evals.yaml": one_turn_cases(RESTART_JOBS),
+            }
+        )
+        processes.env["EVALRELAY_REDIS_URL"] = server.url
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        workers = [processes.worker(client, f"w{n}@test", "-c", "2") for n in range(4)]
+        jobs = plan_jobs("restarts", [load_eval_file(root / "evals.yaml")], "quick", None)
+        store_jobs(client, jobs)
+        JobQueue.connect(server.url).send(jobs)
+        for _ in range(RESTARTS):
+            wait_for(lambda: client.xlen(results_stream_key("restarts")) > 0, 60, "results")
+            server.stop()
+            time.sleep(1)
+            server.start()
+            time.sleep(3)
+            assert [w.poll() for w in workers] == [None] * 4, "a worker exited at a restart"
+        wait_for(
+            lambda: (
+                len({e["job_id"] for _, e in client.xrange(results_stream_key("restarts"))})
+                == RESTART_JOBS
+            ),
+            180,
+            "every job's result",
+        )
+    finally:
+        server.stop()
+    for n in range(4):
+        assert "Unrecoverable error" not in processes.log(f"w{n}@test")

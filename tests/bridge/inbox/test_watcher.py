@@ -8,6 +8,7 @@ no worker is needed for a file to become a campaign, so most tests leave files i
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -20,10 +21,12 @@ import pytest
 import redis
 
 from bridge.inbox.watcher import Watcher
-from bridge.keys import campaigns_key
+from bridge.keys import campaigns_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
-from bridge.queue.celery_queue import JobQueue
-from tests.conftest import Processes, WriteFiles, wait_for
+from bridge.queue.celery_queue import MARK_BATCH, JobQueue
+from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
+
+FAST_RECOVERY = {"EVALRELAY_ALIVE_SECONDS": "3", "EVALRELAY_REAP_SECONDS": "0.5"}
 
 CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"
 
@@ -256,3 +259,40 @@ def test_status_shows_the_watchers_health(
     assert "watchers" in status.stdout
     assert "healthy" in status.stdout
     assert str(inbox.resolve()) in status.stdout
+
+
+def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campaign(
+    inbox: Path, processes: Processes, client: redis.Redis
+) -> None:
+    """SIGKILL while the jobs go out; the restarted watcher sends the rest, once."""
+    count = 3000
+    cases = "".join(
+        f"  - {{id: c{i}, input_messages: [{{role: user, content: '{'x' * 200} {i}'}}]}}\n"
+        for i in range(count)
+    )
+    (inbox / "big.yaml").write_text("evalcases:\n" + cases)
+    first = processes.start("watch", str(inbox), "--target", "mock", "--name", "w1", name="w1")
+
+    def partly_sent() -> bool:
+        ids = client.zrange(campaigns_key(), 0, -1)
+        return bool(ids) and 0 < client.zcard(outstanding_key("api")) < count
+
+    wait_for(partly_sent, 60, "the submission to be under way")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    sent_before = client.zcard(outstanding_key("api"))
+    assert 0 < sent_before < count
+    (campaign_id,) = client.zrange(campaigns_key(), 0, -1)
+
+    processes.start("watch", str(inbox), "--target", "mock", "--name", "w2", name="w2")
+    wait_for(lambda: (inbox / "queued" / "big.yaml").exists(), 120, "the file to be queued")
+    assert client.zrange(campaigns_key(), 0, -1) == [campaign_id]
+    assert client.zcard(outstanding_key("api")) == count
+    # Nothing sent twice; at most one batch recorded but never sent, which the reaper finds.
+    assert count - MARK_BATCH <= client.llen("api") <= count
+    assert "finishing the submission of campaign" in processes.log("w2")
+    processes.worker(client, "w@test", "-c", "8", extra_env=FAST_RECOVERY)
+    wait_for(lambda: (inbox / "done" / "big.yaml").exists(), 300, "the campaign to finish")
+    lines = read_jsonl(inbox.parent / "results" / f"{campaign_id}.jsonl")
+    assert sorted(str(line["case_id"]) for line in lines) == sorted(f"c{i}" for i in range(count))
+    assert processes.log("w@test").count("this delivery is ignored") == 0

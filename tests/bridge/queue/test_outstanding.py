@@ -61,7 +61,8 @@ def test_only_a_job_found_nowhere_twice_a_grace_apart_is_lost(
     time.sleep(0.02)
     queue.send([queued])  # sent later, still on the list
 
-    assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {}  # a first look only notes them
+    # A first look only notes them.
+    assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {}
     assert set(client.hkeys(unseen_key())) == {popped.job_id, taken.job_id}
     hold(client, taken.job_id, "m2", process)  # its worker recorded it after all
     time.sleep(0.4)
