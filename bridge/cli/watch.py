@@ -9,6 +9,7 @@ from types import FrameType
 
 import click
 
+from bridge.inbox.settle import SETTLE_SECONDS, Settler
 from bridge.inbox.watcher import Watcher
 from bridge.queue.runtime import open_runtime
 
@@ -31,6 +32,14 @@ from bridge.queue.runtime import open_runtime
 )
 @click.option("--name", help="Watcher name shown by `evalrelay status`.")
 @click.option(
+    "--settle",
+    type=click.FloatRange(min=0.1),
+    default=SETTLE_SECONDS,
+    show_default=True,
+    help="Seconds a file must go unchanged before it is taken; raise it for writers that "
+    "pause (or have them write to NAME.part and rename).",
+)
+@click.option(
     "--concurrency",
     type=click.IntRange(min=1),
     default=16,
@@ -44,6 +53,7 @@ def watch_command(
     rerun: bool,
     polling: bool,
     name: str | None,
+    settle: float,
     concurrency: int,
 ) -> None:
     """Turn eval files dropped into INBOX into campaigns, until stopped.
@@ -69,6 +79,7 @@ def watch_command(
             rerun=rerun,
             polling=polling,
             name=name,
+            settler=Settler(settle),
         )
         click.echo(f"watching {watcher.inbox.root} (Ctrl-C to stop)", err=True)
         watcher.run(stop)

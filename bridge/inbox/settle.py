@@ -1,8 +1,11 @@
-"""Telling when a dropped file is complete, from file events and from the file itself.
+"""Telling when a dropped file is complete: when it has not changed for a quiet period.
 
-On Linux a close-after-write event ends a write; elsewhere, and as a fallback for
-writers that open and close a file several times, a file whose size and mtime have not
-changed for a short debounce is complete.
+A close-after-write event does not end a file: some writers close a file and open it
+again to write more (loggers, exporters that flush in parts), and a file taken at its
+first close would run half-written. A close counts as a change like any write; a file
+is complete once neither its size, its mtime nor a close has been seen for `settle`
+seconds. A writer that pauses longer than that must write to a temporary name (`.part`,
+`.tmp`, a dot file) and rename the file into place when it is done.
 """
 
 from __future__ import annotations
@@ -12,11 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-CLOSE_SETTLE_SECONDS = 0.3
-"""After a close-after-write, this long without another change means the writer is done."""
-
-DEBOUNCE_SECONDS = 2.0
-"""Without a close event, a file this long unchanged is complete."""
+SETTLE_SECONDS = 2.0
+"""A file this long without a change is complete."""
 
 
 @dataclass
@@ -24,17 +24,13 @@ class Watched:
     size: int
     mtime_ns: int
     changed_at: float
-    closed_at: float | None = None
 
 
 class Settler:
     """Files seen in the inbox, until each is complete (or gone)."""
 
-    def __init__(
-        self, debounce: float = DEBOUNCE_SECONDS, close_settle: float = CLOSE_SETTLE_SECONDS
-    ) -> None:
-        self.debounce = debounce
-        self.close_settle = close_settle
+    def __init__(self, settle: float = SETTLE_SECONDS) -> None:
+        self.settle = settle
         self.files: dict[Path, Watched] = {}
 
     def touched(self, path: Path, closed: bool = False) -> None:
@@ -44,16 +40,11 @@ class Settler:
             stat = _stat(path)
             if stat is None:
                 return
-            # A file already older than the debounce (found by a scan) is complete now.
+            # A file already older than the quiet period (found by a scan) is complete now.
             age = max(0.0, time.time() - stat.st_mtime)
-            watched = Watched(stat.st_size, stat.st_mtime_ns, now - min(age, self.debounce))
-            self.files[path] = watched
-        if closed:
-            # The file is whole at its close: what it looks like now is its final state.
-            stat = _stat(path)
-            if stat is not None:
-                watched.size, watched.mtime_ns = stat.st_size, stat.st_mtime_ns
-            watched.closed_at = now
+            self.files[path] = Watched(stat.st_size, stat.st_mtime_ns, now - min(age, self.settle))
+        elif closed:
+            watched.changed_at = now
 
     def forget(self, path: Path) -> None:
         self.files.pop(path, None)
@@ -68,14 +59,9 @@ class Settler:
                 del self.files[path]
                 continue
             if (stat.st_size, stat.st_mtime_ns) != (watched.size, watched.mtime_ns):
-                watched.size, watched.mtime_ns, watched.changed_at = (
-                    stat.st_size,
-                    stat.st_mtime_ns,
-                    now,
-                )
-            closed = watched.closed_at is not None and watched.closed_at >= watched.changed_at
-            quiet = now - max(watched.changed_at, watched.closed_at or 0.0)
-            if (closed and quiet >= self.close_settle) or now - watched.changed_at >= self.debounce:
+                watched.size, watched.mtime_ns = stat.st_size, stat.st_mtime_ns
+                watched.changed_at = now
+            if now - watched.changed_at >= self.settle:
                 ready.append(path)
                 del self.files[path]
         return ready

@@ -244,7 +244,7 @@ class Watcher:
             submitted = self._submit(path, relative, identity, folder_target, record)
         except (InvalidFileError, EvalrelayError) as exc:
             self.intake.forget(identity)
-            if time.time() - path.stat().st_mtime < self.settler.debounce:
+            if time.time() - path.stat().st_mtime < self.settler.settle:
                 self.settler.touched(path)  # maybe a writer that reopens the file: wait and see
                 return
             self.inbox.fail(path, _error_text(exc))

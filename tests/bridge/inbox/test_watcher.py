@@ -24,7 +24,8 @@ from bridge.inbox.watcher import Watcher
 from bridge.keys import campaigns_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import MARK_BATCH, JobQueue
-from tests.conftest import Processes, WriteFiles, read_jsonl, wait_for
+from bridge.queue.connection import client_for
+from tests.conftest import PrivateRedis, Processes, WriteFiles, read_jsonl, wait_for
 
 FAST_RECOVERY = {"EVALRELAY_ALIVE_SECONDS": "3", "EVALRELAY_REAP_SECONDS": "0.5"}
 
@@ -86,6 +87,26 @@ def test_file_written_slowly_is_taken_once_after_its_last_write(
     assert campaigns(client) == 1
     assert files_in(inbox / "queued") == ["slow.yaml"]
     assert files_in(inbox / "failed") == []
+
+
+def test_writer_that_closes_and_reopens_the_file_gets_it_taken_whole(
+    inbox: Path, processes: Processes, client: redis.Redis
+) -> None:
+    """Each part alone is a valid eval file: taken at its first close, it would run with
+    one case, and the second part would be left behind on its own."""
+    processes.start("watch", str(inbox), "--target", "mock", "--name", "w", name="w")
+    wait_for(lambda: client.hexists("evalrelay:watchers", "w"), 30, "the watcher")
+    path = inbox / "parts.yaml"
+    with path.open("w") as handle:
+        handle.write("evalcases:\n" + CASE.format(name="first").split("\n", 1)[1])
+    time.sleep(1.0)  # the writer closed the file; it opens it again to add the rest
+    with path.open("a") as handle:
+        handle.write(CASE.format(name="second").split("\n", 1)[1])
+    wait_for(lambda: (inbox / "queued" / "parts.yaml").exists(), 30, "the file to be queued")
+    time.sleep(1)
+    (info,) = list_campaigns(client)
+    assert info.total == 2
+    assert files_in(inbox) == ["parts.yaml"]  # nothing left behind in the inbox
 
 
 def test_burst_of_500_files_each_becomes_one_campaign(
@@ -296,3 +317,26 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
     lines = read_jsonl(inbox.parent / "results" / f"{campaign_id}.jsonl")
     assert sorted(str(line["case_id"]) for line in lines) == sorted(f"c{i}" for i in range(count))
     assert processes.log("w@test").count("this delivery is ignored") == 0
+
+
+def test_queued_file_whose_campaign_redis_lost_goes_to_failed_saying_why(
+    inbox: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis keeping nothing restarts: the watcher says so instead of waiting for ever."""
+    monkeypatch.setattr("bridge.inbox.watcher.RESCAN_SECONDS", 0.5)
+    server = PrivateRedis(tmp_path / "redis", keep=False)
+    server.folder.mkdir()
+    server.start()
+    try:
+        client = client_for(server.url)
+        with watching(client, server.url, inbox):
+            (inbox / "forgotten.yaml").write_text(CASE.format(name="forgotten"))
+            wait_for(lambda: (inbox / "queued" / "forgotten.yaml").exists(), 20, "queued")
+            server.stop()
+            server.start()
+            wait_for(lambda: (inbox / "failed" / "forgotten.yaml").exists(), 30, "failed/")
+    finally:
+        server.stop()
+    said = (inbox / "failed" / "forgotten.yaml.error.txt").read_text()
+    assert "Redis no longer has its campaign" in said
+    assert "Drop the file again to run it anew" in said
