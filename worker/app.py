@@ -23,7 +23,14 @@ from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
 from bridge.queue.celery_queue import QUEUES, RUN_CASE, JobQueue
 from bridge.queue.connection import broker_url, client_for, configured_url
-from bridge.queue.holders import ALIVE_SECONDS, declare_dead, hold, keep_alive, new_process_name
+from bridge.queue.holders import (
+    ALIVE_SECONDS,
+    declare_dead,
+    forget_gone,
+    hold,
+    keep_alive,
+    new_process_name,
+)
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
 from worker.broker import use_for_redis_urls
@@ -39,9 +46,6 @@ Dead workers' jobs come back through leases and the reaper, not through this."""
 
 WORKER_HEARTBEAT_SECONDS = ALIVE_SECONDS / 3
 """Three beats in each `alive` period, so one late beat never makes a worker look dead."""
-
-STALE_WORKER_SECONDS = 120.0
-"""A worker not heard from this long is gone; its jobs were sent again long before."""
 
 _clients: dict[str, redis.Redis] = {}
 
@@ -166,18 +170,6 @@ def stop_background(name: str) -> None:
                 declare_dead(client, process)
 
 
-def forget_stale_workers(client: redis.Redis) -> None:
-    """Take off `evalrelay status` the workers that died without saying so (SIGKILL)."""
-    now = time.time()
-    stale = [
-        name
-        for name, raw in client.hgetall(workers_key()).items()
-        if now - float(json.loads(raw).get("seen", 0)) > STALE_WORKER_SECONDS
-    ]
-    if stale:
-        client.hdel(workers_key(), *stale)
-
-
 def _report(
     client: redis.Redis, name: str, process: str, info: dict[str, Any], stopping: threading.Event
 ) -> None:
@@ -185,7 +177,7 @@ def _report(
         try:
             keep_alive(client, process)
             client.hset(workers_key(), name, json.dumps({**info, "seen": time.time()}))
-            forget_stale_workers(client)
+            forget_gone(client, workers_key())
         except redis.RedisError as exc:
             log.warning("worker %s: status heartbeat failed: %s", name, exc)
         stopping.wait(WORKER_HEARTBEAT_SECONDS)

@@ -16,9 +16,8 @@ from bridge.cli.follow import counts_text
 from bridge.keys import inflight_key, watchers_key, workers_key
 from bridge.queue.campaigns import list_campaigns, load_info, missing_jobs, progress
 from bridge.queue.celery_queue import QUEUES
+from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.runtime import open_runtime
-
-WORKER_ALIVE_SECONDS = 30.0
 
 
 @click.command("status")
@@ -97,14 +96,11 @@ def watcher_table(client: redis.Redis) -> Table:
 
 
 def heartbeats(client: redis.Redis, key: str) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """Processes that reported in the last day: name, report, and how long ago."""
+    """Processes that reported lately: name, report, and how long ago. Those silent for
+    `GONE_SECONDS` are dropped here too, in case no live worker is left to do it."""
+    forget_gone(client, key)
     now = time.time()
     for name, raw in sorted(client.hgetall(key).items()):
         info = json.loads(raw)
         age = now - float(info.get("seen", 0))
-        if age < 24 * 3600:
-            yield (
-                str(name),
-                info,
-                f"{age:.0f}s ago" + ("" if age < WORKER_ALIVE_SECONDS else " (gone?)"),
-            )
+        yield str(name), info, f"{age:.0f}s ago" + ("" if age < ALIVE_SECONDS else " (gone?)")

@@ -10,8 +10,10 @@ harmless: the job's lease and done mark let only one attempt run and publish.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import time
 import uuid
 from typing import cast
 
@@ -37,6 +39,24 @@ if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
 end
 return 0
 """
+
+
+GONE_SECONDS = 120.0
+"""A worker or watcher not heard from this long is gone: `status` no longer lists it (its
+jobs were sent again long before)."""
+
+
+def forget_gone(client: redis.Redis, heartbeats_key: str) -> None:
+    """Drop from a heartbeat hash (`workers`, `watchers`) the processes that died without
+    saying so (SIGKILL): whoever reads or writes the hash next does it."""
+    now = time.time()
+    gone = [
+        name
+        for name, raw in cast(dict[str, str], client.hgetall(heartbeats_key)).items()
+        if now - float(json.loads(raw).get("seen", 0)) > GONE_SECONDS
+    ]
+    if gone:
+        client.hdel(heartbeats_key, *gone)
 
 
 def new_process_name(worker: str) -> str:

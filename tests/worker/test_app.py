@@ -8,12 +8,12 @@ import time
 import redis
 
 from bridge.keys import workers_key
-from worker.app import STALE_WORKER_SECONDS, forget_stale_workers
+from bridge.queue.holders import GONE_SECONDS, forget_gone
 
 
 def test_workers_silent_too_long_are_forgotten_and_live_ones_kept(client: redis.Redis) -> None:
     now = time.time()
-    client.hset(workers_key(), "killed@test", json.dumps({"seen": now - STALE_WORKER_SECONDS - 1}))
+    client.hset(workers_key(), "killed@test", json.dumps({"seen": now - GONE_SECONDS - 1}))
     client.hset(workers_key(), "alive@test", json.dumps({"seen": now}))
-    forget_stale_workers(client)
+    forget_gone(client, workers_key())
     assert client.hkeys(workers_key()) == ["alive@test"]
