@@ -4,6 +4,7 @@ raises `InvalidFileError` with located diagnostics; never another exception, nev
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -25,11 +26,31 @@ VALID = (
 )
 """A good file that the mutations start from, so they reach past the YAML parser."""
 
-YAML_PIECES = st.sampled_from(
+PIECES = (
     ["[", "]", "{", "}", ":", "- ", "&a ", "*a", "<<: *a", "!!python/object ", "\t", "\0",
      "\x07", "'", '"', "\\", "\n  ", "id: ", "role: ", "content: ", "type: file",
      "value: ../../etc/passwd", "value: /", "timeout_seconds: .nan", "repeats: -1", "é", "\ufeff"]
 )  # fmt: skip
+YAML_PIECES = st.sampled_from(PIECES)
+
+
+def mutations(count: int, seed: int) -> list[bytes]:
+    """`count` distinct files from a seed, a quarter of them good (the valid file under
+    another case id), the rest mutated the way `mutated` does it: a fixed corpus for tests
+    that drive whole processes (the watcher) rather than a call."""
+    rng = random.Random(seed)
+    found: dict[bytes, None] = {}
+    while len(found) < count:
+        text = VALID.replace("id: a", f"id: good-{len(found)}")
+        if rng.random() < 0.25:
+            found[text.encode()] = None
+            continue
+        for _ in range(rng.randint(1, 6)):
+            at, cut = rng.randint(0, len(text)), rng.randint(0, 8)
+            text = text[:at] + rng.choice(PIECES) + text[at + cut :]
+        raw = text.encode("utf-8", errors="surrogatepass")
+        found[raw if rng.random() < 0.7 else raw[: rng.randint(0, len(raw))]] = None
+    return list(found)
 
 
 @st.composite
