@@ -49,7 +49,7 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
     """The render record of one case: what every kind of provider would be given."""
     settings = None
     if target_name is not None:
-        settings = Targets.load(loaded.project.root).get(target_name).settings()
+        settings = Targets.load(loaded.project.root, loaded.path).get(target_name).settings()
     request = request_for(case, settings.system_prompt if settings else None)
     messages = api_messages(request)
     return {

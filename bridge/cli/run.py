@@ -137,6 +137,6 @@ def check_targets_here(files: list[LoadedEvalFile], jobs: list[Job]) -> None:
     """When this machine runs the jobs, a target it cannot use fails now, not once per job."""
     used = {job.target.name for job in jobs}
     for loaded in files:
-        targets = Targets.load(loaded.project.root)
+        targets = Targets.load(loaded.project.root, loaded.path)
         for name in sorted(used & targets.by_name.keys()):
             targets.get(name).settings()

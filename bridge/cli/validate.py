@@ -40,7 +40,7 @@ def check_file(path: Path) -> tuple[int, list[Diagnostic]]:
     try:
         project = Project.containing(path)
         loaded = load_eval_file(path, project)
-        targets = Targets.load(project.root)
+        targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
         return 0, exc.diagnostics
     doc = load_yaml(path)

@@ -83,7 +83,7 @@ def unlock_command(target: str, names: tuple[str, ...], everything: bool, projec
 
 
 def vscode_settings(project: Path, target: str) -> VSCodeTarget:
-    settings = Targets.load(Project.containing(project).root).get(target).settings()
+    settings = Targets.load(Project.containing(project).root, project).get(target).settings()
     if not isinstance(settings, VSCodeTarget):
         raise TargetError(
             f"target '{target}' has provider {settings.provider}; workspace pools are for "

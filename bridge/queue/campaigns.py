@@ -132,7 +132,7 @@ def plan_jobs(
     """Every job of the campaign: each case on its target, once per repeat."""
     jobs = []
     for loaded in files:
-        targets = Targets.load(loaded.project.root)
+        targets = Targets.load(loaded.project.root, loaded.path)
         for case in loaded.cases:
             target = target_for(targets, loaded, case.case.target_name(), override, fallback_target)
             count = repeats or case.case.repeats or loaded.spec.repeats or 1

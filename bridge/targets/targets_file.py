@@ -27,7 +27,7 @@ TARGET_FILES = (
     ".agentv/targets.yaml",
     ".agentv/targets.yml",
 )
-"""Where targets are looked for, first match wins, relative to the project root."""
+"""The names of a targets file, first match wins in each folder (see `find_targets_file`)."""
 
 SECRET_FIELDS = frozenset({"api_key"})
 """Settings that stay `${VAR}` references until a worker reads them from its own environment."""
@@ -78,27 +78,56 @@ class Target(NamedTuple):
 
 
 class Targets:
-    def __init__(self, targets: dict[str, Target], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        targets: dict[str, Target],
+        path: Path | None = None,
+        searched: tuple[Path, ...] = (),
+    ) -> None:
         self.by_name = {**{n: _target(raw) for n, raw in BUILTIN_TARGETS.items()}, **targets}
         self.path = path
+        self.searched = searched
 
     @classmethod
-    def load(cls, project_root: Path) -> Targets:
-        path = find_targets_file(project_root)
-        return cls(load_targets_file(path), path) if path else cls({})
+    def load(cls, project_root: Path, near: Path | None = None) -> Targets:
+        """The targets file nearest to `near` (an eval file or folder), up to the root."""
+        path = find_targets_file(project_root, near)
+        if path is None:
+            return cls({}, searched=tuple(searched_folders(project_root, near)))
+        return cls(load_targets_file(path), path)
 
     def get(self, name: str) -> Target:
         try:
             return self.by_name[name]
         except KeyError:
-            where = f" in {self.path}" if self.path else " (no targets.yaml found)"
+            where = f" in {self.path}" if self.path else f" ({self._not_found()})"
             raise TargetError(
                 f"unknown target '{name}'{where}; available: {', '.join(sorted(self.by_name))}"
             ) from None
 
+    def _not_found(self) -> str:
+        folders = ", ".join(str(f) for f in self.searched) or "the project root"
+        return f"no targets file found; looked for {', '.join(TARGET_FILES)} in {folders}"
 
-def find_targets_file(project_root: Path) -> Path | None:
-    return next((project_root / n for n in TARGET_FILES if (project_root / n).is_file()), None)
+
+def searched_folders(project_root: Path, near: Path | None = None) -> list[Path]:
+    """The folders from `near` up to the project root, nearest first, as AgentV looks."""
+    root = project_root.resolve()
+    start = (near or root).resolve()
+    if not start.is_dir():
+        start = start.parent
+    if not start.is_relative_to(root):
+        return [root]
+    return [start, *(p for p in start.parents if p.is_relative_to(root))]
+
+
+def find_targets_file(project_root: Path, near: Path | None = None) -> Path | None:
+    """The nearest targets file, from `near` up to the project root."""
+    for folder in searched_folders(project_root, near):
+        for name in TARGET_FILES:
+            if (folder / name).is_file():
+                return folder / name
+    return None
 
 
 def load_targets_file(path: Path) -> dict[str, Target]:

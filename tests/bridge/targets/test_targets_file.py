@@ -102,3 +102,31 @@ def test_agentv_targets_location_and_builtin_mock(project: WriteFiles) -> None:
     assert targets.get("mock").queue == "api"
     with pytest.raises(TargetError, match=r"unknown target 'gpt'.*available: codex, mock"):
         targets.get("gpt")
+
+
+def test_the_targets_file_nearest_the_eval_file_wins_up_to_the_root(project: WriteFiles) -> None:
+    """As in AgentV's repository: an example's own `.agentv/targets.yaml` beside its evals."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: top, provider: mock}\n",
+            "docs/examples/simple/.agentv/targets.yaml": (
+                "targets:\n  - {name: near, provider: codex}\n"
+            ),
+            "docs/examples/simple/evals/a.yaml": "evalcases: []\n",
+            "other/b.yaml": "evalcases: []\n",
+        }
+    )
+    near = Targets.load(root, root / "docs/examples/simple/evals/a.yaml")
+    assert near.path == root / "docs/examples/simple/.agentv/targets.yaml"
+    assert near.get("near").kind == "codex"
+    assert Targets.load(root, root / "other/b.yaml").get("top").kind == "mock"
+
+
+def test_no_targets_file_says_where_it_looked(project: WriteFiles) -> None:
+    root = project({"evals/deep/a.yaml": "evalcases: []\n"})
+    targets = Targets.load(root, root / "evals/deep/a.yaml")
+    with pytest.raises(TargetError) as raised:
+        targets.get("gpt")
+    said = str(raised.value)
+    assert "no targets file found; looked for targets.yaml" in said
+    assert f"{root / 'evals/deep'}, {root / 'evals'}, {root}" in said
