@@ -56,8 +56,11 @@ def check_file(path: Path) -> tuple[int, list[Diagnostic]]:
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:
     """Where the file names a target: its `target`, and each case's (or its `execution`'s)."""
     found: list[tuple[Loc, str, str | None]] = []
-    if loaded.spec.target:
-        found.append((("target",), loaded.spec.target, None))
+    spec = loaded.spec
+    if spec.execution and spec.execution.target:
+        found.append((("execution", "target"), spec.execution.target, None))
+    elif spec.target:
+        found.append((("target",), spec.target, None))
     for i, case in enumerate(loaded.cases):
         if case.case.target:
             found.append((("evalcases", i, "target"), case.case.target, case.id))

@@ -169,13 +169,12 @@ def _load_case(
                 else Text(seg.value)
                 for s, seg in enumerate(message.content)
             ]
+            calls = [
+                call if call.id else call.model_copy(update={"id": f"call_{m + 1}_{n + 1}"})
+                for n, call in enumerate(getattr(message, "tool_calls", ()))
+            ]
             out.append(
-                ResolvedMessage(
-                    message.role,
-                    parts,
-                    getattr(message, "tool_calls", ()),
-                    getattr(message, "tool_call_id", None),
-                )
+                ResolvedMessage(message.role, parts, calls, getattr(message, "tool_call_id", None))
             )
         return out
 
@@ -200,7 +199,7 @@ def _check_cases(doc: YamlDocument, cases: list[LoadedCase]) -> list[Diagnostic]
             )
         call_ids: set[str] = set()
         for m, message in enumerate(loaded.messages):
-            call_ids.update(call.id for call in message.tool_calls)
+            call_ids.update(call.id for call in message.tool_calls if call.id)
             if message.tool_call_id is not None and message.tool_call_id not in call_ids:
                 problems.append(
                     doc.diagnostic(

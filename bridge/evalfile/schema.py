@@ -44,9 +44,12 @@ Segment = Annotated[TextSegment | FileSegment, Field(discriminator="type")]
 
 
 def _as_segments(value: Any) -> Any:
-    """A string, or a bare string inside the list, is a text segment."""
+    """A string, or a bare string inside the list, is a text segment; so is an object
+    written as the whole content (AgentV sends it as its JSON, indented by two)."""
     if isinstance(value, str):
         return [{"type": "text", "value": value}]
+    if isinstance(value, dict):
+        return [{"type": "text", "value": json.dumps(value, indent=2, ensure_ascii=False)}]
     if isinstance(value, list):
         return [{"type": "text", "value": v} if isinstance(v, str) else v for v in value]
     raise ValueError("content must be a string or a list of {type: text|file, value} segments")
@@ -55,11 +58,22 @@ def _as_segments(value: Any) -> Any:
 Content = Annotated[list[Segment], BeforeValidator(_as_segments)]
 
 
+def _trace_style(value: Any) -> Any:
+    """AgentV's trace-style call `{tool, input, output}` is a call with its output."""
+    if isinstance(value, dict) and "tool" in value and "name" not in value:
+        renamed = {"tool": "name", "input": "arguments"}
+        return {renamed.get(k, k): v for k, v in value.items()}
+    return value
+
+
 class ToolCall(UserModel):
-    id: str
+    id: str | None = None
+    """Needed when a `tool` message answers the call (its `tool_call_id`)."""
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     """The call's arguments; a JSON object written as a string is accepted too."""
+    output: Any = None
+    """What the tool returned, in trace-style expected calls."""
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -72,25 +86,32 @@ class ToolCall(UserModel):
         return value
 
 
-class SystemMessage(UserModel):
+class MessageBase(UserModel):
+    name: str | None = None
+    """Who speaks (a participant's or a tool's name); kept with the message."""
+
+
+class SystemMessage(MessageBase):
     role: Literal["system"] = "system"
     content: Content
 
 
-class UserMessage(UserModel):
+class UserMessage(MessageBase):
     role: Literal["user"] = "user"
     content: Content
 
 
-class AssistantMessage(UserModel):
+class AssistantMessage(MessageBase):
     role: Literal["assistant"] = "assistant"
     content: Content = Field(default_factory=list)
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[Annotated[ToolCall, BeforeValidator(_trace_style)]] = Field(
+        default_factory=list
+    )
 
 
-class ToolMessage(UserModel):
+class ToolMessage(MessageBase):
     role: Literal["tool"] = "tool"
-    content: Content
+    content: Content = Field(default_factory=list)
     tool_call_id: str | None = None
     """Links the output to an assistant tool call; without it the turn is plain transcript text."""
 
@@ -109,8 +130,12 @@ class Execution(UserModel):
 
 class EvalCase(UserModel):
     id: str = Field(min_length=1)
-    outcome: str | None = Field(default=None, validation_alias="expected_outcome")
-    """Natural-language success criteria, used by the LLM judge."""
+    outcome: str | None = None
+    """Natural-language success criteria, used by the LLM judge (`expected_outcome`,
+    AgentV's later name, wins when both are written)."""
+    expected_outcome: str | None = None
+    description: str | None = None
+    """Free text for the author, as AgentV has it; not sent anywhere."""
     input_messages: list[InputMessage] = Field(min_length=1)
     expected_messages: list[InputMessage] = Field(default_factory=list)
     conversation_id: str | None = None
@@ -133,10 +158,14 @@ class EvalCase(UserModel):
     def target_name(self) -> str | None:
         return self.target or (self.execution.target if self.execution else None)
 
+    def success_criteria(self) -> str | None:
+        return self.expected_outcome or self.outcome
+
     def evaluator_specs(self) -> list[EvaluatorSpec] | None:
-        if self.evaluators is not None:
-            return self.evaluators
-        return self.execution.evaluators if self.execution else None
+        """As AgentV chooses: `execution.evaluators`, else `evaluators` (whole lists)."""
+        if self.execution and self.execution.evaluators is not None:
+            return self.execution.evaluators
+        return self.evaluators
 
 
 class EvalFile(UserModel):
@@ -144,6 +173,8 @@ class EvalFile(UserModel):
     """Accepted for AgentV files (`agentv-eval-v2`) and otherwise ignored."""
     description: str | None = None
     target: str | None = None
+    execution: Execution | None = None
+    """The file's default target and evaluators, AgentV's later spelling."""
     dataset: str | None = None
     system_prompt: str | None = None
     evaluators: list[EvaluatorSpec] | None = None
@@ -152,3 +183,12 @@ class EvalFile(UserModel):
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
     evalcases: list[EvalCase] = Field(min_length=1)
+
+    def target_name(self) -> str | None:
+        """`execution.target` wins over the older top-level `target`, as in AgentV."""
+        return (self.execution.target if self.execution else None) or self.target
+
+    def evaluator_specs(self) -> list[EvaluatorSpec] | None:
+        if self.execution and self.execution.evaluators is not None:
+            return self.execution.evaluators
+        return self.evaluators

@@ -110,7 +110,7 @@ def target_for(
     name = (
         override
         or case_target
-        or loaded.spec.target
+        or loaded.spec.target_name()
         or fallback
         or loaded.project.config.default_target
     )
@@ -143,7 +143,7 @@ def plan_jobs(
                     case,
                     target,
                     r,
-                    evaluators=loaded.spec.evaluators,
+                    evaluators=loaded.spec.evaluator_specs(),
                     timeout_seconds=loaded.spec.timeout_seconds,
                     targets=targets,
                     eval_dir=loaded.path.parent,

@@ -127,7 +127,7 @@ def build_job(
 ) -> Job:
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
-    expected = case.expected[0] if case.expected else None
+    expected = case.expected[-1] if case.expected else None  # the last, as AgentV takes it
     specs = [
         resolve_evaluator(e, eval_dir or Path.cwd())
         for e in case.case.evaluator_specs() or evaluators or []
@@ -152,7 +152,7 @@ def build_job(
         repeat=repeat,
         target=_ref(target),
         request=request_for(case, system_prompt if isinstance(system_prompt, str) else None),
-        outcome=spec.outcome,
+        outcome=spec.success_criteria(),
         reference_answer=render(expected) if expected else None,
         files=[attached(f) for f in case.files()],
         evaluators=specs,

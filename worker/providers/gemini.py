@@ -24,7 +24,7 @@ def as_gemini_contents(messages: Sequence[ChatMessage]) -> tuple[JsonDict | None
     """
     system_parts = [{"text": m.content} for m in messages if m.role == "system" and m.content]
     instruction = {"parts": system_parts} if system_parts else None
-    names = {c.id: c.name for m in messages for c in m.tool_calls or ()}
+    names = {c.id or "": c.name for m in messages for c in m.tool_calls or ()}
     contents: list[JsonDict] = []
     for message in messages:
         if message.role == "system":

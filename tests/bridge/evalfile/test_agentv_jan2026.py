@@ -1,0 +1,63 @@
+"""AgentV's January-2026 eval format: `execution` blocks, `expected_outcome`, object
+content, trace-style tool calls, message names; precedence and the reference answer
+as AgentV has them."""
+
+from __future__ import annotations
+
+import json
+
+from bridge.evalfile.cases import load_eval_file
+from bridge.queue.campaigns import plan_jobs
+from tests.conftest import WriteFiles
+
+TARGETS = "targets:\n  - {name: default, provider: mock}\n  - {name: other, provider: mock}\n"
+
+EVAL = """\
+description: a suite in AgentV's January-2026 shape
+target: other
+execution:
+  target: default
+  evaluators:
+    - {name: file-level, type: contains, value: file}
+evalcases:
+  - id: both-lists
+    description: the case's own execution.evaluators win over its evaluators
+    expected_outcome: Says hello.
+    input_messages:
+      - {role: user, name: alice, content: hello}
+    evaluators:
+      - {name: plain, type: contains, value: plain}
+    execution:
+      evaluators:
+        - {name: execution, type: contains, value: execution}
+    expected_messages:
+      - {role: assistant, content: first answer}
+      - {role: assistant, content: last answer}
+  - id: object-content
+    input_messages:
+      - role: user
+        content: {riskLevel: high, items: [1, 2]}
+    expected_messages:
+      - role: assistant
+        tool_calls:
+          - {tool: search, input: {q: evalrelay}, output: found}
+      - {role: assistant, content: done}
+"""
+
+
+def test_the_january_2026_shape_loads_with_agentvs_precedence(project: WriteFiles) -> None:
+    root = project({"targets.yaml": TARGETS, "evals/suite.yaml": EVAL})
+    loaded = load_eval_file(root / "evals/suite.yaml")
+    first, second = plan_jobs("c", [loaded], None, None)
+
+    assert first.target.name == "default"  # execution.target over the top-level target
+    assert [e.name for e in first.evaluators] == ["execution"]
+    assert [e.name for e in second.evaluators] == ["file-level"]
+    assert first.outcome == "Says hello."
+    assert first.reference_answer == "last answer"  # the last expected message
+
+    question = second.request.question
+    assert json.loads(question) == {"riskLevel": "high", "items": [1, 2]}
+    (call,) = loaded.cases[1].expected[0].tool_calls
+    assert (call.name, call.arguments, call.output) == ("search", {"q": "evalrelay"}, "found")
+    assert loaded.cases[0].case.input_messages[0].name == "alice"
