@@ -53,7 +53,12 @@ class TargetBase(BaseModel):
     system_prompt: str | None = None
     timeout_seconds: Seconds | None = None
     workers: PositiveInt | None = None
-    """Accepted from AgentV files; concurrency comes from the workers here."""
+    """AgentV's concurrency for this target: at most this many of its jobs at once across
+    all workers (API targets: `max_concurrency` unless that is set)."""
+    provider_batching: bool | None = None
+    """AgentV's option to send several cases in one provider call. Here every job is its
+    own call, whatever it says: the results are the same, only the number of calls
+    differs."""
 
 
 class ApiTargetBase(TargetBase):
@@ -68,6 +73,7 @@ class ApiTargetBase(TargetBase):
     tpm: PositiveInt | None = None
     """Tokens per minute for this target across all workers."""
     max_concurrency: PositiveInt | None = None
+    """At most this many of this target's calls at once, across all workers."""
     max_retries: NonNegativeInt = 3
     retry_initial_delay_ms: NonNegativeInt = 1000
     retry_max_delay_ms: NonNegativeInt = 60_000
@@ -79,6 +85,12 @@ class ApiTargetBase(TargetBase):
 
     def key_env(self) -> str | None:
         return self.api_key or self.KEY_ENV
+
+    @model_validator(mode="after")
+    def _workers_as_concurrency(self) -> ApiTargetBase:
+        if self.max_concurrency is None and self.workers is not None:
+            object.__setattr__(self, "max_concurrency", self.workers)
+        return self
 
 
 class OpenAITarget(ApiTargetBase):
@@ -187,6 +199,13 @@ class CodexTarget(TargetBase):
     env: dict[str, str] = Field(default_factory=dict)
     """More environment variables for Codex (keys as `${VAR}` references)."""
     workspace_template: str | None = None
+    system_prompt: str | None = None
+    cwd: str | None = None
+    """Where the agent runs, relative to its fresh workspace (default: the workspace)."""
+    log_dir: str | None = None
+    """A folder on the worker keeping each attempt's agent log after the workspace goes."""
+    log_format: Literal["summary", "json"] = "summary"
+    """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
 
 
 class CopilotCliTarget(TargetBase):
@@ -203,6 +222,31 @@ class CopilotCliTarget(TargetBase):
     """Environment for Copilot, e.g. COPILOT_OFFLINE and COPILOT_PROVIDER_BASE_URL for
     a model server of your own; keys as `${VAR}` references."""
     workspace_template: str | None = None
+    cwd: str | None = None
+    """Where the agent runs, relative to its fresh workspace (default: the workspace)."""
+    log_dir: str | None = None
+    """A folder on the worker keeping each attempt's agent log after the workspace goes."""
+    log_format: Literal["summary", "json"] = "summary"
+    """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
+
+
+class CliHealthcheck(BaseModel):
+    """A check a `cli` target must pass before its first job on a worker: an HTTP GET
+    that answers 2xx, or a command that exits 0."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["http", "command"] | None = None
+    url: str | None = None
+    command: str | list[str] | None = Field(default=None, alias="command_template")
+    cwd: str | None = None
+    timeout_seconds: PositiveFloat = 10.0
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CliHealthcheck:
+        if (self.url is None) == (self.command is None):
+            raise ValueError("a healthcheck needs either url (http) or command_template")
+        return self
 
 
 class CliTarget(TargetBase):
@@ -212,11 +256,22 @@ class CliTarget(TargetBase):
     command: str | list[str] = Field(alias="command_template")
     """Placeholders: {task_file}, {output_file}, {workspace}, {files}, {prompt} (AgentV's
     upper-case {PROMPT_FILE}, {OUTPUT_FILE}, {FILES}, {PROMPT} too)."""
-    cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     workspace_template: str | None = None
-    files_format: str = "{path}"
-    """How each attached file is written in {files}: {path} (absolute) or {name}."""
+    files_format: str = Field(default="{path}", alias="attachments_format")
+    """How each attached file is written in {files}: {path} (absolute) or {name}; AgentV's
+    `--file {path}` gives two arguments per file."""
+    healthcheck: CliHealthcheck | None = None
+    verbose: bool = Field(default=False, alias="cli_verbose")
+    """Log each command line the worker runs for this target."""
+    keep_temp_files: bool = Field(default=False, alias="keep_output_files")
+    """AgentV's option to keep the answer files; evalrelay keeps every workspace anyway."""
+    cwd: str | None = None
+    """Where the agent runs, relative to its fresh workspace (default: the workspace)."""
+    log_dir: str | None = None
+    """A folder on the worker keeping each attempt's agent log after the workspace goes."""
+    log_format: Literal["summary", "json"] = "summary"
+    """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
 
 
 TargetSettings = Annotated[

@@ -97,13 +97,20 @@ class Targets:
         return cls(load_targets_file(path), path)
 
     def get(self, name: str) -> Target:
+        """The target, or a TargetError saying why it cannot be used here."""
         try:
-            return self.by_name[name]
+            target = self.by_name[name]
         except KeyError:
             where = f" in {self.path}" if self.path else f" ({self._not_found()})"
             raise TargetError(
                 f"unknown target '{name}'{where}; available: {', '.join(sorted(self.by_name))}"
             ) from None
+        if target.kind not in QUEUE_FOR_KIND:
+            raise TargetError(
+                f"target '{name}' uses provider '{target.kind}', which evalrelay cannot run "
+                f"(in {self.path}); it runs: {', '.join(sorted(QUEUE_FOR_KIND))}"
+            )
+        return target
 
     def _not_found(self) -> str:
         folders = ", ".join(str(f) for f in self.searched) or "the project root"
@@ -131,18 +138,43 @@ def find_targets_file(project_root: Path, near: Path | None = None) -> Path | No
 
 
 def load_targets_file(path: Path) -> dict[str, Target]:
-    """Validate the whole file as if every variable were set; unset ones fail only on use."""
+    """Validate the whole file as if every variable were set; unset ones fail only on use.
+
+    A target of a provider kind evalrelay cannot run (AgentV has more) is kept aside: the
+    file loads, and only a case that uses that target gets an error.
+    """
     doc = load_yaml(path)
     problems = _duplicate_names(doc)
+    data = interpolate(doc.data, _AnyEnv())
+    foreign = _foreign_kinds(data)
+    if foreign:
+        data = {**data, "targets": [
+            {"name": raw["name"], "provider": "mock"} if i in foreign else raw
+            for i, raw in enumerate(data["targets"])
+        ]}  # fmt: skip
     try:
-        validate_document(
-            TargetsFile, YamlDocument(doc.path, interpolate(doc.data, _AnyEnv()), doc.root)
-        )
+        validate_document(TargetsFile, YamlDocument(doc.path, data, doc.root))
     except InvalidFileError as exc:
         problems += exc.diagnostics
     if problems:
         raise InvalidFileError(sorted(problems, key=lambda d: (d.line, d.column)))
-    return {raw["name"]: _target(raw) for raw in doc.data["targets"]}
+    return {
+        raw["name"]: Target(raw["name"], foreign[i], raw) if i in foreign else _target(raw)
+        for i, raw in enumerate(doc.data["targets"])
+    }
+
+
+def _foreign_kinds(data: Any) -> dict[int, str]:
+    """Entries (by index) whose `provider` is a kind evalrelay does not know."""
+    entries = data.get("targets") if isinstance(data, dict) else None
+    return {
+        i: raw["provider"]
+        for i, raw in enumerate(entries if isinstance(entries, list) else [])
+        if isinstance(raw, dict)
+        and isinstance(raw.get("name"), str)
+        and isinstance(raw.get("provider"), str)
+        and raw["provider"] not in QUEUE_FOR_KIND
+    }
 
 
 def _duplicate_names(doc: YamlDocument) -> list[Diagnostic]:

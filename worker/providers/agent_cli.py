@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -70,6 +71,7 @@ class CommandLineAgent(Provider):
             "transcript": self.transcript(events, run),
             **({"home": str(home)} if home else {}),
         }
+        self.keep_log(job, workspace, record)
         try:
             if run.stopped_because is not None:
                 raise self.failed(run, run.stopped_because)
@@ -118,7 +120,27 @@ class CommandLineAgent(Provider):
             yield home
 
     def cwd(self, workspace: AttemptWorkspace) -> Path:
+        """The workspace, or the target's `cwd` (relative to the workspace, `~` and `$VAR`
+        expanded)."""
+        cwd = self._setting("cwd")
+        if cwd:
+            return workspace.folder / Path(os.path.expandvars(cwd)).expanduser()
         return workspace.folder
+
+    def keep_log(self, job: Job, workspace: AttemptWorkspace, record: dict[str, Any]) -> None:
+        """With `log_dir`, a copy of the agent's output stream (`log_format: json`) or of
+        the transcript the result keeps (`summary`, the default) outlives the workspace."""
+        log_dir = self._setting("log_dir")
+        if not log_dir:
+            return
+        folder = Path(os.path.expandvars(log_dir)).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{job.case_id}-{job.job_id[:8]}-{job.attempt}"
+        if self._setting("log_format") == "json":
+            shutil.copyfile(workspace.folder / TRANSCRIPT_FILE, folder / f"{name}.jsonl")
+        else:
+            text = json.dumps(record.get("transcript"), indent=2, ensure_ascii=False)
+            (folder / f"{name}.json").write_text(text + "\n", encoding="utf-8")
 
     def transcript(self, events: list[dict[str, Any]], run: AgentRun) -> list[dict[str, Any]]:
         return events

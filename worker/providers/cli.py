@@ -8,18 +8,26 @@ task asks for `answer.tmp.md`, renamed when complete), or else standard output.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
+import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.targets.settings import CliTarget
+from bridge.queue.jobs import Job
+from bridge.results.result import Status
+from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
-from worker.providers.base import ProviderOutput
+from worker.providers.base import ProviderFailure, ProviderOutput
+from worker.providers.failures import tail
+
+log = logging.getLogger(__name__)
 
 ANSWER_FILE = "answer.md"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
@@ -42,13 +50,15 @@ class CliProvider(CommandLineAgent):
             "workspace": str(workspace.folder),
             "prompt": workspace.task,
         }
+        # `files_format` is split like the command: `--file {path}` is two arguments.
         files = [
-            self.settings.files_format.format(
+            token.format(
                 path=str(workspace.folder / f.workspace_path),
                 name=Path(f.workspace_path).name,
                 relative=f.workspace_path,
             )
             for f in inputs
+            for token in shlex.split(self.settings.files_format)
         ]
         argv = [executable]
         for token in tokens[1:]:
@@ -56,12 +66,20 @@ class CliProvider(CommandLineAgent):
                 argv += files
             else:
                 argv.append(_fill(token, {**values, "files": " ".join(files)}))
+        if self.settings.verbose:
+            log.info("target %s runs: %s", self.settings.name, shlex.join(argv))
         return argv, workspace.task
 
-    def cwd(self, workspace: AttemptWorkspace) -> Path:
-        if self.settings.cwd:
-            return workspace.folder / Path(os.path.expandvars(self.settings.cwd)).expanduser()
-        return workspace.folder
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        check = self.settings.healthcheck
+        if check is not None and self.settings.name not in _healthy:
+            failed = healthcheck_failure(check)
+            if failed:
+                raise ProviderFailure(
+                    Status.INFRA_ERROR, f"target '{self.settings.name}': healthcheck {failed}"
+                )
+            _healthy.add(self.settings.name)
+        return super().run(job, deadline)
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace
@@ -86,6 +104,36 @@ class CliProvider(CommandLineAgent):
     def _tokens(self) -> list[str]:
         command = self.settings.command
         return shlex.split(command) if isinstance(command, str) else list(command)
+
+
+_healthy: set[str] = set()
+"""The `cli` targets whose healthcheck passed in this worker process."""
+
+
+def healthcheck_failure(check: CliHealthcheck) -> str | None:
+    """Why the check failed, or None when it passed."""
+    if check.url is not None:
+        try:
+            with urllib.request.urlopen(check.url, timeout=check.timeout_seconds) as response:
+                return None if 200 <= response.status < 300 else f"got HTTP {response.status}"
+        except (OSError, ValueError) as exc:
+            return f"could not GET {check.url}: {exc}"
+    command = check.command or []
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    try:
+        done = subprocess.run(
+            argv,
+            cwd=os.path.expanduser(check.cwd) if check.cwd else None,
+            capture_output=True,
+            text=True,
+            timeout=check.timeout_seconds,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"could not run {shlex.join(argv)}: {exc}"
+    if done.returncode != 0:
+        return f"{shlex.join(argv)} exited with {done.returncode}: {tail(done.stderr, 300)}"
+    return None
 
 
 def _fill(token: str, values: dict[str, str]) -> str:

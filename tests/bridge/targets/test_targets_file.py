@@ -130,3 +130,56 @@ def test_no_targets_file_says_where_it_looked(project: WriteFiles) -> None:
     said = str(raised.value)
     assert "no targets file found; looked for targets.yaml" in said
     assert f"{root / 'evals/deep'}, {root / 'evals'}, {root}" in said
+
+
+AGENTV_TARGETS = """\
+$schema: agentv-targets-v2.2
+targets:
+  - name: azure_base
+    provider: azure
+    endpoint: ${{ AZURE_OPENAI_ENDPOINT }}
+    api_key: ${{ AZURE_OPENAI_API_KEY }}
+    model: ${{ AZURE_DEPLOYMENT_NAME }}
+    workers: 3
+    provider_batching: false
+  - name: codex_target
+    provider: codex
+    judge_target: azure_base
+    cwd: ${{ CODEX_WORKSPACE_DIR }}
+    log_dir: ${{ CODEX_LOG_DIR }}
+    log_format: json
+  - name: local_cli
+    provider: cli
+    judge_target: azure_base
+    command_template: uv run ./mock_cli.py --prompt {PROMPT} {FILES} --output {OUTPUT_FILE}
+    files_format: --file {path}
+    cwd: ..
+    verbose: true
+    healthcheck: {type: command, command_template: uv run ./mock_cli.py --healthcheck}
+  - name: pi
+    provider: pi-agent-sdk
+    pi_provider: anthropic
+"""
+
+
+def test_an_agentv_targets_file_loads_whole_and_only_a_kind_we_cannot_run_fails_on_use(
+    project: WriteFiles,
+) -> None:
+    targets = Targets.load(project({".agentv/targets.yaml": AGENTV_TARGETS}))
+    env = {
+        "AZURE_OPENAI_ENDPOINT": "https://x.openai.azure.com",
+        "AZURE_OPENAI_API_KEY": "k",
+        "AZURE_DEPLOYMENT_NAME": "gpt",
+        "CODEX_WORKSPACE_DIR": "/tmp/w",
+        "CODEX_LOG_DIR": "/tmp/logs",
+    }
+    azure = targets.get("azure_base").settings(env)
+    assert getattr(azure, "max_concurrency", None) == 3  # AgentV's workers
+    codex = targets.get("codex_target").settings(env)
+    assert (getattr(codex, "log_dir", None), getattr(codex, "log_format", None)) == (
+        "/tmp/logs",
+        "json",
+    )
+    assert targets.get("local_cli").queue == "agent.cli"
+    with pytest.raises(TargetError, match="uses provider 'pi-agent-sdk', which evalrelay cannot"):
+        targets.get("pi")

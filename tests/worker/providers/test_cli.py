@@ -101,3 +101,36 @@ def test_missing_executable_is_named(project: WriteFiles, client: redis.Redis) -
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
     assert "`no-such-agent` was not found on this worker's PATH" in result.error.message
+
+
+def test_agentv_files_format_gives_each_file_its_flag_and_log_dir_keeps_the_log(
+    project: WriteFiles, client: redis.Redis, tmp_path: Path
+) -> None:
+    result = run_cli(
+        project,
+        client,
+        f'"{AGENT} --task {{task_file}} {{FILES}}"',
+        files_format='"--file {path}"',
+        log_dir=str(tmp_path / "logs"),
+        verbose="true",
+    )
+    assert result.status is Status.OK, result.error
+    command = result.artifacts["cli"]["command"]
+    assert command[-4::2] == ["--file", "--file"]
+    assert [Path(p).name for p in command[-3::2]] == [Path(GUIDE).name, Path(ATTACHED).name]
+    (kept,) = (tmp_path / "logs").iterdir()
+    assert kept.name.endswith(".json")
+
+
+def test_a_failing_healthcheck_stops_the_target_with_a_clear_error(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    result = run_cli(
+        project,
+        client,
+        f'"{AGENT} --task {{task_file}}"',
+        healthcheck="{command_template: 'false', timeout_seconds: 5}",
+    )
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None
+    assert "target 'agent': healthcheck false exited with 1" in result.error.message
