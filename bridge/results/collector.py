@@ -57,6 +57,9 @@ return 0
 
 Entry = tuple[str, dict[str, str]]
 
+STREAMS_LOST = ("NOGROUP", "UNBLOCKED")
+"""Redis's answers when a stream or its group is gone: before the read, or during it."""
+
 
 class Collector:
     def __init__(
@@ -98,9 +101,10 @@ class Collector:
             if not entries:
                 entries = self._read_new(campaigns, block_ms)
         except redis.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
+            if not str(exc).startswith(STREAMS_LOST):
                 raise
-            # Redis restarted without its data: make the groups again on the next poll.
+            # Redis restarted without its data, or its keys were deleted while this read
+            # waited: make the groups again on the next poll.
             log.warning("collector %s: result streams were lost; reading them anew", self.consumer)
             self.groups.clear()
             self.own_pending_read.clear()

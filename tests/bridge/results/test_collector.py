@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -205,3 +206,28 @@ def test_a_collector_started_after_one_killed_before_the_report_writes_it(
     processes.start("collect", name="second")
     wait_for(report.exists, 30, "the report from the collector started next")
     assert len(read_jsonl(Path(info.out_dir) / f"{info.campaign_id}.jsonl")) == 5
+
+
+def test_a_stream_deleted_while_the_collector_waits_on_it_is_read_anew(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """FLUSHDB or a Redis that lost its data while XREADGROUP blocks answers `UNBLOCKED`."""
+    collector = Collector(client, "c1", lambda _: tmp_path)
+    assert collector.poll(["c"], block_ms=10) == 0  # the group exists, nothing to read
+    outcome: list[object] = []
+
+    def blocked_read() -> None:
+        try:
+            outcome.append(collector.poll(["c"], block_ms=5000))
+        except redis.RedisError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=blocked_read)
+    reader.start()
+    time.sleep(0.5)
+    client.delete(results_stream_key("c"))
+    reader.join(10)
+    assert outcome == [0]
+    client.xadd(results_stream_key("c"), {"job_id": "j1", "result": result("j1").model_dump_json()})
+    wait_for(lambda: collector.poll(["c"], block_ms=100) == 1, 10, "the new result")
+    collector.close()
