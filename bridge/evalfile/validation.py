@@ -57,9 +57,14 @@ def describe(model: type[BaseModel], error: ErrorDetails) -> str:
     if kind == "extra_forbidden":
         key = str(loc[-1])
         known = sorted(_known_keys(model, loc[:-1]))
+        parent = dotted(loc[:-1]) or "the top level"
+        if key in known:  # allowed on other kinds of this entry (another role, type)
+            tag = error["loc"][-2] if len(error["loc"]) > 1 else None
+            kind_of = f"a '{tag}' entry" if isinstance(tag, str) else "this kind of entry"
+            return f"key '{key}' in {parent} is not allowed on {kind_of}"
         near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"did you mean '{near[0]}'?" if near else f"allowed keys here: {', '.join(known)}"
-        return f"unknown key '{key}' in {dotted(loc[:-1]) or 'the top level'}; {hint}"
+        return f"unknown key '{key}' in {parent}; {hint}"
     if kind == "missing":
         parent = dotted(loc[:-1]) or "the top level"
         return f"missing required key '{loc[-1]}' in {parent}"

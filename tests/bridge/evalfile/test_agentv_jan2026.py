@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
 from bridge.queue.campaigns import plan_jobs
 from tests.conftest import WriteFiles
@@ -61,3 +64,21 @@ def test_the_january_2026_shape_loads_with_agentvs_precedence(project: WriteFile
     (call,) = loaded.cases[1].expected[0].tool_calls
     assert (call.name, call.arguments, call.output) == ("search", {"q": "evalrelay"}, "found")
     assert loaded.cases[0].case.input_messages[0].name == "alice"
+
+
+def test_a_key_of_another_kind_of_message_is_not_a_did_you_mean_of_itself(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "evals/bad.yaml": "evalcases:\n  - id: a\n    input_messages:\n"
+            "      - {role: user, content: hi, tool_calls: []}\n"
+        }
+    )
+    with pytest.raises(InvalidFileError) as raised:
+        load_eval_file(root / "evals/bad.yaml")
+    (problem,) = raised.value.diagnostics
+    assert problem.message.endswith(
+        "key 'tool_calls' in evalcases[0].input_messages[0] is not allowed on a 'user' entry"
+    )
+    assert "did you mean" not in problem.message
