@@ -51,13 +51,16 @@ class AgentvConfig(BaseModel):
 class Project:
     """A project root with its configuration, loaded once."""
 
-    def __init__(self, root: Path, config: ProjectConfig | None = None) -> None:
+    def __init__(
+        self, root: Path, config: ProjectConfig | None = None, near: Path | None = None
+    ) -> None:
         self.root = root.resolve()
-        self.config = config if config is not None else load_config(self.root)
+        self.config = config if config is not None else load_config(self.root, near)
 
     @classmethod
     def containing(cls, path: Path) -> Project:
-        return cls(find_root(path))
+        """The project of an eval file (or folder), with the configuration nearest to it."""
+        return cls(find_root(path), near=path)
 
     @cached_property
     def guideline_spec(self) -> PathSpec[Any]:
@@ -79,16 +82,30 @@ def find_root(path: Path) -> Path:
     return start
 
 
-def load_config(root: Path) -> ProjectConfig:
+def load_config(root: Path, near: Path | None = None) -> ProjectConfig:
+    """`evalrelay.yaml` at the root; else, as AgentV looks, the `.agentv/config.yaml`
+    nearest to `near` (an eval file), up to the root."""
     config_path = root / CONFIG_NAME
     if config_path.is_file():
         doc = load_yaml(config_path)
         if doc.data is None:
             return ProjectConfig()
         return validate_document(ProjectConfig, doc)
-    agentv_path = root / AGENTV_CONFIG
-    if agentv_path.is_file():
-        doc = load_yaml(agentv_path)
-        patterns = validate_document(AgentvConfig, doc).guideline_patterns if doc.data else []
-        return ProjectConfig(guideline_patterns=patterns)
+    for folder in searched_folders(root, near):
+        agentv_path = folder / AGENTV_CONFIG
+        if agentv_path.is_file():
+            doc = load_yaml(agentv_path)
+            patterns = validate_document(AgentvConfig, doc).guideline_patterns if doc.data else []
+            return ProjectConfig(guideline_patterns=patterns)
     return ProjectConfig()
+
+
+def searched_folders(project_root: Path, near: Path | None = None) -> list[Path]:
+    """The folders from `near` up to the project root, nearest first, as AgentV looks."""
+    root = project_root.resolve()
+    start = (near or root).resolve()
+    if not start.is_dir():
+        start = start.parent
+    if not start.is_relative_to(root):
+        return [root]
+    return [start, *(p for p in start.parents if p.is_relative_to(root))]

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
+from bridge.evalfile.project import searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
@@ -115,17 +116,6 @@ class Targets:
     def _not_found(self) -> str:
         folders = ", ".join(str(f) for f in self.searched) or "the project root"
         return f"no targets file found; looked for {', '.join(TARGET_FILES)} in {folders}"
-
-
-def searched_folders(project_root: Path, near: Path | None = None) -> list[Path]:
-    """The folders from `near` up to the project root, nearest first, as AgentV looks."""
-    root = project_root.resolve()
-    start = (near or root).resolve()
-    if not start.is_dir():
-        start = start.parent
-    if not start.is_relative_to(root):
-        return [root]
-    return [start, *(p for p in start.parents if p.is_relative_to(root))]
 
 
 def find_targets_file(project_root: Path, near: Path | None = None) -> Path | None:
