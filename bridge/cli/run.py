@@ -8,12 +8,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign, print_summary
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.project import Project
 from bridge.queue.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
+from bridge.queue.connection import configured_url
 from bridge.queue.jobs import Job
 from bridge.queue.runtime import open_runtime
 from bridge.targets.targets_file import Targets
@@ -82,6 +84,8 @@ def run_command(
         jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
     out_dir = (out or default_out(files)).resolve()
     console = Console(stderr=True)
+    if not detach and (local_worker or configured_url() is None):
+        load_env_files((f.path, f.project.root) for f in files)  # this process is the worker
     with open_runtime(
         worker=not detach, force_local_worker=local_worker, concurrency=concurrency
     ) as runtime:

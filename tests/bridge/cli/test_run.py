@@ -242,3 +242,23 @@ def test_sigterm_stops_a_run_and_what_it_started_while_a_second_run_completes(
     survived = next(p for p in (root / "results").glob("*.jsonl") if p.stem.startswith("b-"))
     assert len(read_jsonl(survived)) == 12
     assert not _answers(url)  # the last one out stopped it
+
+
+def test_embedded_run_reads_the_env_files_near_the_eval_file_nearest_first(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: t, provider: mock, response: '${ANSWER}'}\n",
+            ".env": "ANSWER=from the root\nOTHER=root only\n",
+            "evals/.env": "ANSWER=from beside the file\n",
+            "evals/one.yaml": one_turn_cases(1),
+        }
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALRELAY_REDIS_URL", "ANSWER")}
+    env["EVALRELAY_HOME"] = str(private_home)
+    done = run("evals/one.yaml", "--target", "t", env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    (line,) = read_jsonl(jsonl)
+    assert line["answer"] == "from beside the file"  # the nearest .env wins
