@@ -49,7 +49,10 @@ class StrictSafeLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
-        for key_node, _ in node.value:
+        own = [k for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"]
+        # YAML merge keys (`<<: *base`) bring in pairs that the mapping's own keys override.
+        self.flatten_mapping(node)
+        for key_node in own:
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (str, int, float, bool)) and key in seen:
                 self.duplicates.append(key_node)
@@ -141,7 +144,8 @@ class YamlDocument(NamedTuple):
 
 def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
-        return next((v for k, v in node.value if k.value == part), None)
+        # The last pair wins: a mapping's own key comes after the pairs a merge key brings.
+        return next((v for k, v in reversed(node.value) if k.value == part), None)
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
         child: yaml.Node = node.value[part]
         return child

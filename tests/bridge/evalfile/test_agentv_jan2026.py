@@ -82,3 +82,21 @@ def test_a_key_of_another_kind_of_message_is_not_a_did_you_mean_of_itself(
         "key 'tool_calls' in evalcases[0].input_messages[0] is not allowed on a 'user' entry"
     )
     assert "did you mean" not in problem.message
+
+
+def test_yaml_merge_keys_bring_in_pairs_that_own_keys_override(project: WriteFiles) -> None:
+    root = project(
+        {
+            "evals/merge.yaml": (
+                "evalcases:\n"
+                "  - &base\n"
+                "    id: a\n"
+                "    input_messages: [{role: user, content: hi}]\n"
+                "  - <<: *base\n"
+                "    id: b\n"
+            )
+        }
+    )
+    loaded = load_eval_file(root / "evals/merge.yaml")
+    assert [c.id for c in loaded.cases] == ["a", "b"]
+    assert loaded.cases[1].case.input_messages == loaded.cases[0].case.input_messages
