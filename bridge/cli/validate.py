@@ -22,12 +22,12 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         raise click.ClickException("no .yaml or .yml files found in the paths given")
     failed = 0
     for path in files:
-        count, problems = check_file(path)
+        count, problems, shape = check_file(path)
         for problem in problems:
             click.echo(str(problem))
         failed += bool(problems)
         if not problems:
-            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK")
+            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({shape})")
     if failed:
         click.echo(
             f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True
@@ -35,14 +35,15 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         raise SystemExit(1)
 
 
-def check_file(path: Path) -> tuple[int, list[Diagnostic]]:
-    """The number of cases and every problem in one eval file, unknown target names included."""
+def check_file(path: Path) -> tuple[int, list[Diagnostic], str]:
+    """The number of cases, every problem in one eval file (unknown target names included),
+    and the format it was read as."""
     try:
         project = Project.containing(path)
         loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
-        return 0, exc.diagnostics
+        return 0, exc.diagnostics, ""
     doc = load_yaml(path)
     problems = []
     for loc, name, case_id in target_references(loaded):
@@ -50,7 +51,7 @@ def check_file(path: Path) -> tuple[int, list[Diagnostic]]:
             targets.get(name)
         except TargetError as exc:
             problems.append(doc.diagnostic(loc, str(exc), case_id))
-    return len(loaded.cases), problems
+    return len(loaded.cases), problems, loaded.format
 
 
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:

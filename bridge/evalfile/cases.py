@@ -54,6 +54,17 @@ class LoadedEvalFile(NamedTuple):
     cases: list[LoadedCase]
 
     @property
+    def format(self) -> str:
+        """Which shape of eval file this is, in words, for `validate`."""
+        if self.spec.schema_ == "agentv-eval-v2":
+            return "AgentV agentv-eval-v2"
+        if self.spec.execution is not None or any(
+            c.case.execution or c.case.expected_outcome for c in self.cases
+        ):
+            return "AgentV evalcases with execution blocks"
+        return "evalcases"
+
+    @property
     def dataset(self) -> str:
         return self.spec.dataset or self.path.stem
 
@@ -62,6 +73,7 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)
     doc = load_yaml(path)
+    _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)
     try:
         spec = EvalFile.model_validate(doc.data)
@@ -75,6 +87,30 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     if problems:
         raise InvalidFileError(_sorted(problems))
     return LoadedEvalFile(path, project, spec, cases)
+
+
+TESTS_FORMAT_KEYS = ("tests", "prompts", "providers", "default_test", "scenarios")
+"""AgentV's later suite format (from mid-2026): `prompts` and `tests` with `vars` and `assert`."""
+
+
+def _refuse_other_formats(doc: YamlDocument) -> None:
+    """One clear error for a whole file in a shape evalrelay does not read yet, instead of
+    an unknown-key error for each of its keys."""
+    if not isinstance(doc.data, dict) or "evalcases" in doc.data:
+        return
+    keys = [k for k in TESTS_FORMAT_KEYS if k in doc.data]
+    if keys:
+        raise InvalidFileError(
+            [
+                doc.diagnostic(
+                    (keys[0],),
+                    f"this file is in AgentV's later suite format ({', '.join(keys)}: prompts "
+                    "and tests with vars and assert), which evalrelay does not read yet; "
+                    "write its cases as `evalcases:` with input_messages and evaluators",
+                    key=True,
+                )
+            ]
+        )
 
 
 def eval_files_under(paths: Sequence[Path]) -> list[Path]:

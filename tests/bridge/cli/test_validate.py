@@ -38,7 +38,10 @@ def test_good_files_print_a_count_each_and_exit_0(project: WriteFiles) -> None:
     )
     code, lines = validate(root / "evals")
     assert code == 0
-    assert lines == [f"{root}/evals/a.yaml: 2 cases OK", f"{root}/evals/sub/b.yml: 1 case OK"]
+    assert lines == [
+        f"{root}/evals/a.yaml: 2 cases OK (AgentV evalcases with execution blocks)",
+        f"{root}/evals/sub/b.yml: 1 case OK (evalcases)",
+    ]
 
 
 def test_yaml_syntax_error_names_line_and_column(project: WriteFiles) -> None:
@@ -232,5 +235,27 @@ def test_one_bad_file_does_not_hide_the_good_ones(project: WriteFiles) -> None:
     assert code == 1
     assert lines == [
         f"{root}/bad.yaml:1:12: evalcases: must not be empty",
-        f"{root}/ok.yaml: 2 cases OK",
+        f"{root}/ok.yaml: 2 cases OK (AgentV evalcases with execution blocks)",
     ]
+
+
+PLAIN = "evalcases: [{id: x, input_messages: [{role: user, content: y}]}]\n"
+
+
+def test_validate_names_the_format_and_refuses_agentvs_later_one_in_one_line(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "src/app.py": "x",
+            "v2.yaml": "$schema: agentv-eval-v2\n" + PLAIN,
+            "jan.yaml": "execution: {target: mock}\n" + PLAIN,
+            "later.yaml": "name: later\nprompts: ['{{ input }}']\ntests:\n  - vars: {input: hi}\n",
+        }
+    )
+    code, lines = validate(root / "v2.yaml", root / "jan.yaml", root / "later.yaml")
+    assert code == 1
+    assert lines[0] == f"{root}/v2.yaml: 1 case OK (AgentV agentv-eval-v2)"
+    assert lines[1] == f"{root}/jan.yaml: 1 case OK (AgentV evalcases with execution blocks)"
+    assert lines[2].startswith(f"{root}/later.yaml:3:1: this file is in AgentV's later suite")
+    assert len(lines) == 3
