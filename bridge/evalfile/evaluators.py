@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    field_validator,
+    model_validator,
+)
 
 from bridge.evalfile.limits import Seconds
 
@@ -62,13 +69,34 @@ class SimilarityEvaluator(_EvaluatorBase):
 
 
 class CodeEvaluator(_EvaluatorBase):
-    type: Literal["code"]
+    """`code` (evalrelay's, and AgentV's 2025 name) or `code_judge` (AgentV's 2026 one)."""
+
+    type: Literal["code", "code_judge"]
     script: str | list[str]
-    """A command line (split like a shell would, but never run through one) or an argument list."""
+    """A command line, or an argument list. `code` splits the line like a shell would but
+    never runs one; `code_judge` runs it with `sh -lc`, as AgentV does."""
     cwd: str | None = None
     """Where the script runs, relative to the eval file (default: the eval file's folder).
     It runs on the worker, so the script must be at the same path there."""
     timeout_seconds: Seconds = 60.0
+    config: dict[str, Any] = Field(default_factory=dict)
+    """`code_judge`: every other key of the entry, handed to the script as `config`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_keys_are_config(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("type") != "code_judge":
+            return data
+        if "target" in data:
+            raise ValueError(
+                "code_judge `target` (AgentV's proxy that lets a script call an LLM) is not "
+                "supported; grade with an llm_judge entry instead"
+            )
+        own = set(cls.model_fields)
+        extra = {k: v for k, v in data.items() if k not in own}
+        return {k: v for k, v in data.items() if k in own} | {
+            "config": {**data.get("config", {}), **extra}
+        }
 
     @field_validator("script")
     @classmethod

@@ -11,6 +11,7 @@ import shlex
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.jobs import Job
@@ -22,20 +23,9 @@ from worker.providers.failures import tail
 
 
 def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> EvaluatorResult:
-    argv = shlex.split(spec.script) if isinstance(spec.script, str) else list(spec.script)
+    argv = command_of(spec)
     cwd = Path(spec.cwd or ".")
-    payload = json.dumps(
-        {
-            "case_id": job.case_id,
-            "target": job.target.name,
-            "question": job.request.question,
-            "expected_outcome": job.outcome,
-            "reference_answer": job.reference_answer,
-            "candidate_answer": answer,
-            "input_files": [f.display_path for f in job.files],
-            "guideline_paths": [f.display_path for f in job.files if f.is_guideline],
-        }
-    )
+    payload = json.dumps(script_input(spec, job, answer), ensure_ascii=False)
     with tempfile.TemporaryDirectory(prefix="evalrelay-grader-") as scratch:
         try:
             run = run_agent(
@@ -75,3 +65,35 @@ def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> Evaluat
             **({"stderr": stderr} if stderr else {}),
         },
     )
+
+
+def command_of(spec: CodeEvaluator) -> list[str]:
+    if isinstance(spec.script, list):
+        return list(spec.script)
+    return ["sh", "-lc", spec.script] if spec.type == "code_judge" else shlex.split(spec.script)
+
+
+def script_input(spec: CodeEvaluator, job: Job, answer: str) -> dict[str, Any]:
+    """What the script reads on standard input: the case and the answer. `code_judge`
+    scripts get the fields AgentV's give them too."""
+    payload: dict[str, Any] = {
+        "case_id": job.case_id,
+        "target": job.target.name,
+        "question": job.request.question,
+        "expected_outcome": job.outcome,
+        "reference_answer": job.reference_answer,
+        "candidate_answer": answer,
+        "input_files": [f.display_path for f in job.files],
+        "guideline_paths": [f.display_path for f in job.files if f.is_guideline],
+    }
+    if spec.type != "code_judge":
+        return payload
+    reference = job.reference_answer
+    return payload | {
+        "input_files": [f.display_path for f in job.files if not f.is_guideline],
+        "guideline_files": payload["guideline_paths"],
+        "expected_messages": [{"role": "assistant", "content": reference}] if reference else [],
+        "output_messages": [{"role": "assistant", "content": answer}],
+        "trace_summary": None,
+        "config": spec.config,
+    }

@@ -74,3 +74,37 @@ def test_script_past_its_time_limit_is_stopped(tmp_path: Path) -> None:
         run_script(spec, "slow", job(), "answer")
     assert time.monotonic() - started < 8
     assert running_with(marker) == []
+
+
+CODE_JUDGE = """\
+import json, sys
+case = json.load(sys.stdin)
+said = case["output_messages"][-1]["content"]
+wanted = case["expected_messages"][-1]["content"]
+print(json.dumps({"score": 1.0 if wanted in said else 0.0, "hits": [case["config"]["label"]],
+                  "misses": [], "reasoning": " ".join(sorted(case))}))
+"""
+
+
+def test_agentv_code_judge_runs_through_a_shell_with_its_input_and_config(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "judge.py").write_text(CODE_JUDGE)
+    spec = CodeEvaluator.model_validate(
+        {
+            "name": "judge",
+            "type": "code_judge",
+            "script": f"{sys.executable} judge.py | cat",  # a pipe: a shell runs it
+            "cwd": str(tmp_path),
+            "label": "checked by the judge",  # any other key reaches the script as config
+        }
+    )
+    result = run_script(spec, "judge", job(reference_answer="Paris"), "It is Paris")
+    assert (result.score, result.hits) == (1.0, ["checked by the judge"])
+    for key in ("candidate_answer", "expected_messages", "guideline_files", "config"):
+        assert key in str(result.reasoning)
+
+
+def test_code_judge_target_proxy_is_refused_clearly() -> None:
+    with pytest.raises(ValueError, match=r"code_judge `target`.*is not supported"):
+        CodeEvaluator.model_validate({"type": "code_judge", "script": "x", "target": True})
