@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
@@ -22,12 +23,15 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         raise click.ClickException("no .yaml or .yml files found in the paths given")
     failed = 0
     for path in files:
-        count, problems, shape = check_file(path)
-        for problem in problems:
+        checked = check_file(path)
+        for problem in checked.problems:
             click.echo(str(problem))
-        failed += bool(problems)
-        if not problems:
-            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({shape})")
+        failed += bool(checked.problems)
+        if not checked.problems:
+            count = checked.cases
+            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({checked.shape})")
+        for note in checked.notes:
+            click.echo(f"{note} (note: the file is valid; run it with --target)")
     if failed:
         click.echo(
             f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True
@@ -35,7 +39,15 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         raise SystemExit(1)
 
 
-def check_file(path: Path) -> tuple[int, list[Diagnostic], str]:
+class FileCheck(NamedTuple):
+    cases: int
+    problems: list[Diagnostic]
+    notes: list[Diagnostic]
+    """Targets of a provider kind evalrelay cannot run: the file is fine, the target not."""
+    shape: str
+
+
+def check_file(path: Path) -> FileCheck:
     """The number of cases, every problem in one eval file (unknown target names included),
     and the format it was read as."""
     try:
@@ -43,15 +55,17 @@ def check_file(path: Path) -> tuple[int, list[Diagnostic], str]:
         loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
-        return 0, exc.diagnostics, ""
+        return FileCheck(0, exc.diagnostics, [], "")
     doc = load_yaml(path)
-    problems = []
+    problems: list[Diagnostic] = []
+    notes: list[Diagnostic] = []
     for loc, name, case_id in target_references(loaded):
         try:
             targets.get(name)
         except TargetError as exc:
-            problems.append(doc.diagnostic(loc, str(exc), case_id))
-    return len(loaded.cases), problems, loaded.format
+            known = name in targets.by_name
+            (notes if known else problems).append(doc.diagnostic(loc, str(exc), case_id))
+    return FileCheck(len(loaded.cases), problems, notes, loaded.format)
 
 
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:

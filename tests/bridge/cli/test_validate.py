@@ -259,3 +259,19 @@ def test_validate_names_the_format_and_refuses_agentvs_later_one_in_one_line(
     assert lines[1] == f"{root}/jan.yaml: 1 case OK (AgentV evalcases with execution blocks)"
     assert lines[2].startswith(f"{root}/later.yaml:3:1: this file is in AgentV's later suite")
     assert len(lines) == 3
+
+
+def test_a_target_of_a_kind_evalrelay_cannot_run_is_a_note_not_an_error(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            ".agentv/targets.yaml": "targets:\n  - {name: pi, provider: pi-agent-sdk}\n",
+            "a.yaml": "execution: {target: pi}\n" + PLAIN,
+        }
+    )
+    code, lines = validate(root / "a.yaml")
+    assert code == 0
+    assert lines[0] == f"{root}/a.yaml: 1 case OK (AgentV evalcases with execution blocks)"
+    assert "uses provider 'pi-agent-sdk', which evalrelay cannot run" in lines[1]
+    assert lines[1].endswith("(note: the file is valid; run it with --target)")
