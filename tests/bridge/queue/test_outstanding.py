@@ -16,7 +16,7 @@ import redis
 
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import outstanding_key, unseen_key
-from bridge.queue.campaigns import plan_jobs, store_jobs
+from bridge.queue.campaigns import CampaignInfo, plan_jobs, store_jobs
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import hold, keep_alive, new_process_name
 from bridge.queue.jobs import Job
@@ -36,6 +36,13 @@ FAST = {"EVALRELAY_ALIVE_SECONDS": "3", "EVALRELAY_REAP_SECONDS": "0.5"}
 def jobs(project: WriteFiles, count: int) -> list[Job]:
     root = project({"evals.yaml": one_turn_cases(count)})
     return plan_jobs("c", [load_eval_file(root / "evals.yaml")], "mock", None)
+
+
+def quick_campaign(project: WriteFiles, redis_url: str, count: int) -> CampaignInfo:
+    """A submitted campaign of `count` quick mock jobs, with no worker yet."""
+    targets = "targets:\n  - {name: quick, provider: mock, latency_ms: 10}\n"
+    root = project({"targets.yaml": targets, "evals.yaml": one_turn_cases(count)})
+    return submit_campaign(redis_url, root, count, target="quick")
 
 
 def pop_like_a_killed_worker(client: redis.Redis, queue: str = "api") -> dict[str, object]:
@@ -75,9 +82,7 @@ def test_only_a_job_found_nowhere_twice_a_grace_apart_is_lost(
 def test_a_message_popped_by_a_worker_killed_before_it_recorded_it_runs_again(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
-    targets = "targets:\n  - {name: quick, provider: mock, latency_ms: 10}\n"
-    root = project({"targets.yaml": targets, "evals.yaml": one_turn_cases(5)})
-    info = submit_campaign(redis_url, root, 5, target="quick")
+    info = quick_campaign(project, redis_url, 5)
     pop_like_a_killed_worker(client)
     processes.worker(client, "rescuer@test", extra_env=FAST)
     lines = collect_all(processes, client, info, 60)
@@ -90,9 +95,7 @@ def test_a_message_popped_by_a_worker_killed_before_it_recorded_it_runs_again(
 def test_unacked_entries_no_live_worker_holds_are_dropped_and_their_job_runs(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
-    targets = "targets:\n  - {name: quick, provider: mock, latency_ms: 10}\n"
-    root = project({"targets.yaml": targets, "evals.yaml": one_turn_cases(3)})
-    info = submit_campaign(redis_url, root, 3, target="quick")
+    info = quick_campaign(project, redis_url, 3)
     message = pop_like_a_killed_worker(client)
     # What kombu's QoS.append writes when a worker takes a message, before the worker
     # records it (`task_received`): the worker is killed right after.
