@@ -109,6 +109,7 @@ def _about(job: Job) -> dict[str, Any]:
         "target": job.target.name,
         "repeat": job.repeat,
         "attempt": job.attempt,
+        "conversation_id": job.conversation_id,
         "expected_outcome": job.outcome,
         "reference_answer": job.reference_answer,
         "raw_request": job.request,

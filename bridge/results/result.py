@@ -85,6 +85,8 @@ class Result(BaseModel):
     target: str
     repeat: int = 0
     attempt: int = 1
+    conversation_id: str | None = None
+    """The case's `conversation_id`, a label of the author's, kept for grouping results."""
     status: Status
     answer: str | None = None
     score: float | None = None
@@ -97,7 +99,7 @@ class Result(BaseModel):
     evaluator_results: list[EvaluatorResult] = Field(default_factory=list)
     expected_outcome: str | None = None
     reference_answer: str | None = None
-    """The first expected message, rendered: what the answer was compared with."""
+    """The last expected message, rendered: what the answer was compared with."""
     raw_request: PromptRequest
     usage: Usage | None = None
     started_at: datetime

@@ -69,3 +69,15 @@ def test_worker_variables_fill_the_target(
     result = execute(job(project, "needs-var"), "w")
     assert (result.status, result.answer) == (Status.OK, "from the worker")
     assert result.raw_request.question == "q"
+
+
+def test_the_cases_conversation_id_reaches_its_result(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": TARGETS,
+            "evals.yaml": "evalcases: [{id: a, conversation_id: thread-7, "
+            "input_messages: [{role: user, content: q}]}]\n",
+        }
+    )
+    (planned,) = plan_jobs("c", [load_eval_file(root / "evals.yaml")], "leaky", None)
+    assert execute(planned, "w").conversation_id == "thread-7"
