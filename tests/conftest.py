@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -141,6 +142,29 @@ def processes(redis_url: str, tmp_path: Path, private_home: Path) -> Iterator[Pr
     running = Processes(env, logs)
     yield running
     running.stop_all()
+
+
+FAST_RECOVERY = {
+    "EVALRELAY_ALIVE_SECONDS": "5",
+    "EVALRELAY_LEASE_SECONDS": "3",
+    "EVALRELAY_REAP_SECONDS": "0.5",
+}
+"""Workers that find a dead worker's jobs (and lost ones) within seconds, for tests."""
+
+
+def embedded_env(private_home: Path, *unset: str) -> dict[str, str]:
+    """This process's environment for a command on the embedded default: no cluster URL,
+    the test's own EVALRELAY_HOME, and without the variables named in `unset`."""
+    drop = {"EVALRELAY_REDIS_URL", *unset}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    return env | {"EVALRELAY_HOME": str(private_home)}
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now, for a server of the test's own."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def one_turn_cases(count: int, case_id: str = "c{i}", question: str = "q{i}") -> str:

@@ -20,8 +20,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
-from tests.worker.test_redis_restart import free_port
+from tests.conftest import (
+    FAST_RECOVERY,
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    free_port,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 
 pytestmark = pytest.mark.soak
 
@@ -30,11 +38,6 @@ DETACHED = int(os.environ.get("SOAK_DETACHED", "4"))
 CASES = int(os.environ.get("SOAK_CASES", "150"))
 EVENTS = int(os.environ.get("SOAK_EVENTS", "16"))
 TARGETS = "targets:\n  - {name: mock, provider: mock, latency_ms: 100}\n"
-FAST_RECOVERY = {
-    "EVALRELAY_ALIVE_SECONDS": "6",
-    "EVALRELAY_LEASE_SECONDS": "4",
-    "EVALRELAY_REAP_SECONDS": "1",
-}
 
 
 def test_cluster_with_kills_and_redis_restarts_loses_and_doubles_nothing(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WriteFiles, one_turn_cases, read_jsonl
+from tests.conftest import WriteFiles, embedded_env, one_turn_cases, read_jsonl
 
 pytestmark = pytest.mark.soak
 
@@ -37,8 +37,7 @@ def test_concurrent_embedded_runs_with_kills_lose_and_double_nothing(
 ) -> None:
     files = {f"evals/s{n}.yaml": one_turn_cases(CASES, case_id=f"s{n}-{{i}}") for n in range(RUNS)}
     root = project({"targets.yaml": TARGETS, **files})
-    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-    env |= {"EVALRELAY_HOME": str(private_home), "EVALRELAY_ALIVE_SECONDS": "10"}
+    env = embedded_env(private_home) | {"EVALRELAY_ALIVE_SECONDS": "10"}
     rng = random.Random(int(os.environ.get("SOAK_SEED", "7")))
 
     def command(*args: str) -> subprocess.Popen[str]:

@@ -16,16 +16,11 @@ import time
 import redis
 
 from bridge.queue.campaigns import progress
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import FAST_RECOVERY, Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all, submit_campaign
 
 KILLS = int(os.environ.get("KILL_TEST_KILLS", "10"))
 JOBS = int(os.environ.get("KILL_TEST_JOBS", "400"))
-FAST_RECOVERY = {
-    "EVALRELAY_ALIVE_SECONDS": "4",
-    "EVALRELAY_LEASE_SECONDS": "3",
-    "EVALRELAY_REAP_SECONDS": "1",
-}
 
 
 def test_workers_killed_at_random_moments_lose_and_double_nothing(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from pathlib import Path
 
@@ -12,16 +11,10 @@ from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import PrivateRedis, Processes, WriteFiles, free_port, one_turn_cases, wait_for
 
 RESTARTS = 3
 RESTART_JOBS = 600
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_worker_keeps_working_across_a_redis_restart(

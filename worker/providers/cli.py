@@ -12,7 +12,8 @@ import logging
 import os
 import re
 import shlex
-import subprocess
+import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
@@ -21,7 +22,7 @@ from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
-from worker.agents.runner import AgentRun
+from worker.agents.runner import AgentRun, run_agent
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
 from worker.providers.base import ProviderFailure, ProviderOutput
@@ -72,13 +73,13 @@ class CliProvider(CommandLineAgent):
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
         check = self.settings.healthcheck
-        if check is not None and self.settings.name not in _healthy:
+        if check is not None and check.model_dump_json() not in _healthy:
             failed = healthcheck_failure(check)
             if failed:
                 raise ProviderFailure(
                     Status.INFRA_ERROR, f"target '{self.settings.name}': healthcheck {failed}"
                 )
-            _healthy.add(self.settings.name)
+            _healthy.add(check.model_dump_json())
         return super().run(job, deadline)
 
     def answer(
@@ -107,11 +108,12 @@ class CliProvider(CommandLineAgent):
 
 
 _healthy: set[str] = set()
-"""The `cli` targets whose healthcheck passed in this worker process."""
+"""The healthchecks (as JSON) that passed in this worker process."""
 
 
 def healthcheck_failure(check: CliHealthcheck) -> str | None:
-    """Why the check failed, or None when it passed."""
+    """Why the check failed, or None when it passed. A command runs like the agents do,
+    stopped at its time limit with everything it started."""
     if check.url is not None:
         try:
             with urllib.request.urlopen(check.url, timeout=check.timeout_seconds) as response:
@@ -120,19 +122,23 @@ def healthcheck_failure(check: CliHealthcheck) -> str | None:
             return f"could not GET {check.url}: {exc}"
     command = check.command or []
     argv = shlex.split(command) if isinstance(command, str) else list(command)
-    try:
-        done = subprocess.run(
-            argv,
-            cwd=os.path.expanduser(check.cwd) if check.cwd else None,
-            capture_output=True,
-            text=True,
-            timeout=check.timeout_seconds,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"could not run {shlex.join(argv)}: {exc}"
-    if done.returncode != 0:
-        return f"{shlex.join(argv)} exited with {done.returncode}: {tail(done.stderr, 300)}"
+    cwd = Path(os.path.expanduser(check.cwd)) if check.cwd else Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="evalrelay-healthcheck-") as scratch:
+        try:
+            run = run_agent(
+                argv,
+                cwd=cwd,
+                env=dict(os.environ),
+                stdin_text=None,
+                deadline=time.monotonic() + check.timeout_seconds,
+                stdout_file=Path(scratch) / "out.txt",
+            )
+        except OSError as exc:
+            return f"could not run {shlex.join(argv)}: {exc}"
+    if run.timed_out:
+        return f"{shlex.join(argv)} did not finish within {check.timeout_seconds:.0f} s"
+    if run.returncode != 0:
+        return f"{shlex.join(argv)} exited with {run.returncode}: {tail(run.stderr, 300)}"
     return None
 
 

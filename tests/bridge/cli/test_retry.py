@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from tests.bridge.cli.test_run import cases, evalrelay, run
-from tests.conftest import WriteFiles, read_jsonl
+from tests.conftest import WriteFiles, embedded_env, read_jsonl
 
 SLOW_FAILURES = """\
 targets:
@@ -18,8 +17,7 @@ def test_retry_of_slow_failures_three_times_keeps_one_line_per_job(
     project: WriteFiles, private_home: Path
 ) -> None:
     root = project({"targets.yaml": SLOW_FAILURES, "evals/many.yaml": cases(10)})
-    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-    env["EVALRELAY_HOME"] = str(private_home)
+    env = embedded_env(private_home)
     first = run("evals/many.yaml", "--target", "broken", env=env, cwd=root)
     assert first.returncode == 0, first.stderr
     (jsonl,) = (root / "results").glob("*.jsonl")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import redis
 
-from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
+from tests.conftest import Processes, WriteFiles, embedded_env, one_turn_cases, read_jsonl, wait_for
 
 TARGETS = """\
 targets:
@@ -43,8 +43,7 @@ def evalrelay(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complete
 def test_run_on_the_embedded_default(project: WriteFiles, private_home: Path) -> None:
     """No EVALRELAY_REDIS_URL: a private Redis and an in-process worker, stopped afterwards."""
     root = project({"targets.yaml": TARGETS, "evals/many.yaml": cases(25)})
-    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-    env["EVALRELAY_HOME"] = str(private_home)
+    env = embedded_env(private_home)
     done = run("evals/many.yaml", "--target", "echo", "--repeats", "2", env=env, cwd=root)
     assert done.returncode == 0, done.stderr
     (jsonl,) = (root / "results").glob("*.jsonl")
@@ -131,8 +130,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
             "evals/many.yaml": cases(12),
         }
     )
-    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-    env["EVALRELAY_HOME"] = str(private_home)
+    env = embedded_env(private_home)
     process = subprocess.Popen(
         [
             sys.executable,
@@ -193,8 +191,7 @@ def test_run_with_cache_calls_the_vendor_once_per_distinct_request(
                 "evals/few.yaml": cases(3),
             }
         )
-        env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-        env["EVALRELAY_HOME"] = str(private_home)
+        env = embedded_env(private_home)
         for _ in range(2):
             done = run("evals/few.yaml", "--target", "local", "--cache", env=env, cwd=root)
             assert done.returncode == 0, done.stderr
@@ -217,8 +214,7 @@ def test_sigterm_stops_a_run_and_what_it_started_while_a_second_run_completes(
             "evals/b.yaml": one_turn_cases(12, case_id="b-{i}"),
         }
     )
-    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
-    env["EVALRELAY_HOME"] = str(private_home)
+    env = embedded_env(private_home)
     url = f"unix://{private_home / 'redis' / 'redis.sock'}"
 
     def start(name: str) -> subprocess.Popen[str]:
@@ -255,8 +251,7 @@ def test_embedded_run_reads_the_env_files_near_the_eval_file_nearest_first(
             "evals/one.yaml": one_turn_cases(1),
         }
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("EVALRELAY_REDIS_URL", "ANSWER")}
-    env["EVALRELAY_HOME"] = str(private_home)
+    env = embedded_env(private_home, "ANSWER")
     done = run("evals/one.yaml", "--target", "t", env=env, cwd=root)
     assert done.returncode == 0, done.stderr
     (jsonl,) = (root / "results").glob("*.jsonl")

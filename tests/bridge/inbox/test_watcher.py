@@ -25,9 +25,7 @@ from bridge.keys import campaigns_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import MARK_BATCH, JobQueue
 from bridge.queue.connection import client_for
-from tests.conftest import PrivateRedis, Processes, WriteFiles, read_jsonl, wait_for
-
-FAST_RECOVERY = {"EVALRELAY_ALIVE_SECONDS": "3", "EVALRELAY_REAP_SECONDS": "0.5"}
+from tests.conftest import FAST_RECOVERY, PrivateRedis, Processes, WriteFiles, read_jsonl, wait_for
 
 CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"
 

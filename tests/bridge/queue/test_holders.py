@@ -24,7 +24,7 @@ from bridge.queue.holders import (
     new_process_name,
     take_from_dead,
 )
-from tests.conftest import FakeVSCode, Processes, WriteFiles, wait_for
+from tests.conftest import FAST_RECOVERY, FakeVSCode, Processes, WriteFiles, wait_for
 from tests.worker.providers.test_vscode import vscode_project
 from tests.worker.test_tasks import collect_all, submit_campaign
 from worker.agents.templates import WorkspaceTemplate
@@ -45,13 +45,6 @@ def test_only_the_latest_message_lets_go_and_only_dead_processes_lose_their_jobs
     assert take_from_dead(client) == []  # taken once
     declare_dead(client, alive)
     assert take_from_dead(client) == ["job-1"]
-
-
-FAST_RECOVERY = {
-    "EVALRELAY_ALIVE_SECONDS": "6",
-    "EVALRELAY_LEASE_SECONDS": "3",
-    "EVALRELAY_REAP_SECONDS": "1",
-}
 
 
 def seven_jobs_on_two_workspaces(

@@ -27,10 +27,8 @@ from bridge.queue.outstanding import (
     UnackedSweep,
     find_lost,
 )
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import FAST_RECOVERY, Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all, submit_campaign
-
-FAST = {"EVALRELAY_ALIVE_SECONDS": "3", "EVALRELAY_REAP_SECONDS": "0.5"}
 
 
 def jobs(project: WriteFiles, count: int) -> list[Job]:
@@ -84,7 +82,7 @@ def test_a_message_popped_by_a_worker_killed_before_it_recorded_it_runs_again(
 ) -> None:
     info = quick_campaign(project, redis_url, 5)
     pop_like_a_killed_worker(client)
-    processes.worker(client, "rescuer@test", extra_env=FAST)
+    processes.worker(client, "rescuer@test", extra_env=FAST_RECOVERY)
     lines = collect_all(processes, client, info, 60)
     assert {line["status"] for line in lines} == {"ok"}
     said = " ".join(processes.log("rescuer@test").split())
@@ -107,7 +105,7 @@ def test_unacked_entries_no_live_worker_holds_are_dropped_and_their_job_runs(
     client.hset(UNACKED_KEY, foreign, json.dumps([other, "", "api"]))
     client.zadd(UNACKED_INDEX_KEY, {foreign: time.time() - 3600})
 
-    processes.worker(client, "rescuer@test", extra_env=FAST)
+    processes.worker(client, "rescuer@test", extra_env=FAST_RECOVERY)
     collect_all(processes, client, info, 60)
     wait_for(lambda: not client.hexists(UNACKED_KEY, tag), 30, "the stale entry to go")
     # The worker acknowledges its last message just after publishing its result.

@@ -129,7 +129,7 @@ def test_a_failing_healthcheck_stops_the_target_with_a_clear_error(
         project,
         client,
         f'"{AGENT} --task {{task_file}}"',
-        healthcheck="{command_template: 'false', timeout_seconds: 5}",
+        healthcheck="{command_template: ['false'], timeout_seconds: 5}",  # a list, too
     )
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
