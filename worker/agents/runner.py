@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -171,3 +172,18 @@ def _feed(process: subprocess.Popen[bytes], text: str) -> None:
     with contextlib.suppress(BrokenPipeError, OSError):
         process.stdin.write(text.encode("utf-8"))
         process.stdin.close()
+
+
+def run_command(argv: list[str], *, cwd: Path, seconds: float, stdin_text: str | None) -> AgentRun:
+    """A short command (a grader script, a healthcheck) run like an agent: in its own
+    process group, stopped with everything it started after `seconds`; its output is
+    kept in a scratch folder only while it runs. Raises OSError when it cannot start."""
+    with tempfile.TemporaryDirectory(prefix="evalrelay-command-") as scratch:
+        return run_agent(
+            argv,
+            cwd=cwd,
+            env=dict(os.environ),
+            stdin_text=stdin_text,
+            deadline=time.monotonic() + seconds,
+            stdout_file=Path(scratch) / "stdout.txt",
+        )

@@ -6,17 +6,14 @@ the same runner as the command-line agents."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
-from worker.agents.runner import run_agent
+from worker.agents.runner import run_command
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_verdict
 from worker.providers.failures import tail
@@ -26,20 +23,10 @@ def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> Evaluat
     argv = command_of(spec)
     cwd = Path(spec.cwd or ".")
     payload = json.dumps(script_input(spec, job, answer), ensure_ascii=False)
-    with tempfile.TemporaryDirectory(prefix="evalrelay-grader-") as scratch:
-        try:
-            run = run_agent(
-                argv,
-                cwd=cwd,
-                env=dict(os.environ),
-                stdin_text=payload,
-                deadline=time.monotonic() + spec.timeout_seconds,
-                stdout_file=Path(scratch) / "verdict.json",
-            )
-        except OSError as exc:
-            raise GradingError(
-                f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}"
-            ) from None
+    try:
+        run = run_command(argv, cwd=cwd, seconds=spec.timeout_seconds, stdin_text=payload)
+    except OSError as exc:
+        raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
     if run.timed_out:
         raise GradingError(
             f"evaluator {name}: script did not finish within {spec.timeout_seconds:.0f} s"

@@ -12,8 +12,6 @@ import logging
 import os
 import re
 import shlex
-import tempfile
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,7 +20,7 @@ from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
-from worker.agents.runner import AgentRun, run_agent
+from worker.agents.runner import AgentRun, run_command
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
 from worker.providers.base import ProviderFailure, ProviderOutput
@@ -123,18 +121,10 @@ def healthcheck_failure(check: CliHealthcheck) -> str | None:
     command = check.command or []
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     cwd = Path(os.path.expanduser(check.cwd)) if check.cwd else Path.cwd()
-    with tempfile.TemporaryDirectory(prefix="evalrelay-healthcheck-") as scratch:
-        try:
-            run = run_agent(
-                argv,
-                cwd=cwd,
-                env=dict(os.environ),
-                stdin_text=None,
-                deadline=time.monotonic() + check.timeout_seconds,
-                stdout_file=Path(scratch) / "out.txt",
-            )
-        except OSError as exc:
-            return f"could not run {shlex.join(argv)}: {exc}"
+    try:
+        run = run_command(argv, cwd=cwd, seconds=check.timeout_seconds, stdin_text=None)
+    except OSError as exc:
+        return f"could not run {shlex.join(argv)}: {exc}"
     if run.timed_out:
         return f"{shlex.join(argv)} did not finish within {check.timeout_seconds:.0f} s"
     if run.returncode != 0:
