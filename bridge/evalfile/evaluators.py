@@ -11,6 +11,7 @@ import shlex
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -23,15 +24,35 @@ from bridge.evalfile.limits import Seconds
 
 
 class _EvaluatorBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     name: str | None = None
     weight: NonNegativeFloat = 1.0
+    negate: bool = False
+    """Pass when the check fails: the score becomes 1 - score, hits and misses swap."""
 
 
 class ContainsEvaluator(_EvaluatorBase):
-    type: Literal["contains"]
+    """One string in the answer (`icontains`: ignoring case), or at its start or end
+    (both trimmed, as AgentV compares them)."""
+
+    type: Literal["contains", "icontains", "starts_with", "ends_with"]
     value: str
+
+
+class ContainsSomeEvaluator(_EvaluatorBase):
+    """Any or all of several strings in the answer; `i` ignores case."""
+
+    type: Literal["contains_any", "contains_all", "icontains_any", "icontains_all"]
+    value: list[str] = Field(min_length=1)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """A single string is a comma-separated list, as promptfoo and AgentV read it."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
 
 class NotContainsEvaluator(_EvaluatorBase):
@@ -39,18 +60,39 @@ class NotContainsEvaluator(_EvaluatorBase):
     value: str
 
 
+REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u": 0, "y": 0}
+"""JavaScript's flags, as AgentV passes them to `RegExp`; g, u and y change nothing in a test."""
+
+
 class RegexEvaluator(_EvaluatorBase):
     type: Literal["regex"]
-    pattern: str
+    pattern: str = Field(validation_alias=AliasChoices("pattern", "value"))
+    """`value` is AgentV's name for it."""
+    flags: str | None = None
+    """JavaScript-style flags (`i`, `m`, `s`). Without them `^` and `$` match at every line."""
 
-    @field_validator("pattern")
+    @field_validator("flags")
     @classmethod
-    def _compiles(cls, pattern: str) -> str:
+    def _known_flags(cls, flags: str | None) -> str | None:
+        unknown = sorted(set(flags or "") - set(REGEX_FLAGS))
+        if unknown:
+            raise ValueError(f"unknown regex flag(s) {''.join(unknown)}; use i, m or s")
+        return flags
+
+    @model_validator(mode="after")
+    def _compiles(self) -> RegexEvaluator:
         try:
-            re.compile(pattern, re.MULTILINE)
+            self.compiled()
         except re.error as exc:
             raise ValueError(f"not a valid regular expression ({exc}); fix the pattern") from None
-        return pattern
+        return self
+
+    def compiled(self) -> re.Pattern[str]:
+        flags = re.MULTILINE if self.flags is None else 0
+        for letter in self.flags or "":
+            flags |= REGEX_FLAGS[letter]
+        # JavaScript names a group `(?<name>...)`, Python `(?P<name>...)`.
+        return re.compile(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", self.pattern), flags)
 
 
 class EqualsEvaluator(_EvaluatorBase):
@@ -121,6 +163,7 @@ class LlmJudgeEvaluator(_EvaluatorBase):
 
 DeterministicSpec = (
     ContainsEvaluator
+    | ContainsSomeEvaluator
     | NotContainsEvaluator
     | RegexEvaluator
     | EqualsEvaluator

@@ -8,6 +8,7 @@ from collections import Counter
 
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
+    ContainsSomeEvaluator,
     DeterministicSpec,
     EqualsEvaluator,
     JsonValidEvaluator,
@@ -25,13 +26,15 @@ def check(
     spec: DeterministicSpec, name: str, answer: str, reference: str | None
 ) -> EvaluatorResult:
     if isinstance(spec, ContainsEvaluator):
-        return _verdict(spec, name, spec.value in answer, f"contains {spec.value!r}")
+        return _verdict(spec, name, *_contains(spec, answer))
+    if isinstance(spec, ContainsSomeEvaluator):
+        return _verdict(spec, name, *_contains_some(spec, answer))
     if isinstance(spec, NotContainsEvaluator):
         return _verdict(spec, name, spec.value not in answer, f"does not contain {spec.value!r}")
     if isinstance(spec, RegexEvaluator):
         # The pattern compiled when the eval file was loaded.
-        found = re.search(spec.pattern, answer, re.MULTILINE) is not None
-        return _verdict(spec, name, found, f"matches /{spec.pattern}/")
+        found = spec.compiled().search(answer) is not None
+        return _verdict(spec, name, found, f"matches /{spec.pattern}/{spec.flags or ''}")
     if isinstance(spec, EqualsEvaluator):
         return _verdict(spec, name, answer.strip() == spec.value.strip(), f"equals {spec.value!r}")
     if isinstance(spec, JsonValidEvaluator):
@@ -42,6 +45,30 @@ def check(
             valid, why = False, f"is valid JSON ({exc.msg} at line {exc.lineno})"
         return _verdict(spec, name, valid, why)
     return _similarity(spec, name, answer, reference)
+
+
+def _contains(spec: ContainsEvaluator, answer: str) -> tuple[bool, str]:
+    value = spec.value
+    if spec.type == "icontains":
+        return value.lower() in answer.lower(), f"contains {value!r} (ignoring case)"
+    if spec.type == "starts_with":
+        return answer.strip().startswith(value.strip()), f"starts with {value!r}"
+    if spec.type == "ends_with":
+        return answer.strip().endswith(value.strip()), f"ends with {value!r}"
+    return value in answer, f"contains {value!r}"
+
+
+def _contains_some(spec: ContainsSomeEvaluator, answer: str) -> tuple[bool, str]:
+    fold = spec.type.startswith("i")
+    text = answer.lower() if fold else answer
+    found = [v for v in spec.value if (v.lower() if fold else v) in text]
+    quoted = ", ".join(repr(v) for v in spec.value)
+    case = " (ignoring case)" if fold else ""
+    if spec.type.endswith("_any"):
+        return bool(found), f"contains one of {quoted}{case}"
+    missing = [repr(v) for v in spec.value if v not in found]
+    what = f"contains all of {quoted}{case}"
+    return not missing, what if not missing else f"{what}; missing {', '.join(missing)}"
 
 
 def token_f1(answer: str, reference: str) -> float:

@@ -51,7 +51,7 @@ def evaluate_or_fail(
 ) -> EvaluatorResult:
     """The evaluator's verdict, or its failure in its place, so the others' verdicts stay."""
     try:
-        return evaluate(spec, name, job, answer, client)
+        result = evaluate(spec, name, job, answer, client)
     except GradingError as exc:
         return EvaluatorResult(
             name=name,
@@ -61,6 +61,20 @@ def evaluate_or_fail(
             error=str(exc),
             details=exc.details,
         )
+    return negated(result) if spec.negate else result
+
+
+def negated(result: EvaluatorResult) -> EvaluatorResult:
+    """`negate: true`: what the check found is what must not be."""
+    if result.score is None:
+        return result
+    return result.model_copy(
+        update={
+            "score": round(1.0 - result.score, 6),
+            "hits": [f"not so, as required: {m}" for m in result.misses],
+            "misses": [f"must not hold, but does: {h}" for h in result.hits],
+        }
+    )
 
 
 def evaluate(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     EqualsEvaluator,
+    EvaluatorSpec,
     JsonValidEvaluator,
     NotContainsEvaluator,
     RegexEvaluator,
@@ -68,3 +69,40 @@ def test_similarity_without_a_reference_is_a_grading_error() -> None:
 def test_invalid_regex_is_refused_before_any_job_carries_it() -> None:
     with pytest.raises(ValidationError, match=r"not a valid regular expression"):
         RegexEvaluator(type="regex", pattern="(")
+
+
+@pytest.mark.parametrize(
+    ("entry", "answer", "score"),
+    [
+        ({"type": "icontains", "value": "PARIS"}, "it is paris", 1.0),
+        ({"type": "icontains", "value": "Rome"}, "it is paris", 0.0),
+        ({"type": "starts_with", "value": " The "}, "  The answer", 1.0),
+        ({"type": "starts_with", "value": "answer"}, "The answer", 0.0),
+        ({"type": "ends_with", "value": "done."}, "All done.\n", 1.0),
+        ({"type": "contains_any", "value": ["cat", "dog"]}, "a dog", 1.0),
+        ({"type": "contains_any", "value": "cat, dog"}, "a Dog", 0.0),
+        ({"type": "icontains_any", "value": "cat, dog"}, "a Dog", 1.0),
+        ({"type": "contains_all", "value": ["a", "b"]}, "a and b", 1.0),
+        ({"type": "contains_all", "value": ["a", "z"]}, "a and b", 0.0),
+        ({"type": "icontains_all", "value": ["A", "B"]}, "a and b", 1.0),
+        ({"type": "regex", "value": "^yes$", "flags": ""}, "well\nyes", 0.0),  # JS: no m flag
+        ({"type": "regex", "value": "^yes$", "flags": "m"}, "well\nyes", 1.0),
+        ({"type": "regex", "value": "YES", "flags": "i"}, "yes", 1.0),
+        ({"type": "regex", "value": r"(?<n>\d+) apples"}, "3 apples", 1.0),
+    ],
+)
+def test_agentv_string_checks(entry: dict[str, object], answer: str, score: float) -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python(entry)
+    assert check(spec, "x", answer, None).score == score  # type: ignore[arg-type]
+
+
+def test_contains_all_names_what_is_missing() -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "contains_all", "value": ["a", "z"]})
+    assert check(spec, "x", "a b", None).misses == [  # type: ignore[arg-type]
+        "answer contains all of 'a', 'z'; missing 'z'"
+    ]
+
+
+def test_unknown_regex_flag_is_refused() -> None:
+    with pytest.raises(ValidationError, match="unknown regex flag"):
+        RegexEvaluator(type="regex", pattern="a", flags="q")

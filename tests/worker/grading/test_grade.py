@@ -56,3 +56,13 @@ def test_threshold_comes_from_the_job() -> None:
         job(evaluators=[ContainsEvaluator(type="contains", value="x")], pass_threshold=1.0), "x"
     )
     assert graded is not None and graded.passed is True and graded.score == 1.0
+
+
+def test_negate_turns_a_check_around() -> None:
+    spec = ContainsEvaluator(type="contains", value="sorry", negate=True)
+    apologetic = grade(job(evaluators=[spec]), "I am sorry")
+    plain = grade(job(evaluators=[spec]), "Here it is")
+    assert apologetic is not None and apologetic.score == 0.0
+    assert apologetic.misses == ["must not hold, but does: answer contains 'sorry'"]
+    assert plain is not None and plain.score == 1.0
+    assert plain.hits == ["not so, as required: answer contains 'sorry'"]
