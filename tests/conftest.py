@@ -256,7 +256,7 @@ def fake_vscode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
 
 @pytest.fixture(scope="session")
 def agents_bin() -> Path:
-    """The real Codex CLI, Copilot CLI and aimock, installed from npm into a cache once."""
+    """The real Codex CLI, Copilot CLI, Claude Code and aimock, installed from npm once."""
     from tests.worker.providers.real_agents import agents_bin as install
 
     return install()

@@ -20,6 +20,7 @@ from bridge.results.result import ErrorInfo, Result, Status
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
 from worker.grading.grade import grade
+from worker.grading.run_facts import RunFacts
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
 
@@ -53,7 +54,14 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     if status.is_scored:
         graded_at = time.monotonic()
         try:
-            verdict = grade(job, answer or "", client)
+            facts = RunFacts(
+                tool_calls=output.tool_calls if output else [],
+                usage=output.usage if output else None,
+                cost_usd=output.cost_usd if output else None,
+                duration_ms=duration_ms,
+                llm_calls=output.llm_calls if output else None,
+            )
+            verdict = grade(job, answer or "", client, facts)
             if verdict is not None and verdict.failures:
                 status = Status.INFRA_ERROR
                 message = scrub("; ".join(verdict.failures), job)

@@ -13,9 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     NonNegativeFloat,
+    NonNegativeInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,6 +33,10 @@ class _EvaluatorBase(BaseModel):
     weight: NonNegativeFloat = 1.0
     negate: bool = False
     """Pass when the check fails: the score becomes 1 - score, hits and misses swap."""
+    required: bool = False
+    """Below `min_score` (default: the pass threshold) this evaluator fails the whole case:
+    its score becomes 0, as AgentV does it."""
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class ContainsEvaluator(_EvaluatorBase):
@@ -66,10 +73,10 @@ REGEX_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "u
 
 class RegexEvaluator(_EvaluatorBase):
     type: Literal["regex"]
-    pattern: str = Field(validation_alias=AliasChoices("pattern", "value"))
-    """`value` is AgentV's name for it."""
     flags: str | None = None
     """JavaScript-style flags (`i`, `m`, `s`). Without them `^` and `$` match at every line."""
+    pattern: str = Field(validation_alias=AliasChoices("pattern", "value"))
+    """`value` is AgentV's name for it."""
 
     @field_validator("flags")
     @classmethod
@@ -79,20 +86,25 @@ class RegexEvaluator(_EvaluatorBase):
             raise ValueError(f"unknown regex flag(s) {''.join(unknown)}; use i, m or s")
         return flags
 
-    @model_validator(mode="after")
-    def _compiles(self) -> RegexEvaluator:
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, pattern: str, info: ValidationInfo) -> str:
         try:
-            self.compiled()
+            compile_regex(pattern, info.data.get("flags"))
         except re.error as exc:
             raise ValueError(f"not a valid regular expression ({exc}); fix the pattern") from None
-        return self
+        return pattern
 
     def compiled(self) -> re.Pattern[str]:
-        flags = re.MULTILINE if self.flags is None else 0
-        for letter in self.flags or "":
-            flags |= REGEX_FLAGS[letter]
-        # JavaScript names a group `(?<name>...)`, Python `(?P<name>...)`.
-        return re.compile(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", self.pattern), flags)
+        return compile_regex(self.pattern, self.flags)
+
+
+def compile_regex(pattern: str, flags: str | None) -> re.Pattern[str]:
+    bits = re.MULTILINE if flags is None else 0
+    for letter in flags or "":
+        bits |= REGEX_FLAGS.get(letter, 0)
+    # JavaScript names a group `(?<name>...)`, Python `(?P<name>...)`.
+    return re.compile(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", pattern), bits)
 
 
 class EqualsEvaluator(_EvaluatorBase):
@@ -152,13 +164,196 @@ class CodeEvaluator(_EvaluatorBase):
         return script
 
 
+class RubricItem(BaseModel):
+    """One criterion the judge checks: satisfied or not (or scored 0-10 by `score_ranges`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    id: str | None = None
+    """Default: `rubric-N`, N counting from 1 in the list."""
+    description: str = Field(
+        min_length=1,
+        validation_alias=AliasChoices("description", "outcome", "criteria", "expected_outcome"),
+    )
+    weight: NonNegativeFloat = 1.0
+    required: bool = True
+    """Not satisfied fails the evaluator, whatever its score."""
+    operator: str | None = None
+    """AgentV's hint to the judge (`correctness`, `contradiction`, ...), passed on with the item."""
+    score_ranges: Any = None
+    """AgentV's 0-10 bands; shown to the judge, who still answers satisfied or not."""
+    min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _rubric_items(value: Any) -> Any:
+    """Strings are criteria; ids default to `rubric-N`."""
+    if not isinstance(value, list):
+        return value
+    items = [{"description": v} if isinstance(v, str) else v for v in value]
+    return [
+        {"id": f"rubric-{n}", **item} if isinstance(item, dict) and not item.get("id") else item
+        for n, item in enumerate(items, start=1)
+    ]
+
+
+Rubrics = Annotated[list[RubricItem], Field(min_length=1), BeforeValidator(_rubric_items)]
+
+
 class LlmJudgeEvaluator(_EvaluatorBase):
+    """Another target grades the answer. With `rubrics` it checks each criterion (`rubric`
+    is the same with rubrics required)."""
+
     type: Literal["llm_judge"]
     target: str | None = None
     """The judge target; defaults to the candidate target's `judge_target`."""
     prompt: str | None = None
     """Inline judge instructions, or the path of a file holding them (read when the
-    campaign is planned, so workers need nothing from the submitting machine)."""
+    campaign is planned, so workers need nothing from the submitting machine). `{{ name }}`
+    placeholders are filled in (`candidate_answer`, `question`, ...)."""
+    rubrics: Rubrics | None = None
+
+
+class RubricEvaluator(_EvaluatorBase):
+    type: Literal["rubric"]
+    target: str | None = None
+    rubrics: Rubrics
+
+
+class ExpectedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str = Field(min_length=1)
+    args: dict[str, Any] | Literal["any"] | None = None
+    """Keys the call's arguments must hold with equal values (others may be there too);
+    absent or `any`: not checked."""
+
+
+class ToolTrajectoryEvaluator(_EvaluatorBase):
+    """The tools the agent called, from the answer's tool calls (AgentV's modes)."""
+
+    type: Literal["tool_trajectory"]
+    mode: Literal["any_order", "in_order", "exact", "superset", "subset"]
+    minimums: dict[str, NonNegativeInt] = Field(default_factory=dict)
+    """`any_order`: tool name to the fewest calls wanted."""
+    expected: list[ExpectedToolCall] = Field(default_factory=list)
+    args_match: Literal["superset", "exact", "ignore"] = "superset"
+    """`superset` (AgentV's January rule): the expected keys match; `exact`: all keys do."""
+
+    @model_validator(mode="after")
+    def _mode_has_what_it_needs(self) -> ToolTrajectoryEvaluator:
+        if self.mode == "any_order" and not self.minimums:
+            raise ValueError("mode any_order needs `minimums` ({tool: fewest calls})")
+        if self.mode != "any_order" and "expected" not in self.model_fields_set:
+            raise ValueError(f"mode {self.mode} needs `expected` ([{{tool, args?}}])")
+        return self
+
+
+class FieldSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = Field(min_length=1)
+    """Dots and [index]: `invoice.items[0].total`."""
+    match: Literal["exact", "numeric_tolerance", "date"]
+    required: bool = True
+    weight: NonNegativeFloat = 1.0
+    tolerance: NonNegativeFloat = 0.0
+    relative: bool = False
+    formats: list[str] = Field(default_factory=list)
+    """Date formats (AgentV's `DD/MM/YYYY` and the like): decide day or month first."""
+
+
+class FieldAccuracyEvaluator(_EvaluatorBase):
+    """Fields of the JSON answer against the JSON of the last expected message."""
+
+    type: Literal["field_accuracy"]
+    fields: list[FieldSpec] = Field(min_length=1)
+    aggregation: Literal["weighted_average", "all_or_nothing"] = "weighted_average"
+
+
+class LatencyEvaluator(_EvaluatorBase):
+    type: Literal["latency"]
+    threshold: NonNegativeFloat
+    """Milliseconds the provider call may take."""
+
+
+class CostEvaluator(_EvaluatorBase):
+    type: Literal["cost"]
+    budget: NonNegativeFloat
+    """US dollars, as the provider reports the cost."""
+
+
+class TokenUsageEvaluator(_EvaluatorBase):
+    type: Literal["token_usage"]
+    max_total: NonNegativeInt | None = Field(
+        default=None, validation_alias=AliasChoices("max_total", "maxTotal")
+    )
+    max_input: NonNegativeInt | None = Field(
+        default=None, validation_alias=AliasChoices("max_input", "maxInput")
+    )
+    max_output: NonNegativeInt | None = Field(
+        default=None, validation_alias=AliasChoices("max_output", "maxOutput")
+    )
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> TokenUsageEvaluator:
+        if (self.max_total, self.max_input, self.max_output) == (None, None, None):
+            raise ValueError("set at least one of max_total, max_input, max_output")
+        return self
+
+
+class ExecutionMetricsEvaluator(_EvaluatorBase):
+    """AgentV's `execution-metrics`: limits on one run, each a pass or a miss."""
+
+    type: Literal["execution_metrics"]
+    max_tool_calls: NonNegativeInt | None = None
+    max_llm_calls: NonNegativeInt | None = None
+    max_tokens: NonNegativeInt | None = None
+    max_cost_usd: NonNegativeFloat | None = None
+    max_duration_ms: NonNegativeFloat | None = None
+
+
+class UnsupportedEvaluator(_EvaluatorBase):
+    """An evaluator evalrelay cannot run (AgentV's custom TypeScript assertions): the file
+    loads, and the cases using it get an error that says so."""
+
+    type: Literal["unsupported"]
+    written_type: str
+    why: str
+
+
+class Aggregator(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["weighted_average", "threshold", "code_judge", "llm_judge"]
+    weights: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    """`weighted_average`: member name to weight (default 1)."""
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    """`threshold`: the share of members that must pass (default: the pass threshold)."""
+    path: str | None = Field(default=None, validation_alias=AliasChoices("path", "script"))
+    """`code_judge`: the shell command that reads `{results}` and prints a verdict."""
+    prompt: str | None = None
+    """`llm_judge`: the judge's instructions; `{{EVALUATOR_RESULTS_JSON}}` is filled in."""
+    cwd: str | None = None
+    """`code_judge`: where the command runs (default: the eval file's folder)."""
+
+    @model_validator(mode="after")
+    def _needs(self) -> Aggregator:
+        if self.type == "code_judge" and not self.path:
+            raise ValueError("a code_judge aggregator needs `path` (the command to run)")
+        return self
+
+
+class CompositeEvaluator(_EvaluatorBase):
+    """Several evaluators, combined by an aggregator into one verdict."""
+
+    type: Literal["composite"]
+    evaluators: list[EvaluatorSpec] = Field(min_length=1)
+    aggregator: Aggregator = Aggregator(type="weighted_average")
 
 
 DeterministicSpec = (
@@ -172,7 +367,20 @@ DeterministicSpec = (
 )
 """The evaluators that need nothing but the answer (and the reference)."""
 
+RunMetricsSpec = LatencyEvaluator | CostEvaluator | TokenUsageEvaluator | ExecutionMetricsEvaluator
+"""The evaluators that read how the run went (time, tokens, cost, tool calls), not the answer."""
+
 EvaluatorSpec = Annotated[
-    DeterministicSpec | CodeEvaluator | LlmJudgeEvaluator,
+    DeterministicSpec
+    | CodeEvaluator
+    | LlmJudgeEvaluator
+    | RubricEvaluator
+    | ToolTrajectoryEvaluator
+    | FieldAccuracyEvaluator
+    | RunMetricsSpec
+    | CompositeEvaluator
+    | UnsupportedEvaluator,
     Field(discriminator="type"),
 ]
+
+CompositeEvaluator.model_rebuild()

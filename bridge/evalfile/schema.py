@@ -17,7 +17,7 @@ from pydantic import (
     field_validator,
 )
 
-from bridge.evalfile.evaluators import EvaluatorSpec
+from bridge.evalfile.evaluators import EvaluatorSpec, RubricEvaluator, Rubrics
 from bridge.evalfile.limits import Repeats, Seconds
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -142,6 +142,11 @@ class EvalCase(UserModel):
     target: str | None = None
     execution: Execution | None = None
     evaluators: list[EvaluatorSpec] | None = None
+    evaluator: Literal["llm_judge"] | None = None
+    """AgentV's default evaluator kind; `llm_judge` is the only one, and ours too."""
+    rubrics: Rubrics | None = None
+    """Criteria (strings, or `{id, description, weight, required}`): a `rubric` evaluator
+    run before the others, as AgentV prepends it."""
     system_prompt: str | None = None
     repeats: Repeats | None = None
     timeout_seconds: Seconds | None = None
@@ -167,6 +172,11 @@ class EvalCase(UserModel):
             return self.execution.evaluators
         return self.evaluators
 
+    def rubric_evaluator(self) -> RubricEvaluator | None:
+        if not self.rubrics:
+            return None
+        return RubricEvaluator(type="rubric", name="rubric", rubrics=self.rubrics)
+
 
 class EvalFile(UserModel):
     schema_: str | None = Field(default=None, alias="$schema")
@@ -178,6 +188,7 @@ class EvalFile(UserModel):
     dataset: str | None = None
     system_prompt: str | None = None
     evaluators: list[EvaluatorSpec] | None = None
+    evaluator: Literal["llm_judge"] | None = None
     repeats: Repeats | None = None
     timeout_seconds: Seconds | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)

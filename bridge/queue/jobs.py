@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.errors import EvalrelayError, TargetError
 from bridge.evalfile.cases import LoadedCase
-from bridge.evalfile.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
+from bridge.evalfile.evaluators import (
+    CodeEvaluator,
+    CompositeEvaluator,
+    EvaluatorSpec,
+    LlmJudgeEvaluator,
+    RubricEvaluator,
+)
 from bridge.evalfile.files import ResolvedFile
 from bridge.prompt.build import PromptRequest, render, request_for
 from bridge.results.result import AttemptSummary
@@ -128,20 +134,22 @@ def build_job(
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
     expected = case.expected[-1] if case.expected else None  # the last, as AgentV takes it
+    rubric = spec.rubric_evaluator()
     specs = [
         resolve_evaluator(e, eval_dir or Path.cwd())
-        for e in case.case.evaluator_specs() or evaluators or []
+        for e in [*([rubric] if rubric else []), *(spec.evaluator_specs() or evaluators or [])]
     ]
     default_judge = target.raw.get("judge_target")
     default_judge = default_judge if isinstance(default_judge, str) else None
-    for spec_ in specs:
-        if isinstance(spec_, LlmJudgeEvaluator) and not (spec_.target or default_judge):
+    judging = [e for e in all_evaluators(specs) if needs_judge(e)]
+    for spec_ in judging:
+        if not (getattr(spec_, "target", None) or default_judge):
             raise TargetError(
-                f"case '{case.id}': llm_judge has no judge; set `target:` on the evaluator "
+                f"case '{case.id}': {spec_.type} has no judge; set `target:` on the evaluator "
                 f"or `judge_target:` on target '{target.name}'"
             )
-    judge_names = {e.target for e in specs if isinstance(e, LlmJudgeEvaluator) and e.target}
-    if default_judge and (not specs or any(isinstance(e, LlmJudgeEvaluator) for e in specs)):
+    judge_names = {t for e in judging if (t := getattr(e, "target", None))}
+    if default_judge and (not specs or judging):
         judge_names.add(default_judge)
     judges = {name: _ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
     return Job(
@@ -169,8 +177,33 @@ def build_job(
     )
 
 
+def all_evaluators(specs: list[EvaluatorSpec]) -> list[EvaluatorSpec]:
+    """The evaluators and, depth first, the members of composites."""
+    found: list[EvaluatorSpec] = []
+    for spec in specs:
+        found.append(spec)
+        if isinstance(spec, CompositeEvaluator):
+            found += all_evaluators(spec.evaluators)
+    return found
+
+
+def needs_judge(spec: EvaluatorSpec) -> bool:
+    if isinstance(spec, CompositeEvaluator):
+        return spec.aggregator.type == "llm_judge"
+    return isinstance(spec, (LlmJudgeEvaluator, RubricEvaluator))
+
+
 def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
     """Paths made absolute and prompt files read, so the job stands on its own."""
+    if isinstance(spec, CompositeEvaluator):
+        aggregator = spec.aggregator
+        cwd = (eval_dir / aggregator.cwd) if aggregator.cwd else eval_dir
+        return spec.model_copy(
+            update={
+                "evaluators": [resolve_evaluator(e, eval_dir) for e in spec.evaluators],
+                "aggregator": aggregator.model_copy(update={"cwd": str(cwd.resolve())}),
+            }
+        )
     if isinstance(spec, CodeEvaluator):
         cwd = (eval_dir / spec.cwd) if spec.cwd else eval_dir
         return spec.model_copy(update={"cwd": str(cwd.resolve())})

@@ -18,7 +18,7 @@ from bridge.prompt.build import api_messages
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
 from bridge.results.result import Result
 
-AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "cli")
+AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")
 
 
 def html_report(campaign: CampaignResults) -> str:

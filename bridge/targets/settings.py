@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -147,6 +148,22 @@ FailureKind = Literal[
 ]
 
 
+class MockToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(validation_alias=AliasChoices("name", "tool"))
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, validation_alias=AliasChoices("arguments", "input", "args")
+    )
+
+
+class MockUsage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+
+
 class MockTarget(TargetBase):
     """A provider that answers without a network: for quick starts, tests and benchmarks."""
 
@@ -159,6 +176,10 @@ class MockTarget(TargetBase):
     latency_ms: NonNegativeFloat = 0
     failure_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     failure_kind: FailureKind = "infra_error"
+    tool_calls: list[MockToolCall] = Field(default_factory=list)
+    """Tool calls the run reports, for trying `tool_trajectory` and the like."""
+    usage: MockUsage | None = None
+    cost_usd: NonNegativeFloat | None = None
 
 
 class VSCodeTarget(TargetBase):
@@ -230,6 +251,58 @@ class CopilotCliTarget(TargetBase):
     """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
 
 
+ClaudePermissionMode = Literal[
+    "acceptEdits", "auto", "bypassPermissions", "default", "dontAsk", "manual", "plan"
+]
+"""Claude Code's `--permission-mode` choices (`default` is older versions' name for `manual`)."""
+
+
+class ClaudeCodeTarget(TargetBase):
+    """Anthropic's Claude Code CLI, run as `claude -p --output-format stream-json` in a fresh
+    workspace; the keys are AgentV's for its `claude-code` targets."""
+
+    provider: Literal["claude-code"]
+    executable: str = Field(
+        default="claude", validation_alias=AliasChoices("executable", "command", "binary")
+    )
+    """The `claude` to run; several words (`node /opt/claude/cli.js`) are split like a shell
+    would, as AgentV does."""
+    args: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("args", "arguments")
+    )
+    """More `claude` options, placed after evalrelay's own."""
+    model: str | None = None
+    permission_mode: ClaudePermissionMode | None = None
+    """Default: Claude Code's own, which lets it read and run read-only commands, and
+    denies what would change files (the result lists each denial)."""
+    allowed_tools: list[str] = Field(default_factory=list)
+    """Tools it may use without asking (`--allowedTools`), e.g. `Bash(git diff:*)`, `Edit`."""
+    denied_tools: list[str] = Field(default_factory=list)
+    """Tools it may not use (`--disallowedTools`)."""
+    max_turns: PositiveInt | None = None
+    max_budget_usd: PositiveFloat | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    """More environment for Claude Code (keys as `${VAR}` references). The worker's own
+    ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL reach it as they are."""
+    workspace_template: str | None = None
+    system_prompt: str | None = None
+    """Added to Claude Code's own system prompt (`--append-system-prompt`)."""
+    cwd: str | None = None
+    """Where the agent runs, relative to its fresh workspace (default: the workspace)."""
+    verbose: bool = False
+    """Log each command line the worker runs for this target."""
+    keep_temp_files: bool = False
+    """AgentV's option to keep the agent's files; evalrelay keeps every workspace anyway."""
+    log_dir: str | None = Field(
+        default=None, validation_alias=AliasChoices("log_dir", "log_directory")
+    )
+    """A folder on the worker keeping each attempt's agent log after the workspace goes."""
+    log_format: Literal["summary", "json"] = Field(
+        default="summary", validation_alias=AliasChoices("log_format", "log_output_format")
+    )
+    """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
+
+
 class CliHealthcheck(BaseModel):
     """A check a `cli` target must pass before its first job on a worker: an HTTP GET
     that answers 2xx, or a command that exits 0."""
@@ -284,6 +357,7 @@ TargetSettings = Annotated[
     | VSCodeTarget
     | CodexTarget
     | CopilotCliTarget
+    | ClaudeCodeTarget
     | CliTarget,
     Field(discriminator="provider"),
 ]
@@ -314,6 +388,7 @@ QUEUE_FOR_KIND = {
     "codex-cli": "agent.codex",
     "copilot-cli": "agent.cli",
     "copilot": "agent.cli",
+    "claude-code": "agent.cli",
     "cli": "agent.cli",
 }
 """Which Celery queue runs jobs of each provider kind."""

@@ -11,13 +11,27 @@ from collections import Counter
 import redis
 from pydantic import BaseModel, Field
 
-from bridge.evalfile.evaluators import CodeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
+from bridge.evalfile.evaluators import (
+    CodeEvaluator,
+    CompositeEvaluator,
+    EvaluatorSpec,
+    FieldAccuracyEvaluator,
+    LlmJudgeEvaluator,
+    RubricEvaluator,
+    ToolTrajectoryEvaluator,
+    UnsupportedEvaluator,
+)
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.checks import check
+from worker.grading.composite import composite
 from worker.grading.errors import GradingError
+from worker.grading.fields import field_accuracy
 from worker.grading.judge import judge
+from worker.grading.metrics import run_metrics
+from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
+from worker.grading.trajectory import trajectory
 
 
 class Grade(BaseModel):
@@ -32,26 +46,34 @@ class Grade(BaseModel):
     """Why evaluators could not judge; the result's status is then `infra_error`."""
 
 
-def grade(job: Job, answer: str, client: redis.Redis | None = None) -> Grade | None:
+def grade(
+    job: Job, answer: str, client: redis.Redis | None = None, run: RunFacts | None = None
+) -> Grade | None:
     """The answer's grade, None when the case has nothing to grade it with."""
     specs: list[EvaluatorSpec] = list(job.evaluators)
     if not specs and job.default_judge:
         specs = [LlmJudgeEvaluator(type="llm_judge")]
     if not specs:
         return None
+    run = run or RunFacts()
     results = [
-        evaluate_or_fail(spec, name, job, answer, client)
+        evaluate_or_fail(spec, name, job, answer, client, run)
         for spec, name in zip(specs, evaluator_names(specs), strict=True)
     ]
-    return combine(results, job.pass_threshold)
+    return combine(results, job.pass_threshold, specs)
 
 
 def evaluate_or_fail(
-    spec: EvaluatorSpec, name: str, job: Job, answer: str, client: redis.Redis | None
+    spec: EvaluatorSpec,
+    name: str,
+    job: Job,
+    answer: str,
+    client: redis.Redis | None,
+    run: RunFacts,
 ) -> EvaluatorResult:
     """The evaluator's verdict, or its failure in its place, so the others' verdicts stay."""
     try:
-        result = evaluate(spec, name, job, answer, client)
+        result = evaluate(spec, name, job, answer, client, run)
     except GradingError as exc:
         return EvaluatorResult(
             name=name,
@@ -78,19 +100,45 @@ def negated(result: EvaluatorResult) -> EvaluatorResult:
 
 
 def evaluate(
-    spec: EvaluatorSpec, name: str, job: Job, answer: str, client: redis.Redis | None
+    spec: EvaluatorSpec,
+    name: str,
+    job: Job,
+    answer: str,
+    client: redis.Redis | None,
+    run: RunFacts,
 ) -> EvaluatorResult:
-    if isinstance(spec, LlmJudgeEvaluator):
+    if isinstance(spec, (LlmJudgeEvaluator, RubricEvaluator)):
         return judge(spec, name, job, answer, client)
     if isinstance(spec, CodeEvaluator):
-        return run_script(spec, name, job, answer)
-    return check(spec, name, answer, job.reference_answer)
+        return run_script(spec, name, job, answer, run)
+    if isinstance(spec, ToolTrajectoryEvaluator):
+        return trajectory(spec, name, run)
+    if isinstance(spec, FieldAccuracyEvaluator):
+        return field_accuracy(spec, name, answer, job.reference_answer)
+    if isinstance(spec, CompositeEvaluator):
+        members = list(zip(spec.evaluators, evaluator_names(spec.evaluators), strict=True))
+        return composite(
+            spec, name, job, members,
+            lambda member, member_name: evaluate_or_fail(
+                member, member_name, job, answer, client, run
+            ),
+            client,
+        )  # fmt: skip
+    if isinstance(spec, UnsupportedEvaluator):
+        raise GradingError(f"evaluator {name} ({spec.written_type}): {spec.why}")
+    if spec.type in ("latency", "cost", "token_usage", "execution_metrics"):
+        return run_metrics(spec, name, run)
+    return check(spec, name, answer, job.reference_answer)  # type: ignore[arg-type]
 
 
-def combine(results: list[EvaluatorResult], threshold: float) -> Grade:
+def combine(
+    results: list[EvaluatorResult], threshold: float, specs: list[EvaluatorSpec] | None = None
+) -> Grade:
     """Weighted mean (a plain mean when every weight is 0); findings labelled by evaluator.
 
-    When an evaluator failed there is no score, but every verdict and failure is kept.
+    When an evaluator failed there is no score, but every verdict and failure is kept. A
+    `required` evaluator below its minimum makes the score 0, as AgentV does; a required
+    rubric item not met fails the case and leaves the score as it is.
     """
     failures = [r.error for r in results if r.error]
     scores = [(r.score, r.weight) for r in results if r.score is not None]
@@ -101,18 +149,37 @@ def combine(results: list[EvaluatorResult], threshold: float) -> Grade:
             score = round(sum(s * w for s, w in scores) / total, 6)
         else:
             score = round(sum(s for s, _ in scores) / len(scores), 6)
+    unmet, items_unmet = _required_unmet(results, specs or [], threshold)
+    if score is not None and unmet:
+        score = 0.0
     single = len(results) == 1
     label = (lambda r, text: text) if single else (lambda r, text: f"{r.name}: {text}")
     reasons = [label(r, r.reasoning) for r in results if r.reasoning]
     return Grade(
         score=score,
-        passed=None if score is None else score >= threshold,
+        passed=None if score is None else score >= threshold and not items_unmet,
         failures=failures,
         hits=[label(r, h) for r in results for h in r.hits],
-        misses=[label(r, m) for r in results for m in r.misses],
+        misses=[*unmet, *items_unmet, *(label(r, m) for r in results for m in r.misses)],
         reasoning=" | ".join(reasons) or None,
         evaluator_results=results,
     )
+
+
+def _required_unmet(
+    results: list[EvaluatorResult], specs: list[EvaluatorSpec], threshold: float
+) -> tuple[list[str], list[str]]:
+    """(required evaluators below their minimum, required rubric items not met)."""
+    unmet, items = [], []
+    for result, spec in zip(results, specs, strict=False):
+        if result.score is None:
+            continue
+        floor = spec.min_score if spec.min_score is not None else threshold
+        if spec.required and result.score < floor:
+            unmet.append(f"required evaluator {result.name} scored {result.score:g} < {floor:g}")
+        for item in result.details.get("required_unmet", []):
+            items.append(f"required rubric item {item} of {result.name} not met")
+    return unmet, items
 
 
 def evaluator_names(specs: list[EvaluatorSpec]) -> list[str]:

@@ -8,45 +8,160 @@ bad judge never turns into a silent zero.
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from collections.abc import Callable
 from string import Template
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
-from bridge.evalfile.evaluators import LlmJudgeEvaluator
+from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, RubricItem
 from bridge.prompt.build import PromptRequest
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.errors import GradingError
-from worker.grading.verdict import parse_verdict
+from worker.grading.verdict import parse_rubric_verdict, parse_verdict
 from worker.providers.base import ProviderFailure
 from worker.providers.call import call_provider
 
 JUDGE_TRIES = 3
 JUDGE_TIMEOUT_SECONDS = 300.0
 
-SYSTEM_PROMPT = """\
-You are an expert evaluator. Grade the candidate answer by how well it achieves the \
-expected outcome for the original task. When a reference answer is given, treat it as \
-the gold standard for content, but do not require the same wording. Be concise.
-
+REPLY_FORMAT = """\
 Reply with one JSON object and nothing else:
 {"score": <a number from 0.0 to 1.0>, "hits": [<up to 4 short strings: what the answer \
 got right>], "misses": [<up to 4 short strings: what it missed or got wrong>], \
 "reasoning": "<one or two sentences>"}"""
 
+SYSTEM_PROMPT = f"""\
+You are an expert evaluator. Grade the candidate answer by how well it achieves the \
+expected outcome for the original task. When a reference answer is given, treat it as \
+the gold standard for content, but do not require the same wording. Be concise.
+
+{REPLY_FORMAT}"""
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
+"""AgentV's `{{ name }}`; a name it does not know stays as written."""
+
+
+RUBRIC_SYSTEM_PROMPT = """\
+You are an expert evaluator. Check the candidate answer against each rubric item: is it \
+satisfied or not? Be concise.
+
+Reply with one JSON object and nothing else:
+{"checks": [{"id": "<rubric id>", "satisfied": <true|false>, "reasoning": "<brief>"}, ...], \
+"overall_reasoning": "<one or two sentences>"}"""
+
+V = TypeVar("V")
+
 
 def judge(
-    spec: LlmJudgeEvaluator, name: str, job: Job, answer: str, client: redis.Redis | None
+    spec: LlmJudgeEvaluator | RubricEvaluator,
+    name: str,
+    job: Job,
+    answer: str,
+    client: redis.Redis | None,
 ) -> EvaluatorResult:
+    if spec.rubrics:
+        return _rubric_judge(spec, spec.rubrics, name, job, answer, client)
+    assert isinstance(spec, LlmJudgeEvaluator)
+    system, user = prompts(spec, job, answer)
+    verdict, details = ask(spec, name, job, system, user, parse_verdict, client)
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=verdict.score,
+        weight=spec.weight,
+        hits=verdict.hits[:4],
+        misses=verdict.misses[:4],
+        reasoning=verdict.reasoning,
+        details=details,
+    )
+
+
+def _rubric_judge(
+    spec: LlmJudgeEvaluator | RubricEvaluator,
+    rubrics: list[RubricItem],
+    name: str,
+    job: Job,
+    answer: str,
+    client: redis.Redis | None,
+) -> EvaluatorResult:
+    """Each criterion satisfied or not; the score is the satisfied share of the weight, and
+    a required criterion not satisfied fails the evaluator whatever the score."""
+    verdict, details = ask(
+        spec, name, job, RUBRIC_SYSTEM_PROMPT, rubric_prompt(rubrics, job, answer),
+        parse_rubric_verdict, client,
+    )  # fmt: skip
+    by_id = {str(item.id): item for item in rubrics}
+    checks = {c.id: c for c in verdict.checks if c.id in by_id}
+    earned = total = 0.0
+    hits, misses, unmet = [], [], []
+    for item in rubrics:
+        check = checks.get(str(item.id))
+        total += item.weight
+        why = f": {check.reasoning}" if check and check.reasoning else " (not checked by the judge)"
+        line = f"[{item.id}] {item.description}{why}"
+        if check and check.satisfied:
+            earned += item.weight
+            hits.append(line)
+        else:
+            misses.append(line)
+            if item.required:
+                unmet.append(str(item.id))
+    score = round(earned / total, 6) if total else 0.0
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=score,
+        weight=spec.weight,
+        hits=hits,
+        misses=misses,
+        reasoning=verdict.overall_reasoning,
+        details={**details, **({"required_unmet": unmet} if unmet else {})},
+    )
+
+
+def rubric_prompt(rubrics: list[RubricItem], job: Job, answer: str) -> str:
+    def line(item: RubricItem) -> str:
+        marks = "".join(
+            [
+                " (REQUIRED)" if item.required else "",
+                f" (weight: {item.weight:g})" if item.weight != 1.0 else "",
+                f" (check: {item.operator})" if item.operator else "",
+            ]
+        )
+        return f"- [{item.id}]{marks}: {item.description}"
+
+    sections = [
+        ("question", job.request.question),
+        *([("expected_outcome", job.outcome)] if job.outcome else []),
+        *([("reference_answer", job.reference_answer)] if job.reference_answer else []),
+        ("candidate_answer", answer),
+        ("rubrics", "\n".join(line(item) for item in rubrics)),
+    ]
+    body = "\n\n".join(f"[[ ## {title} ## ]]\n{text}" for title, text in sections)
+    return f"{body}\n\nFor each rubric, decide whether it is satisfied and say briefly why."
+
+
+def ask(
+    spec: LlmJudgeEvaluator | RubricEvaluator,
+    name: str,
+    job: Job,
+    system: str,
+    user: str,
+    parse: Callable[[str], V],
+    client: redis.Redis | None,
+) -> tuple[V, dict[str, Any]]:
+    """The judge's parsed reply, asked again with what was wrong until it parses."""
     judge_name = spec.target or job.default_judge
     if judge_name is None or judge_name not in job.judges:
         raise GradingError(
             f"evaluator {name}: no judge target; set `target:` on the evaluator or "
             f"`judge_target:` on target '{job.target.name}'"
         )
-    system, user = prompts(spec, job, answer)
     problems: list[str] = []
     replies: list[str] = []
     for _ in range(JUDGE_TRIES):
@@ -70,20 +185,9 @@ def judge(
             ) from None
         replies.append(output.answer)
         try:
-            verdict = parse_verdict(output.answer)
+            return parse(output.answer), _details(judge_name, output.model, replies, problems)
         except ValueError as exc:
             problems.append(str(exc))
-            continue
-        return EvaluatorResult(
-            name=name,
-            type=spec.type,
-            score=verdict.score,
-            weight=spec.weight,
-            hits=verdict.hits[:4],
-            misses=verdict.misses[:4],
-            reasoning=verdict.reasoning,
-            details=_details(judge_name, output.model, replies, problems),
-        )
     raise GradingError(
         f"evaluator {name}: judge target '{judge_name}' gave no valid verdict in "
         f"{JUDGE_TRIES} tries; last problem: {problems[-1]}",
@@ -92,30 +196,58 @@ def judge(
 
 
 def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
-    """(system, user). A custom prompt with `${...}` placeholders replaces the user prompt;
-    one without replaces the system prompt (AgentV's rule)."""
-    values = {
-        "expected_outcome": job.outcome or "",
-        "question": job.request.question,
-        "reference_answer": job.reference_answer or "",
-        "candidate_answer": answer,
-    }
+    """(system, user). A custom prompt with placeholders (`{{ candidate_answer }}`, or
+    `${candidate_answer}`) is the user prompt, filled in; one without is the judge's
+    instructions, and the user prompt carries the case (AgentV's 2025 rule)."""
+    values = template_values(job, answer)
     sections = [
         (
             "expected_outcome",
-            values["expected_outcome"]
-            or "(none given: judge the answer on its own merits for the task)",
+            job.outcome or "(none given: judge the answer on its own merits for the task)",
         ),
-        ("question", values["question"]),
-        *([("reference_answer", values["reference_answer"])] if job.reference_answer else []),
+        ("question", job.request.question),
+        *([("reference_answer", job.reference_answer)] if job.reference_answer else []),
         ("candidate_answer", answer),
     ]
     user = "\n\n".join(f"[[ ## {title} ## ]]\n{body}" for title, body in sections)
     if spec.prompt is None:
         return SYSTEM_PROMPT, user
+    known = [n for n in PLACEHOLDER.findall(spec.prompt) if n in values]
+    if known:
+        filled = PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), spec.prompt)
+        return SYSTEM_PROMPT, filled
     if "${" in spec.prompt:
         return SYSTEM_PROMPT, Template(spec.prompt).safe_substitute(values)
-    return spec.prompt, user
+    return f"{spec.prompt}\n\n{REPLY_FORMAT}", user
+
+
+def template_values(job: Job, answer: str) -> dict[str, str]:
+    """What a judge prompt can name: AgentV's January names and its July ones."""
+    chat = job.request.chat_prompt
+    inputs = (
+        [m.model_dump(exclude_none=True) for m in chat]
+        if chat
+        else [{"role": "user", "content": job.request.question}]
+    )
+    expected = (
+        [{"role": "assistant", "content": job.reference_answer}] if job.reference_answer else []
+    )
+    output = [{"role": "assistant", "content": answer}]
+    values = {
+        "candidate_answer": answer.strip(),
+        "question": job.request.question.strip(),
+        "expected_outcome": (job.outcome or "").strip(),
+        "reference_answer": (job.reference_answer or "").strip(),
+        "input_messages": json.dumps(inputs, indent=2, ensure_ascii=False),
+        "expected_messages": json.dumps(expected, indent=2, ensure_ascii=False),
+        "output_messages": json.dumps(output, indent=2, ensure_ascii=False),
+    }
+    return values | {
+        "output": values["candidate_answer"],
+        "input": values["question"],
+        "criteria": values["expected_outcome"],
+        "expected_output": values["reference_answer"],
+    }
 
 
 def _details(

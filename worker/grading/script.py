@@ -15,14 +15,18 @@ from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_command
 from worker.grading.errors import GradingError
+from worker.grading.run_facts import RunFacts
 from worker.grading.verdict import parse_verdict
 from worker.providers.failures import tail
 
 
-def run_script(spec: CodeEvaluator, name: str, job: Job, answer: str) -> EvaluatorResult:
+def run_script(
+    spec: CodeEvaluator, name: str, job: Job, answer: str, run_facts: RunFacts | None = None
+) -> EvaluatorResult:
     argv = command_of(spec)
     cwd = Path(spec.cwd or ".")
-    payload = json.dumps(script_input(spec, job, answer), ensure_ascii=False)
+    facts = run_facts or RunFacts()
+    payload = json.dumps(script_input(spec, job, answer, facts), ensure_ascii=False)
     try:
         run = run_command(argv, cwd=cwd, seconds=spec.timeout_seconds, stdin_text=payload)
     except OSError as exc:
@@ -60,7 +64,9 @@ def command_of(spec: CodeEvaluator) -> list[str]:
     return ["sh", "-lc", spec.script] if spec.type == "code_judge" else shlex.split(spec.script)
 
 
-def script_input(spec: CodeEvaluator, job: Job, answer: str) -> dict[str, Any]:
+def script_input(
+    spec: CodeEvaluator, job: Job, answer: str, facts: RunFacts | None = None
+) -> dict[str, Any]:
     """What the script reads on standard input: the case and the answer. `code_judge`
     scripts get the fields AgentV's give them too."""
     payload: dict[str, Any] = {
@@ -76,11 +82,32 @@ def script_input(spec: CodeEvaluator, job: Job, answer: str) -> dict[str, Any]:
     if spec.type != "code_judge":
         return payload
     reference = job.reference_answer
+    facts = facts or RunFacts()
+    calls = [{"tool": c.get("name"), "input": c.get("arguments")} for c in facts.tool_calls]
     return payload | {
         "input_files": [f.display_path for f in job.files if not f.is_guideline],
         "guideline_files": payload["guideline_paths"],
         "expected_messages": [{"role": "assistant", "content": reference}] if reference else [],
-        "output_messages": [{"role": "assistant", "content": answer}],
-        "trace_summary": None,
+        "output_messages": [
+            {"role": "assistant", "content": answer, **({"tool_calls": calls} if calls else {})}
+        ],
+        "trace_summary": trace_summary(facts),
         "config": spec.config,
+    }
+
+
+def trace_summary(facts: RunFacts) -> dict[str, Any]:
+    """AgentV's summary of the run, with the figures the provider reported."""
+    names = [str(c.get("name")) for c in facts.tool_calls]
+    usage = facts.usage
+    return {
+        "event_count": len(names),
+        "tool_names": sorted(set(names)),
+        "tool_calls_by_name": {n: names.count(n) for n in sorted(set(names))},
+        "error_count": 0,
+        "token_usage": {"input": usage.input_tokens, "output": usage.output_tokens}
+        if usage
+        else None,
+        "cost_usd": facts.cost_usd,
+        "duration_ms": facts.duration_ms,
     }

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class Verdict(BaseModel):
@@ -17,8 +20,33 @@ class Verdict(BaseModel):
     reasoning: str | None = None
 
 
+class RubricCheck(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    satisfied: bool
+    reasoning: str | None = None
+
+
+class RubricVerdict(BaseModel):
+    """A rubric judge's reply: one check per criterion."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    checks: list[RubricCheck] = Field(min_length=1)
+    overall_reasoning: str | None = None
+
+
 def parse_verdict(text: str) -> Verdict:
     """The verdict in `text` (JSON, or the first {...} in it); ValueError saying what is wrong."""
+    return parse_json_reply(text, Verdict)
+
+
+def parse_rubric_verdict(text: str) -> RubricVerdict:
+    return parse_json_reply(text, RubricVerdict)
+
+
+def parse_json_reply(text: str, model: type[M]) -> M:
     candidates = [text.strip()]
     match = re.search(r"\{.*\}", text, re.DOTALL)
     if match:
@@ -30,7 +58,7 @@ def parse_verdict(text: str) -> Verdict:
         except json.JSONDecodeError:
             continue
         try:
-            return Verdict.model_validate(data)
+            return model.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "reply"

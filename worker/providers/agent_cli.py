@@ -42,6 +42,8 @@ class CommandLineAgent(Provider):
     """That home's usual place under the user's home, seeding the job's copy."""
     home_seeds: ClassVar[tuple[str, ...]] = ()
     """The configuration and credential files copied from the usual home."""
+    cleared_variables: ClassVar[tuple[str, ...]] = ()
+    """Variables of the worker's environment that the agent does not inherit."""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
         try:
@@ -56,7 +58,10 @@ class CommandLineAgent(Provider):
             run = run_agent(
                 argv,
                 cwd=self.cwd(workspace),
-                env={**os.environ, **self.environment(home)},
+                env={
+                    **{k: v for k, v in os.environ.items() if k not in self.cleared_variables},
+                    **self.environment(home),
+                },
                 stdin_text=stdin_text,
                 deadline=deadline,
                 stdout_file=workspace.folder / TRANSCRIPT_FILE,

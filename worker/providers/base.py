@@ -29,6 +29,11 @@ class ProviderOutput(BaseModel):
     finish_reason: str | None = None
     request_id: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    """`{id?, name, arguments}` per call the model (or agent) made, in order."""
+    cost_usd: float | None = None
+    """What the call cost, when the provider says."""
+    llm_calls: int | None = None
+    """How many model calls an agent made, when it says."""
     model_failure: str | None = None
     """Why the answer is the model's failure (a refusal, an empty answer), when it is one."""
     artifacts: dict[str, Any] = Field(default_factory=dict)
@@ -164,5 +169,6 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
         "codex-cli": codex,
         "copilot-cli": copilot,
         "copilot": copilot,
+        "claude-code": lazy("worker.providers.claude_code", "ClaudeCodeProvider"),
         "cli": lazy("worker.providers.cli", "CliProvider"),
     }

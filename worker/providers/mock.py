@@ -11,7 +11,7 @@ import time
 
 from bridge.prompt.build import PromptRequest
 from bridge.queue.jobs import Job
-from bridge.results.result import Status
+from bridge.results.result import Status, Usage
 from bridge.targets.settings import MockTarget
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
@@ -31,7 +31,15 @@ class MockProvider(Provider):
                 Status(self.settings.failure_kind),
                 f"injected {self.settings.failure_kind} (mock failure_rate)",
             )
-        return ProviderOutput(answer=self._answer(job), model="mock", finish_reason="stop")
+        settings = self.settings
+        return ProviderOutput(
+            answer=self._answer(job),
+            model="mock",
+            finish_reason="stop",
+            tool_calls=[call.model_dump() for call in settings.tool_calls],
+            usage=Usage(**settings.usage.model_dump()) if settings.usage else None,
+            cost_usd=settings.cost_usd,
+        )
 
     def _answer(self, job: Job) -> str:
         if job.case_id in self.settings.responses:

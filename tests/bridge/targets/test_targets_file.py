@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.errors import InvalidFileError, TargetError
-from bridge.targets.settings import AnthropicTarget, OpenAITarget
+from bridge.targets.settings import AnthropicTarget, ClaudeCodeTarget, OpenAITarget
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 
@@ -183,3 +183,60 @@ def test_an_agentv_targets_file_loads_whole_and_only_a_kind_we_cannot_run_fails_
     assert targets.get("local_cli").queue == "agent.cli"
     with pytest.raises(TargetError, match="uses provider 'pi-agent-sdk', which evalrelay cannot"):
         targets.get("pi")
+
+
+AGENTV_CLAUDE_CODE = """\
+targets:
+  - name: claude-code
+    provider: claude-code
+    judge_target: azure_base
+    command: ${{ CLAUDE_CODE_CLI_PATH }}
+    model: claude-sonnet-4-20250514
+    arguments: [--allowedTools, "Read,Write,Edit,Bash"]
+    timeout_seconds: 180
+    cwd: ${{ CLAUDE_CODE_WORKSPACE_DIR }}
+    log_directory: ${{ CLAUDE_CODE_LOG_DIR }}
+    log_output_format: json
+    system_prompt: Include code in your answer.
+    workers: 2
+    verbose: true
+    keep_temp_files: true
+    max_turns: 8
+"""
+
+
+def test_an_agentv_claude_code_target_loads_with_agentvs_spellings(project: WriteFiles) -> None:
+    """AgentV reads `command`/`binary` for `executable`, `arguments` for `args`,
+    `log_directory` and `log_output_format`; so does evalrelay."""
+    targets = Targets.load(project({".agentv/targets.yaml": AGENTV_CLAUDE_CODE}))
+    claude = targets.get("claude-code")
+    assert claude.queue == "agent.cli"
+    env = {
+        "CLAUDE_CODE_CLI_PATH": "node /opt/claude/cli.js",
+        "CLAUDE_CODE_WORKSPACE_DIR": "/tmp/w",
+        "CLAUDE_CODE_LOG_DIR": "/tmp/logs",
+    }
+    settings = claude.settings(env)
+    assert isinstance(settings, ClaudeCodeTarget)
+    assert settings.executable == "node /opt/claude/cli.js"
+    assert settings.args == ["--allowedTools", "Read,Write,Edit,Bash"]
+    assert (settings.log_dir, settings.log_format, settings.max_turns) == ("/tmp/logs", "json", 8)
+
+
+def test_claude_code_keys_it_does_not_read_are_refused_by_name(project: WriteFiles) -> None:
+    root = project(
+        {
+            "targets.yaml": """\
+        targets:
+          - {name: c, provider: claude-code, timeoutSeconds: 180}
+          - {name: d, provider: claude-code, permission_mode: yolo}
+        """
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    messages = [d.message for d in info.value.diagnostics]
+    assert (
+        messages[0] == "unknown key 'timeoutSeconds' in targets[0]; did you mean 'timeout_seconds'?"
+    )
+    assert messages[1].startswith("targets[1].permission_mode: Input should be 'acceptEdits'")

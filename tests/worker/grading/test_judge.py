@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator
+from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator, RubricEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from tests.conftest import target_ref
@@ -16,6 +16,7 @@ from tests.worker.grading.test_grade import job
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 from worker.execute import execute
 from worker.grading.errors import GradingError
+from worker.grading.grade import grade
 from worker.grading.judge import SYSTEM_PROMPT, judge
 
 GOOD = {"score": 0.9, "hits": ["names Paris"], "misses": [], "reasoning": "Right capital."}
@@ -122,7 +123,59 @@ def test_custom_prompt_with_placeholders_replaces_the_user_prompt() -> None:
     custom_system = LlmJudgeEvaluator(type="llm_judge", prompt="You grade geography answers.")
     with serving(reply(GOOD)) as server:
         judge(custom_system, "judge", judged_job(server.url), "Lyon", None)
-    assert sent(server, 0)[0]["content"] == "You grade geography answers."
+    system = sent(server, 0)[0]["content"]
+    assert system.startswith("You grade geography answers.\n\n")
+    assert "Reply with one JSON object" in system  # the reply format stays
+
+
+def test_agentv_double_brace_placeholders_are_filled_and_unknown_ones_kept() -> None:
+    spec = LlmJudgeEvaluator(
+        type="llm_judge",
+        prompt="Q: {{question}} A: {{ candidate_answer }} Ref: {{reference_answer}} "
+        "Out: {{ output }} Keep: {{ nonsense }}",
+    )
+    with serving(reply(GOOD)) as server:
+        judge(spec, "judge", judged_job(server.url), " Lyon ", None)
+    messages = sent(server, 0)
+    question = judged_job(server.url).request.question
+    assert messages[1]["content"] == (
+        f"Q: {question} A: Lyon Ref: Paris Out: Lyon Keep: {{{{ nonsense }}}}"
+    )
+    assert "Reply with one JSON object" in messages[0]["content"]
+
+
+def test_rubric_scores_the_satisfied_weight_and_a_required_miss_fails_the_case() -> None:
+    rubric = RubricEvaluator.model_validate(
+        {
+            "type": "rubric",
+            "target": "judge",
+            "rubrics": [
+                {"id": "city", "outcome": "names the city", "weight": 3},
+                {"description": "is polite", "required": False},
+            ],
+        }
+    )
+    checks = {
+        "checks": [
+            {"id": "city", "satisfied": True, "reasoning": "says Paris"},
+            {"id": "rubric-2", "satisfied": False, "reasoning": "curt"},
+        ],
+        "overall_reasoning": "right but curt",
+    }
+    with serving(reply(checks)) as server:
+        result = judge(rubric, "r", judged_job(server.url), "Paris.", None)
+    assert result.score == 0.75  # 3 of 4 weight satisfied
+    assert result.hits == ["[city] names the city: says Paris"]
+    assert result.misses == ["[rubric-2] is polite: curt"]
+    assert "required_unmet" not in result.details
+    user = sent(server, 0)[1]["content"]
+    assert "- [city] (REQUIRED) (weight: 3): names the city" in user
+    assert "- [rubric-2]: is polite" in user
+    unmet = {"checks": [{"id": "city", "satisfied": False}, {"id": "rubric-2", "satisfied": True}]}
+    with serving(reply(unmet)) as server:
+        graded = grade(judged_job(server.url, evaluators=[rubric]), "Lyon.")
+    assert graded is not None and graded.score == 0.25 and graded.passed is False
+    assert graded.misses[0] == "required rubric item city of rubric not met"
 
 
 def test_execute_grades_with_the_default_judge_and_keeps_the_answer_on_failure() -> None:

@@ -1,9 +1,11 @@
-"""The real Codex CLI, Copilot CLI and aimock from the npm registry, for the agent tests.
+"""The real Codex CLI, Copilot CLI, Claude Code and aimock from the npm registry, for the
+agent tests.
 
 They are installed once into a cache folder (`EVALRELAY_AGENT_CACHE`, default
 `~/.cache/evalrelay-test-agents`), at the versions pinned here; `.ci/run` installs them
-the same way. aimock serves the OpenAI Responses and Chat Completions APIs on loopback
-with scripted replies (fixtures), so the agents run offline.
+the same way. aimock serves the OpenAI Responses and Chat Completions APIs and
+Anthropic's Messages API on loopback with scripted replies (fixtures), so the agents run
+offline.
 """
 
 from __future__ import annotations
@@ -30,21 +32,23 @@ from worker.execute import execute
 PACKAGES = {
     "@openai/codex": "0.169.0",
     "@github/copilot": "1.0.102",
+    "@anthropic-ai/claude-code": "2.1.328",
     "@copilotkit/aimock": "1.43.0",
 }
 
 
 def agents_bin() -> Path:
-    """The folder holding `codex`, `copilot` and `llmock`, installing them when missing."""
+    """The folder holding `codex`, `copilot`, `claude` and `llmock`, installing them when
+    missing."""
     cache = Path(
         os.environ.get("EVALRELAY_AGENT_CACHE") or Path.home() / ".cache" / "evalrelay-test-agents"
     )
     bin_dir = cache / "node_modules" / ".bin"
-    if all((bin_dir / name).exists() for name in ("codex", "copilot", "llmock")):
+    if all((bin_dir / name).exists() for name in ("codex", "copilot", "claude", "llmock")):
         return bin_dir
     npm = shutil.which("npm")
     if npm is None:
-        raise RuntimeError("the agent tests need npm (Node.js 20+) to install Codex and Copilot")
+        raise RuntimeError("the agent tests need npm (Node.js 20+) to install the agents")
     cache.mkdir(parents=True, exist_ok=True)
     specs = [f"{name}@{version}" for name, version in PACKAGES.items()]
     subprocess.run(

@@ -1,0 +1,119 @@
+"""`composite`: member evaluators combined by an aggregator into one verdict.
+
+`weighted_average` weighs the members (by `aggregator.weights`, else their own weight);
+`threshold` scores the share of members that pass; `code_judge` hands every member's
+result to a command and `llm_judge` to a judge, each replying with a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+
+from bridge.evalfile.evaluators import CompositeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
+from worker.agents.runner import run_command
+from worker.grading.errors import GradingError
+from worker.grading.judge import REPLY_FORMAT, ask
+from worker.grading.verdict import Verdict, parse_verdict
+from worker.providers.failures import tail
+
+Evaluate = Callable[[EvaluatorSpec, str], EvaluatorResult]
+
+AGGREGATOR_SECONDS = 60.0
+DEFAULT_JUDGE_PROMPT = """\
+Review the following evaluation results:
+{{EVALUATOR_RESULTS_JSON}}
+
+Decide the final score based on all evaluator results."""
+
+
+def composite(
+    spec: CompositeEvaluator,
+    name: str,
+    job: Job,
+    members: list[tuple[EvaluatorSpec, str]],
+    evaluate: Evaluate,
+    client: redis.Redis | None,
+) -> EvaluatorResult:
+    results = [evaluate(member, member_name) for member, member_name in members]
+    failed = [r for r in results if r.error]
+    if failed:
+        raise GradingError(
+            f"evaluator {name}: member {failed[0].name} failed: {failed[0].error}",
+            {"members": [r.model_dump(mode="json") for r in results]},
+        )
+    aggregator = spec.aggregator
+    hits = [f"[{r.name}] {h}" for r in results for h in r.hits]
+    misses = [f"[{r.name}] {m}" for r in results for m in r.misses]
+    reasoning = "; ".join(f"{r.name}: {r.reasoning}" for r in results if r.reasoning) or None
+    if aggregator.type == "weighted_average":
+        weights = [aggregator.weights.get(r.name, r.weight) for r in results]
+        total = sum(weights)
+        score = sum((r.score or 0.0) * w for r, w in zip(results, weights, strict=True))
+        score = score / total if total else 0.0
+    elif aggregator.type == "threshold":
+        passing = [r for r in results if (r.score or 0.0) >= job.pass_threshold]
+        score = len(passing) / len(results)
+        needed = aggregator.threshold if aggregator.threshold is not None else job.pass_threshold
+        reasoning = (
+            f"{len(passing)} of {len(results)} members passed "
+            f"({'at or above' if score >= needed else 'below'} the {needed:g} required)"
+        )
+    else:
+        verdict = _ask_aggregator(spec, name, job, results, client)
+        score, reasoning = verdict.score, verdict.reasoning or reasoning
+        hits, misses = verdict.hits or hits, verdict.misses or misses
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=round(score, 6),
+        weight=spec.weight,
+        hits=hits,
+        misses=misses,
+        reasoning=reasoning,
+        details={"members": [r.model_dump(mode="json") for r in results]},
+    )
+
+
+def _ask_aggregator(
+    spec: CompositeEvaluator,
+    name: str,
+    job: Job,
+    results: list[EvaluatorResult],
+    client: redis.Redis | None,
+) -> Verdict:
+    by_name = {
+        r.name: r.model_dump(mode="json", include={"score", "hits", "misses", "reasoning"})
+        for r in results
+    }
+    aggregator = spec.aggregator
+    if aggregator.type == "llm_judge":
+        prompt = (aggregator.prompt or DEFAULT_JUDGE_PROMPT).replace(
+            "{{EVALUATOR_RESULTS_JSON}}", json.dumps(by_name, indent=2, ensure_ascii=False)
+        )
+        judge_spec = LlmJudgeEvaluator(type="llm_judge", name=name)
+        system = f"You combine evaluation results into one verdict.\n\n{REPLY_FORMAT}"
+        verdict, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client)
+        return verdict
+    assert aggregator.path is not None
+    payload = json.dumps({"results": by_name}, ensure_ascii=False)
+    argv = ["sh", "-lc", aggregator.path]
+    cwd = Path(aggregator.cwd or ".")
+    try:
+        run = run_command(argv, cwd=cwd, seconds=AGGREGATOR_SECONDS, stdin_text=payload)
+    except OSError as exc:
+        raise GradingError(f"evaluator {name}: cannot run the aggregator: {exc}") from None
+    if run.timed_out or run.returncode != 0:
+        why = "timed out" if run.timed_out else f"exited with code {run.returncode}"
+        raise GradingError(f"evaluator {name}: aggregator {why}: {tail(run.stderr, 800)}")
+    try:
+        return parse_verdict(run.stdout)
+    except ValueError as exc:
+        raise GradingError(
+            f"evaluator {name}: aggregator printed no valid verdict: {exc}"
+        ) from None

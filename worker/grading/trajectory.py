@@ -1,0 +1,128 @@
+"""`tool_trajectory`: the tools the answer's run called, against what the case expects.
+
+Scoring follows AgentV: `any_order` counts calls per tool against `minimums`; `in_order`
+finds the expected calls in order (others may come between); `exact` compares position by
+position; `superset`/`subset` compare the sets of tools called. Arguments match when each
+expected key is there with an equal value (`args_match: exact`: and no other key).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from bridge.evalfile.evaluators import ExpectedToolCall, ToolTrajectoryEvaluator
+from bridge.results.result import EvaluatorResult
+from worker.grading.run_facts import RunFacts
+
+Call = tuple[str, dict[str, Any]]
+
+
+def trajectory(spec: ToolTrajectoryEvaluator, name: str, run: RunFacts) -> EvaluatorResult:
+    calls: list[Call] = [(str(c.get("name", "")), c.get("arguments") or {}) for c in run.tool_calls]
+    if spec.mode == "any_order":
+        hits, misses = _any_order(spec, calls)
+        aspects = len(spec.minimums)
+    elif not spec.expected:
+        hits, misses, aspects = ["No tool sequence specified"], [], 1
+    elif spec.mode == "in_order":
+        hits, misses = _in_order(spec, calls)
+        aspects = len(spec.expected)
+    elif spec.mode == "exact":
+        hits, misses = _exact(spec, calls)
+        aspects = len(spec.expected)
+    else:
+        hits, misses = _sets(spec, calls)
+        aspects = len(hits) + len(misses)
+    if not calls and not hits:
+        misses = ["No tool calls in the run to evaluate", *misses]
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=round(len(hits) / aspects, 6) if aspects else 1.0,
+        weight=spec.weight,
+        hits=hits,
+        misses=misses,
+        details={"tool_calls": [n for n, _ in calls]},
+    )
+
+
+def args_match(spec: ToolTrajectoryEvaluator, expected: ExpectedToolCall, actual: Any) -> bool:
+    wanted = expected.args
+    if wanted is None or wanted == "any" or spec.args_match == "ignore":
+        return True
+    if not isinstance(actual, dict):
+        return False
+    if spec.args_match == "exact":
+        return same(wanted, actual)
+    return all(k in actual and same(v, actual[k]) for k, v in wanted.items())
+
+
+def same(a: Any, b: Any) -> bool:
+    """JSON equality: `True` is not `1`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _any_order(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
+    counts = Counter(name for name, _ in calls)
+    hits: list[str] = []
+    misses: list[str] = []
+    for tool, required in spec.minimums.items():
+        text = f"{tool}: called {counts[tool]} times (required >={required})"
+        (hits if counts[tool] >= required else misses).append(text)
+    return hits, misses
+
+
+def _in_order(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
+    hits, misses, j = [], [], 0
+    for i, expected in enumerate(spec.expected):
+        while j < len(calls) and calls[j][0] != expected.tool:
+            j += 1
+        if j == len(calls):
+            misses.append(f"Expected {expected.tool} at position {i}, not found in remaining trace")
+            continue
+        if args_match(spec, expected, calls[j][1]):
+            hits.append(f"Found {expected.tool} at position {j}")
+        else:
+            misses.append(
+                f"Expected {expected.tool} at position {i}: tool found at {j} but args mismatch"
+            )
+        j += 1
+    return hits, misses
+
+
+def _exact(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
+    hits, misses = [], []
+    if len(calls) != len(spec.expected):
+        misses.append(f"Expected {len(spec.expected)} tool calls, got {len(calls)}")
+    for i, expected in enumerate(spec.expected):
+        if i >= len(calls):
+            misses.append(f"Position {i}: expected {expected.tool}, got nothing")
+        elif calls[i][0] != expected.tool:
+            misses.append(f"Position {i}: expected {expected.tool}, got {calls[i][0]}")
+        elif args_match(spec, expected, calls[i][1]):
+            hits.append(f"Position {i}: {expected.tool}")
+        else:
+            misses.append(f"Position {i}: {expected.tool} args mismatch")
+    return hits, misses
+
+
+def _sets(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
+    """`superset`: every expected tool was called; `subset`: every call was an expected tool."""
+    expected = {e.tool for e in spec.expected}
+    called = {name for name, _ in calls}
+    if spec.mode == "superset":
+        return (
+            [f"{t} called" for t in sorted(expected & called)],
+            [f"{t} expected but not called" for t in sorted(expected - called)],
+        )
+    return (
+        [f"{t} is an expected tool" for t in sorted(called & expected)],
+        [f"{t} called but not expected" for t in sorted(called - expected)],
+    )
