@@ -118,6 +118,7 @@ def _about(job: Job) -> dict[str, Any]:
         "repeat": job.repeat,
         "attempt": job.attempt,
         "conversation_id": job.conversation_id,
+        "metadata": job.metadata,
         "expected_outcome": job.outcome,
         "reference_answer": job.reference_answer,
         "raw_request": job.request,

@@ -123,10 +123,11 @@ class SimilarityEvaluator(_EvaluatorBase):
 
 
 class CodeEvaluator(_EvaluatorBase):
-    """`code` (evalrelay's, and AgentV's 2025 name) or `code_judge` (AgentV's 2026 one)."""
+    """`code` (evalrelay's, and AgentV's 2025 name), `code_judge` (AgentV's January 2026
+    one) or `script` (its July 2026 one, which reads `output` and may print `pass`)."""
 
-    type: Literal["code", "code_judge"]
-    script: str | list[str]
+    type: Literal["code", "code_judge", "script"]
+    script: str | list[str] = Field(validation_alias=AliasChoices("script", "command"))
     """A command line, or an argument list. `code` splits the line like a shell would but
     never runs one; `code_judge` runs it with `sh -lc`, as AgentV does."""
     cwd: str | None = None
@@ -139,14 +140,15 @@ class CodeEvaluator(_EvaluatorBase):
     @model_validator(mode="before")
     @classmethod
     def _other_keys_are_config(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("type") != "code_judge":
+        if not isinstance(data, dict) or data.get("type") not in ("code_judge", "script"):
             return data
-        if "target" in data:
-            raise ValueError(
-                "code_judge `target` (AgentV's proxy that lets a script call an LLM) is not "
-                "supported; grade with an llm_judge entry instead"
-            )
-        own = set(cls.model_fields)
+        for proxy in ("target", "provider"):
+            if proxy in data:
+                raise ValueError(
+                    f"{data['type']} `{proxy}` (AgentV's proxy that lets a script call an LLM) "
+                    "is not supported; grade with an llm_judge entry instead"
+                )
+        own = set(cls.model_fields) | {"command"}
         extra = {k: v for k, v in data.items() if k not in own}
         return {k: v for k, v in data.items() if k in own} | {
             "config": {**data.get("config", {}), **extra}
@@ -216,6 +218,9 @@ class LlmJudgeEvaluator(_EvaluatorBase):
     campaign is planned, so workers need nothing from the submitting machine). `{{ name }}`
     placeholders are filled in (`candidate_answer`, `question`, ...)."""
     rubrics: Rubrics | None = None
+    criteria: str | None = None
+    """What the answer must do, in place of the case's expected outcome (AgentV's
+    `llm-rubric` value)."""
 
 
 class RubricEvaluator(_EvaluatorBase):

@@ -139,6 +139,8 @@ class EvalCase(UserModel):
     input_messages: list[InputMessage] = Field(min_length=1)
     expected_messages: list[InputMessage] = Field(default_factory=list)
     conversation_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free data of the author's, copied into every result of the case."""
     target: str | None = None
     execution: Execution | None = None
     evaluators: list[EvaluatorSpec] | None = None

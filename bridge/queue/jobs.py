@@ -85,6 +85,8 @@ class Job(BaseModel):
     pass_threshold: float = DEFAULT_PASS_THRESHOLD
     timeout_seconds: float
     conversation_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The case's `metadata` (with AgentV's `tags`, `governance`, `environment`), for results."""
     cache_ttl_seconds: int | None = None
     """Serve and store API answers from the response cache for this long (`run --cache`)."""
     previous_attempts: list[AttemptSummary] = Field(default_factory=list)
@@ -174,6 +176,7 @@ def build_job(
             or DEFAULT_TIMEOUT_SECONDS[target.queue]
         ),
         conversation_id=spec.conversation_id,
+        metadata=spec.metadata,
     )
 
 

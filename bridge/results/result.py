@@ -87,6 +87,8 @@ class Result(BaseModel):
     attempt: int = 1
     conversation_id: str | None = None
     """The case's `conversation_id`, a label of the author's, kept for grouping results."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The case's `metadata`, and AgentV's `tags`, `governance` and `environment`."""
     status: Status
     answer: str | None = None
     score: float | None = None

@@ -200,10 +200,13 @@ def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
     `${candidate_answer}`) is the user prompt, filled in; one without is the judge's
     instructions, and the user prompt carries the case (AgentV's 2025 rule)."""
     values = template_values(job, answer)
+    if spec.criteria:
+        values |= {"criteria": spec.criteria, "expected_outcome": spec.criteria}
     sections = [
         (
             "expected_outcome",
-            job.outcome or "(none given: judge the answer on its own merits for the task)",
+            values["expected_outcome"]
+            or "(none given: judge the answer on its own merits for the task)",
         ),
         ("question", job.request.question),
         *([("reference_answer", job.reference_answer)] if job.reference_answer else []),

@@ -16,7 +16,7 @@ from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_command
 from worker.grading.errors import GradingError
 from worker.grading.run_facts import RunFacts
-from worker.grading.verdict import parse_verdict
+from worker.grading.verdict import ScriptReply, Verdict, parse_json_reply, parse_verdict
 from worker.providers.failures import tail
 
 
@@ -39,7 +39,7 @@ def run_script(
     if run.returncode != 0:
         raise GradingError(f"evaluator {name}: script exited with code {run.returncode}: {stderr}")
     try:
-        verdict = parse_verdict(run.stdout)
+        verdict = parse_verdict(run.stdout) if spec.type != "script" else script_verdict(run.stdout)
     except ValueError as exc:
         raise GradingError(f"evaluator {name}: script printed no valid verdict: {exc}") from None
     return EvaluatorResult(
@@ -58,10 +58,32 @@ def run_script(
     )
 
 
+def script_verdict(stdout: str) -> Verdict:
+    """AgentV's July 2026 reply: `score`, else the mean of `checks`, else `pass` as 1 or 0;
+    `checks` become hits and misses, `reason` the reasoning."""
+    reply = parse_json_reply(stdout, ScriptReply)
+    checks = reply.checks
+    score = reply.score
+    if score is None and checks:
+        score = sum(c.score if c.score is not None else float(c.passed) for c in checks) / len(
+            checks
+        )
+    if score is None:
+        if reply.passed is None:
+            raise ValueError("the reply has none of score, checks or pass")
+        score = float(reply.passed)
+    return Verdict(
+        score=min(max(score, 0.0), 1.0),
+        hits=reply.hits + [c.text for c in checks if c.passed],
+        misses=reply.misses + [c.text for c in checks if not c.passed],
+        reasoning=reply.reason or reply.reasoning,
+    )
+
+
 def command_of(spec: CodeEvaluator) -> list[str]:
     if isinstance(spec.script, list):
         return list(spec.script)
-    return ["sh", "-lc", spec.script] if spec.type == "code_judge" else shlex.split(spec.script)
+    return ["sh", "-lc", spec.script] if spec.type != "code" else shlex.split(spec.script)
 
 
 def script_input(
@@ -79,7 +101,7 @@ def script_input(
         "input_files": [f.display_path for f in job.files],
         "guideline_paths": [f.display_path for f in job.files if f.is_guideline],
     }
-    if spec.type != "code_judge":
+    if spec.type == "code":
         return payload
     reference = job.reference_answer
     facts = facts or RunFacts()
@@ -93,6 +115,17 @@ def script_input(
         ],
         "trace_summary": trace_summary(facts),
         "config": spec.config,
+        # AgentV's July 2026 names, for `script` graders.
+        "output": answer,
+        "criteria": job.outcome,
+        "expected_output": [{"role": "assistant", "content": reference}] if reference else [],
+        "input": [{"role": "user", "content": job.request.question}],
+        "metadata": job.metadata,
+        "token_usage": {"input": facts.usage.input_tokens, "output": facts.usage.output_tokens}
+        if facts.usage
+        else None,
+        "cost_usd": facts.cost_usd,
+        "duration_ms": facts.duration_ms,
     }
 
 

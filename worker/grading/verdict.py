@@ -37,6 +37,28 @@ class RubricVerdict(BaseModel):
     overall_reasoning: str | None = None
 
 
+class ScriptCheck(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    text: str = ""
+    passed: bool = Field(default=False, alias="pass")
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class ScriptReply(BaseModel):
+    """What an AgentV `script` grader prints (July 2026): any of pass, score, checks."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    passed: bool | None = Field(default=None, alias="pass")
+    score: float | None = None
+    checks: list[ScriptCheck] = Field(default_factory=list)
+    reason: str | None = None
+    reasoning: str | None = None
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+
+
 def parse_verdict(text: str) -> Verdict:
     """The verdict in `text` (JSON, or the first {...} in it); ValueError saying what is wrong."""
     return parse_json_reply(text, Verdict)
