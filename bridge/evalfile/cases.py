@@ -16,6 +16,7 @@ from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import EvalCase, EvalFile, FileSegment
+from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.validation import diagnostics
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 
@@ -52,10 +53,15 @@ class LoadedEvalFile(NamedTuple):
     project: Project
     spec: EvalFile
     cases: list[LoadedCase]
+    notes: tuple[str, ...] = ()
+    """What `validate` should tell the author: keys read in part or not at all."""
+    written_as: str | None = None
 
     @property
     def format(self) -> str:
         """Which shape of eval file this is, in words, for `validate`."""
+        if self.written_as:
+            return self.written_as
         if self.spec.schema_ == "agentv-eval-v2":
             return "AgentV agentv-eval-v2"
         if self.spec.execution is not None or any(
@@ -73,6 +79,9 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)
     doc = load_yaml(path)
+    notes: list[str] = []
+    if is_suite(doc.data):
+        doc, notes = translate_suite(doc)
     _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)
     try:
@@ -86,27 +95,26 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     problems = _check_cases(doc, cases)
     if problems:
         raise InvalidFileError(_sorted(problems))
-    return LoadedEvalFile(path, project, spec, cases)
-
-
-TESTS_FORMAT_KEYS = ("tests", "prompts", "providers", "default_test", "scenarios")
-"""AgentV's later suite format (from mid-2026): `prompts` and `tests` with `vars` and `assert`."""
+    return LoadedEvalFile(
+        path,
+        project,
+        spec,
+        cases,
+        tuple(notes),
+        "AgentV suite (tests, prompts, assert)" if doc.origin is not None else None,
+    )
 
 
 def _refuse_other_formats(doc: YamlDocument) -> None:
-    """One clear error for a whole file in a shape evalrelay does not read yet, instead of
-    an unknown-key error for each of its keys."""
-    if not isinstance(doc.data, dict) or "evalcases" in doc.data:
-        return
-    keys = [k for k in TESTS_FORMAT_KEYS if k in doc.data]
-    if keys:
+    """One clear error for a file that is no eval file at all, instead of an unknown-key
+    error for each of its keys."""
+    if isinstance(doc.data, dict) and "evalcases" not in doc.data and "prompts" in doc.data:
         raise InvalidFileError(
             [
                 doc.diagnostic(
-                    (keys[0],),
-                    f"this file is in AgentV's later suite format ({', '.join(keys)}: prompts "
-                    "and tests with vars and assert), which evalrelay does not read yet; "
-                    "write its cases as `evalcases:` with input_messages and evaluators",
+                    ("prompts",),
+                    "this file has `prompts` but no `tests`: an AgentV suite needs `tests` "
+                    "(a list of {id, vars, assert}) to run",
                     key=True,
                 )
             ]

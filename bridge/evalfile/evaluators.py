@@ -6,6 +6,7 @@ load unchanged.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from typing import Annotated, Any, Literal
@@ -174,7 +175,7 @@ class RubricItem(BaseModel):
     id: str | None = None
     """Default: `rubric-N`, N counting from 1 in the list."""
     description: str = Field(
-        min_length=1,
+        default="",
         validation_alias=AliasChoices("description", "outcome", "criteria", "expected_outcome"),
     )
     weight: NonNegativeFloat = 1.0
@@ -190,6 +191,19 @@ class RubricItem(BaseModel):
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _says_something(self) -> RubricItem:
+        if not self.description.strip() and not self.score_ranges:
+            raise ValueError("a rubric item needs its criterion (`outcome` or `description`)")
+        return self
+
+    def text(self) -> str:
+        """The criterion as the judge reads it, with its score bands when there are any."""
+        if not self.score_ranges:
+            return self.description
+        bands = json.dumps(self.score_ranges, ensure_ascii=False)
+        return f"{self.description} (score bands 0-10: {bands})".strip()
 
 
 def _rubric_items(value: Any) -> Any:
@@ -256,6 +270,16 @@ class ToolTrajectoryEvaluator(_EvaluatorBase):
         if self.mode != "any_order" and "expected" not in self.model_fields_set:
             raise ValueError(f"mode {self.mode} needs `expected` ([{{tool, args?}}])")
         return self
+
+
+class TrajectoryAssertion(_EvaluatorBase):
+    """AgentV's July 2026 `trajectory:*` assertions: tool names are case-insensitive globs."""
+
+    type: Literal["trajectory"]
+    check: Literal["tool-used", "tool-sequence", "tool-args-match", "step-count"]
+    value: Any = None
+    inverse: bool = False
+    """`not-trajectory:...`: what the check finds must not be."""
 
 
 class FieldSpec(BaseModel):
@@ -381,6 +405,7 @@ EvaluatorSpec = Annotated[
     | LlmJudgeEvaluator
     | RubricEvaluator
     | ToolTrajectoryEvaluator
+    | TrajectoryAssertion
     | FieldAccuracyEvaluator
     | RunMetricsSpec
     | CompositeEvaluator

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -97,15 +97,34 @@ def _construct_core_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
 StrictSafeLoader.add_constructor("tag:yaml.org,2002:int", _construct_core_int)
 
 
+Loc = tuple[str | int, ...]
+
+
 class YamlDocument(NamedTuple):
     """A parsed YAML file: its data and the node tree that knows where each value was written."""
 
     path: Path
     data: Any
     root: yaml.Node | None
+    origin: Mapping[Loc, Loc] | None = None
+    """For data rewritten from another shape: where each place of `data` was written."""
+
+    def written(self, loc: Sequence[str | int]) -> Loc:
+        """`loc` in the file as written: through `origin`, by its longest mapped prefix."""
+        loc = tuple(loc)
+        if not self.origin:
+            return loc
+        for end in range(len(loc), 0, -1):
+            source = self.origin.get(loc[:end])
+            if source is not None:
+                return (*source, *loc[end:])
+        return ()
 
     def position(self, loc: Sequence[str | int]) -> tuple[int, int]:
         """1-based line and column of the value at `loc`, or of the nearest enclosing one."""
+        return self._position(self.written(loc))
+
+    def _position(self, loc: Loc) -> tuple[int, int]:
         node = self.root
         if node is None:
             return 1, 1
@@ -118,9 +137,10 @@ class YamlDocument(NamedTuple):
 
     def key_position(self, loc: Sequence[str | int]) -> tuple[int, int]:
         """Position of the key that ends `loc` (for unknown keys), else of the value."""
+        loc = self.written(loc)
         if not loc or self.root is None:
-            return self.position(loc)
-        parent_line, parent_col = self.position(loc[:-1])
+            return self._position(loc)
+        parent_line, parent_col = self._position(loc[:-1])
         node = self.root
         for part in loc[:-1]:
             node = _child(node, part) or node

@@ -19,6 +19,7 @@ from bridge.evalfile.evaluators import (
     LlmJudgeEvaluator,
     RubricEvaluator,
     ToolTrajectoryEvaluator,
+    TrajectoryAssertion,
     UnsupportedEvaluator,
 )
 from bridge.queue.jobs import Job
@@ -31,7 +32,7 @@ from worker.grading.judge import judge
 from worker.grading.metrics import run_metrics
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
-from worker.grading.trajectory import trajectory
+from worker.grading.trajectory import trajectory, trajectory_assertion
 
 
 class Grade(BaseModel):
@@ -113,6 +114,8 @@ def evaluate(
         return run_script(spec, name, job, answer, run)
     if isinstance(spec, ToolTrajectoryEvaluator):
         return trajectory(spec, name, run)
+    if isinstance(spec, TrajectoryAssertion):
+        return trajectory_assertion(spec, name, run)
     if isinstance(spec, FieldAccuracyEvaluator):
         return field_accuracy(spec, name, answer, job.reference_answer)
     if isinstance(spec, CompositeEvaluator):

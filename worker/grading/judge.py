@@ -103,7 +103,7 @@ def _rubric_judge(
         check = checks.get(str(item.id))
         total += item.weight
         why = f": {check.reasoning}" if check and check.reasoning else " (not checked by the judge)"
-        line = f"[{item.id}] {item.description}{why}"
+        line = f"[{item.id}] {item.text()}{why}"
         if check and check.satisfied:
             earned += item.weight
             hits.append(line)
@@ -133,7 +133,7 @@ def rubric_prompt(rubrics: list[RubricItem], job: Job, answer: str) -> str:
                 f" (check: {item.operator})" if item.operator else "",
             ]
         )
-        return f"- [{item.id}]{marks}: {item.description}"
+        return f"- [{item.id}]{marks}: {item.text()}"
 
     sections = [
         ("question", job.request.question),

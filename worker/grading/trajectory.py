@@ -9,9 +9,14 @@ expected key is there with an equal value (`args_match: exact`: and no other key
 from __future__ import annotations
 
 from collections import Counter
+from fnmatch import fnmatchcase
 from typing import Any
 
-from bridge.evalfile.evaluators import ExpectedToolCall, ToolTrajectoryEvaluator
+from bridge.evalfile.evaluators import (
+    ExpectedToolCall,
+    ToolTrajectoryEvaluator,
+    TrajectoryAssertion,
+)
 from bridge.results.result import EvaluatorResult
 from worker.grading.run_facts import RunFacts
 
@@ -126,3 +131,110 @@ def _sets(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], 
         [f"{t} is an expected tool" for t in sorted(called & expected)],
         [f"{t} called but not expected" for t in sorted(called - expected)],
     )
+
+
+def trajectory_assertion(spec: TrajectoryAssertion, name: str, run: RunFacts) -> EvaluatorResult:
+    """One `trajectory:<check>` assertion: a pass (1) or a fail (0), with what was seen."""
+    calls: list[Call] = [(str(c.get("name", "")), c.get("arguments") or {}) for c in run.tool_calls]
+    passed, what = _assertion(spec, calls)
+    if spec.inverse:
+        passed, what = not passed, f"not ({what})"
+    if not calls:
+        what += " (the run made no tool calls)"
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=1.0 if passed else 0.0,
+        weight=spec.weight,
+        hits=[what] if passed else [],
+        misses=[] if passed else [what],
+        details={"check": spec.check, "tool_calls": [n for n, _ in calls]},
+    )
+
+
+def _named(pattern: str, calls: list[Call]) -> list[Call]:
+    return [c for c in calls if fnmatchcase(c[0].lower(), pattern.lower())]
+
+
+def _pattern(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("name") or value.get("pattern") or "*")
+    return str(value)
+
+
+def _assertion(spec: TrajectoryAssertion, calls: list[Call]) -> tuple[bool, str]:
+    value = spec.value
+    if spec.check == "tool-used":
+        if isinstance(value, dict):
+            return _in_range(_named(_pattern(value), calls), value, f"calls to {_pattern(value)}")
+        names = [value] if isinstance(value, str) else [str(v) for v in value or []]
+        if spec.inverse:  # none of them may appear
+            used = [n for n in names if _named(n, calls)]
+            return bool(used), f"tools used: {', '.join(used) or 'none of ' + ', '.join(names)}"
+        missing = [n for n in names if not _named(n, calls)]
+        return not missing, f"tools used: {', '.join(names)}" + (
+            f"; missing {', '.join(missing)}" if missing else ""
+        )
+    if spec.check == "step-count":
+        pattern = (
+            _pattern(value)
+            if isinstance(value, dict) and (value.get("name") or value.get("pattern"))
+            else "*"
+        )
+        return _in_range(_named(pattern, calls), value if isinstance(value, dict) else {},
+                         f"steps matching {pattern}", default_min=0)  # fmt: skip
+    if spec.check == "tool-sequence":
+        mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
+        steps = value.get("steps", []) if isinstance(value, dict) else value or []
+        wanted = [_pattern(step) for step in steps]
+        names = [n for n, _ in calls]
+        text = f"tool sequence ({mode}) {' -> '.join(wanted)}; got {' -> '.join(names) or 'none'}"
+        if mode == "exact":
+            ok = len(names) == len(wanted) and all(
+                fnmatchcase(n.lower(), w.lower()) for n, w in zip(names, wanted, strict=True)
+            )
+            return ok, text
+        position = 0
+        for name_ in names:
+            if position < len(wanted) and fnmatchcase(name_.lower(), wanted[position].lower()):
+                position += 1
+        return position == len(wanted), text
+    spec_value = value if isinstance(value, dict) else {}
+    pattern = _pattern(spec_value)
+    expected = {
+        **spec_value.get("defaults", {}),
+        **(spec_value.get("args") or spec_value.get("arguments") or {}),
+    }
+    ignore = spec_value.get("ignore") or []
+    ignore = [ignore] if isinstance(ignore, str) else list(ignore)
+    exact = spec_value.get("mode") == "exact"
+    for _, args in _named(pattern, calls):
+        actual = {k: v for k, v in args.items() if k not in ignore}
+        wanted_args = {k: v for k, v in expected.items() if k not in ignore}
+        if same(wanted_args, actual) if exact else _partial(wanted_args, actual):
+            return True, f"a call to {pattern} has arguments {wanted_args}"
+    return False, f"no call to {pattern} has arguments {expected}"
+
+
+def _partial(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and _partial(v, actual[k]) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(_partial(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    return same(expected, actual)
+
+
+def _in_range(
+    found: list[Call], bounds: dict[str, Any], what: str, default_min: int = 1
+) -> tuple[bool, str]:
+    low = int(bounds.get("min", default_min))
+    high = bounds.get("max")
+    ok = len(found) >= low and (high is None or len(found) <= int(high))
+    limits = f">= {low}" + (f" and <= {high}" if high is not None else "")
+    return ok, f"{what}: {len(found)} (wanted {limits})"

@@ -1,0 +1,443 @@
+"""AgentV's July 2026 suite format (`prompts`, `providers`, `tests` with `vars` and
+`assert`), rewritten as an `evalcases` document so one loader, one prompt builder and one
+grader serve both formats.
+
+The rewrite keeps a map from each place in the new document to the place in the file it
+came from, so an error still names the line and column the author wrote. Templates are
+Nunjucks in AgentV; Jinja reads the same `{{ name }}`, `{{ vars.a.b }}` and filters.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, NamedTuple
+
+from jinja2 import ChainableUndefined, TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.assertions import to_evaluators
+from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
+
+SUITE_KEYS = ("tests", "scenarios")
+NOTED_KEYS = {
+    "extensions": "AgentV's lifecycle hooks are not run by evalrelay",
+    "workspace": "workspace hooks are not run by evalrelay; prepare the workspace yourself",
+    "evaluate_options": "evalrelay reads only `repeat` and `timeout_ms` from evaluate_options",
+    "nunjucks_filters": "custom Nunjucks filters (JavaScript) are not available",
+    "input_files": "suite-level input_files are attached to string inputs only",
+}
+"""Top-level keys evalrelay reads in part or not at all: `validate` says so, never silently."""
+METADATA_KEYS = ("version", "author", "license", "category", "requires")
+WHOLE_TEMPLATE = re.compile(r"^\s*\{\{\s*([A-Za-z_][\w.]*)\s*\}\}\s*$")
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+
+_templates = SandboxedEnvironment(
+    undefined=ChainableUndefined, autoescape=False, keep_trailing_newline=True
+)
+_templates.filters["load"] = json.loads
+
+
+def is_suite(data: Any) -> bool:
+    return isinstance(data, dict) and "evalcases" not in data and any(k in data for k in SUITE_KEYS)
+
+
+class SuiteDocument(NamedTuple):
+    document: YamlDocument
+    notes: list[str]
+
+
+class _PublicEnv(Mapping[str, str]):
+    """The submitting machine's environment for `{{ env.NAME }}`, without its secrets: a
+    key put in a prompt would travel in every job."""
+
+    def __getitem__(self, name: str) -> str:
+        if SECRET_NAME.search(name):
+            raise TemplateError(
+                f"env.{name} looks like a secret and would be sent in every job; "
+                "secrets belong in targets, read by the workers"
+            )
+        return os.environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(k for k in os.environ if not SECRET_NAME.search(k))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _Translation:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.data: dict[str, Any] = doc.data
+        self.origin: dict[Loc, Loc] = {}
+        self.problems: list[Diagnostic] = []
+        self.notes: list[str] = []
+
+    def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
+        self.problems.append(self.doc.diagnostic(loc, message, case))
+
+    def render(self, value: Any, context: dict[str, Any], loc: Loc) -> Any:
+        """Strings rendered with `context`; a string that is one `{{ path }}` becomes the
+        value there (a message list stays a list), as AgentV does it."""
+        if isinstance(value, str):
+            whole = WHOLE_TEMPLATE.match(value)
+            if whole:
+                found = _lookup(context, whole.group(1))
+                if found is not _MISSING:
+                    return copy.deepcopy(found)
+            if "{{" not in value and "{%" not in value:
+                return value
+            try:
+                return _templates.from_string(value).render(context)
+            except TemplateError as exc:
+                self.fail(loc, f"template error: {exc}; fix the {{{{ }}}} expression")
+                return value
+        if isinstance(value, list):
+            return [self.render(v, context, (*loc, i)) for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: self.render(v, context, (*loc, k)) for k, v in value.items()}
+        return value
+
+
+_MISSING = object()
+
+
+def _lookup(context: Mapping[str, Any], path: str) -> Any:
+    value: Any = context
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            return _MISSING
+    return value
+
+
+def translate_suite(doc: YamlDocument) -> SuiteDocument:
+    """The suite as an `evalcases` document (positions mapped back), or InvalidFileError."""
+    t = _Translation(doc)
+    data = t.data
+    for key, why in NOTED_KEYS.items():
+        if key in data:
+            t.notes.append(f"{key}: {why}")
+    out: dict[str, Any] = {}
+    if isinstance(data.get("name"), str):
+        out["dataset"] = data["name"]
+    if isinstance(data.get("description"), str):
+        out["description"] = data["description"]
+    if "threshold" in data:
+        out["threshold"] = data["threshold"]
+        t.origin[("threshold",)] = ("threshold",)
+    default_test = _default_test(t)
+    if "threshold" in default_test:
+        out["threshold"] = default_test["threshold"]
+    options = data.get("evaluate_options") or {}
+    if isinstance(options, dict) and isinstance(options.get("repeat"), int):
+        out["repeats"] = options["repeat"]
+    if isinstance(options, dict) and isinstance(options.get("timeout_ms"), (int, float)):
+        out["timeout_seconds"] = options["timeout_ms"] / 1000
+    providers = _providers(t)
+    prompts = _prompts(t)
+    suite_metadata = _suite_metadata(data)
+    cases: list[dict[str, Any]] = []
+    for j, raw_test in _tests(t):
+        for prompt_id, prompt, prompt_loc in prompts:
+            for provider in providers or [""]:
+                case = _case(t, j, raw_test, default_test, prompt, prompt_loc, suite_metadata)
+                if case is None:
+                    continue
+                suffix = ""
+                if len(prompts) > 1:
+                    suffix += f"__prompt_{prompt_id}"
+                if provider and len(providers) > 1:
+                    suffix += f"__provider_{_safe(provider)}"
+                    case["target"] = provider
+                case["id"] = f"{case['id']}{suffix}"
+                index = len(cases)
+                for loc, source in case.pop("_origin").items():
+                    t.origin[("evalcases", index, *loc)] = source
+                t.origin[("evalcases", index)] = ("tests", j)
+                cases.append(case)
+    if len(providers) == 1:
+        out["target"] = providers[0]
+    elif not providers and isinstance(data.get("defaults"), dict):
+        default_provider = data["defaults"].get("provider")
+        if isinstance(default_provider, str):
+            out["target"] = default_provider
+    out["evalcases"] = cases
+    t.origin[("evalcases",)] = ("tests",)
+    if t.problems:
+        raise InvalidFileError(sorted(set(t.problems), key=lambda d: (d.line, d.column)))
+    return SuiteDocument(doc._replace(data=out, origin=t.origin), t.notes)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:48]
+
+
+def _default_test(t: _Translation) -> dict[str, Any]:
+    raw = t.data.get("default_test", t.data.get("defaultTest"))
+    if isinstance(raw, str) and raw.startswith("file://"):
+        path = t.doc.path.parent / raw.removeprefix("file://")
+        if not path.is_file():
+            t.fail(("default_test",), f"default_test file not found: {path}")
+            return {}
+        loaded = load_yaml(path).data
+        return loaded if isinstance(loaded, dict) else {}
+    if raw is not None and not isinstance(raw, dict):
+        t.fail(("default_test",), "default_test must be a mapping or a file:// reference")
+        return {}
+    return raw or {}
+
+
+def _providers(t: _Translation) -> list[str]:
+    """Target names: a label, or an object's `label` (else its `id`)."""
+    raw = t.data.get("providers")
+    entries = raw if isinstance(raw, list) else ([raw] if raw is not None else [])
+    names = []
+    for i, entry in enumerate(entries):
+        loc: Loc = ("providers", i) if isinstance(raw, list) else ("providers",)
+        if isinstance(entry, str):
+            names.append(entry.removeprefix("file://"))
+        elif isinstance(entry, dict) and isinstance(entry.get("label") or entry.get("id"), str):
+            names.append(entry.get("label") or entry["id"])
+        else:
+            t.fail(loc, "a provider is a label, or a mapping with `id` and `label`")
+    return names
+
+
+def _prompts(t: _Translation) -> list[tuple[str, Any, Loc]]:
+    """(id, template, where) per prompt; without `prompts`, the test's `vars.input` as is."""
+    raw = t.data.get("prompts")
+    if raw is None:
+        return [("input", "{{ input }}", ())]
+    entries = raw if isinstance(raw, list) else [raw]
+    if isinstance(raw, list) and raw and all(_is_message(e) for e in raw):
+        entries = [raw]  # one chat prompt written as a list of messages
+    found = []
+    for i, entry in enumerate(entries):
+        loc: Loc = ("prompts", i) if isinstance(raw, list) else ("prompts",)
+        prompt_id = f"prompt-{i + 1}"
+        if isinstance(entry, dict) and not _is_message(entry):
+            prompt_id = str(entry.get("id") or entry.get("label") or prompt_id)
+            for unsupported in ("function_file", "function", "command"):
+                if unsupported in entry:
+                    t.fail(
+                        loc,
+                        f"prompt `{unsupported}` runs JavaScript inside AgentV; evalrelay cannot "
+                        "run it: write the prompt as text, a file:// or messages",
+                    )
+            if "file" in entry:
+                entry = f"file://{str(entry['file']).removeprefix('file://')}"
+            else:
+                entry = entry.get("messages", entry.get("prompt", entry.get("raw")))
+        if isinstance(entry, str) and entry.startswith("file://"):
+            path = t.doc.path.parent / entry.removeprefix("file://")
+            if not path.is_file():
+                t.fail(loc, f"prompt file not found: {path}")
+                continue
+            prompt_id = _safe(path.stem) if prompt_id.startswith("prompt-") else prompt_id
+            entry = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+        found.append((_safe(prompt_id), entry, loc))
+    return found
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and "role" in value and "content" in value
+
+
+def _tests(t: _Translation) -> Iterator[tuple[int, dict[str, Any]]]:
+    raw = t.data.get("tests")
+    if "scenarios" in t.data:
+        t.fail(("scenarios",), "scenarios (config x test matrices) are not supported; "
+               "write each combination as a test")  # fmt: skip
+    entries = raw if isinstance(raw, list) else [raw]
+    for j, entry in enumerate(entries):
+        loc: Loc = ("tests", j) if isinstance(raw, list) else ("tests",)
+        if isinstance(entry, dict):
+            yield j, entry
+        elif isinstance(entry, str):
+            for case in _external_cases(t, entry, loc):
+                yield j, case
+        elif entry is not None:
+            t.fail(loc, "a test is a mapping (id, vars, assert) or a path to a file of tests")
+
+
+def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str, Any]]:
+    """Tests kept in other files: YAML or JSON lists, JSONL, or a folder of `*/case.yaml`."""
+    path = t.doc.path.parent / reference.removeprefix("file://")
+    paths = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else [path]
+    cases: list[dict[str, Any]] = []
+    for found in paths:
+        if found.is_dir():
+            for case_file in sorted(found.glob("*/case.y*ml")):
+                case = load_yaml(case_file).data
+                if isinstance(case, dict):
+                    cases.append({"id": case_file.parent.name, **case})
+            continue
+        if not found.is_file():
+            t.fail(loc, f"tests file not found: {found}")
+            continue
+        try:
+            if found.suffix == ".jsonl":
+                lines = found.read_text(encoding="utf-8").splitlines()
+                cases += [json.loads(line) for line in lines if line.strip()]
+            elif found.suffix == ".json":
+                data = json.loads(found.read_text(encoding="utf-8"))
+                cases += data.get("tests", []) if isinstance(data, dict) else data
+            elif found.suffix in (".yaml", ".yml"):
+                data = load_yaml(found).data
+                cases += data if isinstance(data, list) else []
+            else:
+                t.fail(loc, f"tests file {found.name}: evalrelay reads YAML, JSON and JSONL "
+                       "tests; convert it to one of those")  # fmt: skip
+        except json.JSONDecodeError as exc:
+            t.fail(loc, f"{found}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})")
+    return [c for c in cases if isinstance(c, dict)]
+
+
+def _suite_metadata(data: dict[str, Any]) -> dict[str, Any]:
+    """What every result of the suite carries: `metadata`, `governance`, `tags`,
+    `environment`, and the suite's own version and the like."""
+    metadata: dict[str, Any] = dict(data.get("metadata") or {})
+    for key in ("governance", "environment", *METADATA_KEYS):
+        if key in data:
+            metadata[key] = data[key]
+    tags = data.get("tags")
+    if tags is not None:
+        metadata["tags"] = tags
+    return metadata
+
+
+def _case(
+    t: _Translation,
+    j: int,
+    raw: dict[str, Any],
+    default_test: dict[str, Any],
+    prompt: Any,
+    prompt_loc: Loc,
+    suite_metadata: dict[str, Any],
+) -> dict[str, Any] | None:
+    loc: Loc = ("tests", j)
+    case_id = raw.get("id")
+    vars_ = {**(default_test.get("vars") or {}), **(raw.get("vars") or {})}
+    if "input" in raw:  # external cases may carry their input directly
+        vars_["input"] = raw["input"]
+    context = {**vars_, "vars": vars_, "env": _PublicEnv()}
+    if case_id is None:
+        t.fail(loc, "a test needs an `id`; add one")
+        return None
+    case_id = str(t.render(case_id, context, (*loc, "id")))
+    if "turns" in raw or raw.get("mode") == "conversation":
+        t.notes.append(
+            f"test {case_id}: conversation mode (turns) is sent as its first input only; "
+            "its turns are reported as an unsupported evaluator"
+        )
+    rendered_input = t.render(prompt, context, prompt_loc)
+    input_messages = _messages(rendered_input)
+    case: dict[str, Any] = {"id": case_id, "input_messages": input_messages}
+    origin: dict[Loc, Loc] = {
+        ("input_messages",): (*loc, "vars", "input") if "input" in (raw.get("vars") or {}) else loc,
+        ("id",): (*loc, "id"),
+    }
+    expected = raw.get("expected_output", vars_.get("expected_output"))
+    if expected is not None:
+        expected = t.render(expected, context, (*loc, "vars", "expected_output"))
+        case["expected_messages"] = _expected(expected)
+    for key in ("description", "conversation_id"):
+        if isinstance(raw.get(key), (str, int)):
+            case[key] = t.render(str(raw[key]), context, (*loc, key))
+    criteria = raw.get("criteria", raw.get("expected_outcome"))
+    if isinstance(criteria, str):
+        case["expected_outcome"] = t.render(criteria, context, (*loc, "criteria"))
+    metadata = _merged(suite_metadata, raw.get("metadata") or {})
+    if metadata:
+        case["metadata"] = metadata
+    execution: dict[str, Any] = raw["execution"] if isinstance(raw.get("execution"), dict) else {}
+    own = raw.get("assert", execution.get("assert"))
+    own_key = "assert" if "assert" in raw else "execution"
+    threshold = (raw.get("run") or {}).get("threshold", execution.get("threshold"))
+    if threshold is not None:
+        case["threshold"] = threshold
+    lists: list[tuple[Any, Loc]] = [
+        (own, (*loc, own_key) if own_key == "assert" else (*loc, "execution", "assert"))
+    ]
+    if not execution.get("skip_defaults"):
+        lists += [
+            (default_test.get("assert"), ("default_test", "assert")),
+            (t.data.get("assert"), ("assert",)),
+        ]
+    if not any(entries for entries, _ in lists) and isinstance(criteria, str):
+        lists = [([case["expected_outcome"]], (*loc, "criteria"))]
+    judge = (raw.get("options") or {}).get("provider") or (default_test.get("options") or {}).get(
+        "provider"
+    )
+    defaults: dict[str, Any] = (
+        t.data["defaults"] if isinstance(t.data.get("defaults"), dict) else {}
+    )
+    judge = judge or defaults.get("grader")
+    evaluators: list[dict[str, Any]] = []
+    for entries, where in lists:
+        if not entries:
+            continue
+        entries = t.render(entries, context, where) if raw.get("vars") or vars_ else entries
+        for evaluator, source in to_evaluators(entries, where, judge, t.doc.path, t.fail, case_id):
+            origin[("evaluators", len(evaluators))] = source
+            evaluators.append(evaluator)
+    if "turns" in raw or raw.get("mode") == "conversation":
+        evaluators.append(
+            {
+                "type": "unsupported",
+                "name": "conversation",
+                "written_type": "mode: conversation",
+                "why": "evalrelay sends one conversation per case; its turns were not run",
+            }
+        )
+    if evaluators:
+        case["evaluators"] = evaluators
+    case["_origin"] = origin
+    return case
+
+
+def _messages(rendered: Any) -> Any:
+    """The rendered prompt as input messages: a message list, a JSON chat, or one user turn."""
+    if isinstance(rendered, str):
+        stripped = rendered.strip()
+        if stripped.startswith("["):
+            try:
+                parsed = json.loads(stripped)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, list) and parsed and all(_is_message(m) for m in parsed):
+                return parsed
+        return [{"role": "user", "content": rendered}]
+    if isinstance(rendered, dict):
+        return [rendered] if "role" in rendered else [{"role": "user", "content": rendered}]
+    if isinstance(rendered, list):
+        return rendered
+    return [{"role": "user", "content": "" if rendered is None else str(rendered)}]
+
+
+def _expected(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m for m in value):
+        return value
+    return [{"role": "assistant", "content": value}]
+
+
+def _merged(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """AgentV's merge: lists joined (suite first, no repeats), mappings merged, the test's
+    own values win."""
+    merged = dict(base)
+    for key, value in own.items():
+        old = merged.get(key)
+        if isinstance(old, list) and isinstance(value, list):
+            merged[key] = old + [v for v in value if v not in old]
+        elif isinstance(old, dict) and isinstance(value, dict):
+            merged[key] = _merged(old, value)
+        else:
+            merged[key] = value
+    return merged
