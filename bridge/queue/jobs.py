@@ -26,7 +26,7 @@ from bridge.evalfile.evaluators import (
 from bridge.evalfile.files import ResolvedFile
 from bridge.prompt.build import PromptRequest, render, request_for
 from bridge.results.result import AttemptSummary
-from bridge.targets.targets_file import Target, Targets
+from bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
 
 DEFAULT_TIMEOUT_SECONDS = {
     "api": 300.0,
@@ -144,6 +144,8 @@ def build_job(
     default_judge = target.raw.get("judge_target")
     default_judge = default_judge if isinstance(default_judge, str) else None
     judging = [e for e in all_evaluators(specs) if needs_judge(e)]
+    if default_judge is None and target.kind == "mock" and judging:
+        default_judge = MOCK_JUDGE  # a dry run with mock answers gets mock verdicts
     for spec_ in judging:
         if not (getattr(spec_, "target", None) or default_judge):
             raise TargetError(

@@ -176,6 +176,8 @@ class MockTarget(TargetBase):
     latency_ms: NonNegativeFloat = 0
     failure_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     failure_kind: FailureKind = "infra_error"
+    judge: bool = False
+    """Answer as a judge that finds everything right: a verdict of 1.0, every rubric met."""
     tool_calls: list[MockToolCall] = Field(default_factory=list)
     """Tool calls the run reports, for trying `tool_trajectory` and the like."""
     usage: MockUsage | None = None

@@ -33,8 +33,14 @@ TARGET_FILES = (
 SECRET_FIELDS = frozenset({"api_key"})
 """Settings that stay `${VAR}` references until a worker reads them from its own environment."""
 
-BUILTIN_TARGETS: dict[str, dict[str, Any]] = {"mock": {"name": "mock", "provider": "mock"}}
-"""Targets that exist in every project unless its targets file defines the same name."""
+MOCK_JUDGE = "mock-judge"
+BUILTIN_TARGETS: dict[str, dict[str, Any]] = {
+    "mock": {"name": "mock", "provider": "mock"},
+    MOCK_JUDGE: {"name": MOCK_JUDGE, "provider": "mock", "judge": True},
+}
+"""Targets that exist in every project unless its targets file defines the same name.
+`mock-judge` grades the judge evaluators of cases run on a mock target (everything passes),
+so a dry run goes through every step."""
 
 
 class TargetsFile(BaseModel):

@@ -7,6 +7,8 @@ a hash of the job id and attempt, so a run is reproducible and a retry can succe
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import time
 
 from bridge.prompt.build import PromptRequest
@@ -42,6 +44,8 @@ class MockProvider(Provider):
         )
 
     def _answer(self, job: Job) -> str:
+        if self.settings.judge:
+            return _verdict(job.request.question)
         if job.case_id in self.settings.responses:
             return self.settings.responses[job.case_id]
         if self.settings.echo:
@@ -53,6 +57,16 @@ class MockProvider(Provider):
             return False
         digest = hashlib.sha256(f"{job.job_id}:{job.attempt}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64 < self.settings.failure_rate
+
+
+def _verdict(prompt: str) -> str:
+    """A judge's reply that finds everything right: each rubric item listed in the prompt
+    is satisfied, or the score is 1."""
+    ids = re.findall(r"^- \[([^\]]+)\]", prompt, re.MULTILINE)
+    if ids:
+        checks = [{"id": i, "satisfied": True, "reasoning": "mock judge"} for i in ids]
+        return json.dumps({"checks": checks, "overall_reasoning": "mock judge: all met"})
+    return json.dumps({"score": 1.0, "hits": [], "misses": [], "reasoning": "mock judge"})
 
 
 def last_user_text(request: PromptRequest) -> str:
