@@ -8,9 +8,15 @@ from typing import NamedTuple
 import click
 
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
-from bridge.evalfile.cases import LoadedEvalFile, Loc, eval_files_under, load_eval_file
+from bridge.evalfile.cases import (
+    SUITE_FORMAT,
+    LoadedEvalFile,
+    Loc,
+    eval_files_under,
+    load_document,
+    load_eval_file,
+)
 from bridge.evalfile.project import Project
-from bridge.evalfile.yaml_source import load_yaml
 from bridge.targets.targets_file import Targets
 
 
@@ -56,7 +62,7 @@ def check_file(path: Path) -> FileCheck:
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
         return FileCheck(0, exc.diagnostics, [], "")
-    doc = load_yaml(path)
+    doc = load_document(path)
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     for loc, name, case_id in target_references(loaded):
@@ -64,7 +70,7 @@ def check_file(path: Path) -> FileCheck:
             targets.get(name)
         except TargetError as exc:
             # An AgentV suite names providers from its own catalog (providers.yaml).
-            known = name in targets.by_name or loaded.written_as is not None
+            known = name in targets.by_name or loaded.written_as == SUITE_FORMAT
             (notes if known else problems).append(doc.diagnostic(loc, str(exc), case_id))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
 

@@ -18,9 +18,10 @@ from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_sen
 from bridge.evalfile.schema import EvalCase, EvalFile, FileSegment
 from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.validation import diagnostics
-from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
 
 EVAL_SUFFIXES = (".yaml", ".yml")
+SUITE_FORMAT = "AgentV suite (tests, prompts, assert)"
 NOT_EVAL_FILES = frozenset({"evalrelay.yaml", "targets.yaml", "targets.yml"})
 """Project files that a folder scan passes over."""
 MESSAGE_LISTS = ("input_messages", "expected_messages")
@@ -78,10 +79,12 @@ class LoadedEvalFile(NamedTuple):
 def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile:
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)
-    doc = load_yaml(path)
+    doc = load_document(path)
     notes: list[str] = []
+    written_as = "AgentV JSONL dataset" if path.suffix == ".jsonl" else None
     if is_suite(doc.data):
         doc, notes = translate_suite(doc)
+        written_as = SUITE_FORMAT
     _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)
     try:
@@ -101,8 +104,26 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
         spec,
         cases,
         tuple(notes),
-        "AgentV suite (tests, prompts, assert)" if doc.origin is not None else None,
+        written_as,
     )
+
+
+def load_document(path: Path) -> YamlDocument:
+    """An eval file's data as written: YAML, or a JSONL dataset with its YAML sidecar."""
+    return load_jsonl_dataset(path) if path.suffix == ".jsonl" else load_yaml(path)
+
+
+def load_jsonl_dataset(path: Path) -> YamlDocument:
+    """AgentV's JSONL dataset: one case per line, and `<name>.yaml` beside it for the
+    file's `description`, `dataset`, `execution` and `evaluator`. Each line is read as a
+    YAML flow mapping, so an error still names its line and column."""
+    text = read_yaml_text(path)
+    listed = "\n".join(f"- {line}" if line.strip() else "" for line in text.splitlines())
+    lines = load_yaml(path, listed or "[]")
+    sidecar_path = path.with_suffix(".yaml")
+    sidecar = load_yaml(sidecar_path).data if sidecar_path.is_file() else None
+    data = {**(sidecar if isinstance(sidecar, dict) else {}), "evalcases": lines.data or []}
+    return lines._replace(data=data, origin={("evalcases",): ()})
 
 
 def _refuse_other_formats(doc: YamlDocument) -> None:

@@ -247,7 +247,9 @@ class ExpectedToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     tool: str = Field(min_length=1)
-    args: dict[str, Any] | Literal["any"] | None = None
+    args: dict[str, Any] | Literal["any"] | None = Field(
+        default=None, validation_alias=AliasChoices("args", "input")
+    )
     """Keys the call's arguments must hold with equal values (others may be there too);
     absent or `any`: not checked."""
 

@@ -337,7 +337,8 @@ def _case(
             f"test {case_id}: conversation mode (turns) is sent as its first input only; "
             "its turns are reported as an unsupported evaluator"
         )
-    rendered_input = t.render(prompt, context, prompt_loc)
+    # Rendered twice, as AgentV does: vars inside a message list of `vars.input` fill in too.
+    rendered_input = t.render(t.render(prompt, context, prompt_loc), context, prompt_loc)
     input_messages = _messages(rendered_input)
     case: dict[str, Any] = {"id": case_id, "input_messages": input_messages}
     origin: dict[Loc, Loc] = {

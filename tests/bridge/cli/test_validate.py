@@ -225,7 +225,7 @@ def test_unknown_target_name_is_reported_at_its_key(project: WriteFiles) -> None
     assert code == 1
     assert lines == [
         f"{root}/t.yaml:4:25: case 'a': unknown target 'slow' in {root}/targets.yaml; "
-        "available: fast, mock"
+        "available: fast, mock, mock-judge"
     ]
 
 
