@@ -242,7 +242,7 @@ def test_one_bad_file_does_not_hide_the_good_ones(project: WriteFiles) -> None:
 PLAIN = "evalcases: [{id: x, input_messages: [{role: user, content: y}]}]\n"
 
 
-def test_validate_names_the_format_and_refuses_agentvs_later_one_in_one_line(
+def test_validate_names_each_format_it_reads(
     project: WriteFiles,
 ) -> None:
     root = project(
@@ -251,14 +251,18 @@ def test_validate_names_the_format_and_refuses_agentvs_later_one_in_one_line(
             "v2.yaml": "$schema: agentv-eval-v2\n" + PLAIN,
             "jan.yaml": "execution: {target: mock}\n" + PLAIN,
             "later.yaml": "name: later\nprompts: ['{{ input }}']\ntests:\n  - vars: {input: hi}\n",
+            "fixed.yaml": "prompts: ['{{ input }}']\ntests:\n  - {id: a, vars: {input: hi}}\n",
         }
     )
-    code, lines = validate(root / "v2.yaml", root / "jan.yaml", root / "later.yaml")
+    code, lines = validate(
+        root / "v2.yaml", root / "jan.yaml", root / "later.yaml", root / "fixed.yaml"
+    )
     assert code == 1
     assert lines[0] == f"{root}/v2.yaml: 1 case OK (AgentV agentv-eval-v2)"
     assert lines[1] == f"{root}/jan.yaml: 1 case OK (AgentV evalcases with execution blocks)"
-    assert lines[2].startswith(f"{root}/later.yaml:3:1: this file is in AgentV's later suite")
-    assert len(lines) == 3
+    assert lines[2] == f"{root}/later.yaml:4:5: a test needs an `id`; add one"
+    assert lines[3] == f"{root}/fixed.yaml: 1 case OK (AgentV suite (tests, prompts, assert))"
+    assert len(lines) == 4
 
 
 def test_a_target_of_a_kind_evalrelay_cannot_run_is_a_note_not_an_error(
