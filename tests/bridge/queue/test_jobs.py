@@ -64,4 +64,7 @@ def test_judge_without_a_judge_target_is_refused_when_planning(project: WriteFil
         }
     )
     with pytest.raises(TargetError, match="case 'lonely': llm_judge has no judge; set `target:`"):
-        plan_jobs("c", [load_eval_file(root / "cases.yaml")], "lone", None)
+        plan_jobs("c", [load_eval_file(root / "cases.yaml")], "strict", None)
+    # a mock target's answers are graded by the mock judge, so a dry run runs every step
+    (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], "lone", None)
+    assert job.default_judge == "mock-judge" and list(job.judges) == ["mock-judge"]
