@@ -39,7 +39,7 @@ def trajectory(spec: ToolTrajectoryEvaluator, name: str, run: RunFacts) -> Evalu
     else:
         hits, misses = _sets(spec, calls)
         aspects = len(hits) + len(misses)
-    if not calls and not hits:
+    if not calls and misses:
         misses = ["No tool calls in the run to evaluate", *misses]
     return EvaluatorResult(
         name=name,

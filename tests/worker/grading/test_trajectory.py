@@ -82,3 +82,8 @@ def test_a_mode_without_what_it_needs_is_refused() -> None:
         spec(mode="any_order")
     with pytest.raises(ValidationError, match="in_order needs `expected`"):
         spec(mode="in_order")
+
+
+def test_subset_with_no_calls_passes_without_a_miss() -> None:
+    result = trajectory(spec(mode="subset", expected=[{"tool": "search"}]), "t", RunFacts())
+    assert (result.score, result.misses) == (1.0, [])
