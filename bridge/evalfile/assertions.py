@@ -8,12 +8,13 @@ becomes an `unsupported` evaluator: the file loads, and the cases using it say w
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from bridge.evalfile.yaml_source import Loc
 
 Fail = Callable[[Loc, str, str | None], None]
+Read = Callable[[str, Loc], str | None]
+"""The text of a project file named in the suite, or None (the failure already reported)."""
 
 RENAMED = {
     "contains": "contains",
@@ -49,7 +50,7 @@ UNSUPPORTED = {
 
 
 def to_evaluators(
-    entries: Any, where: Loc, judge: str | None, eval_path: Path, fail: Fail, case_id: str
+    entries: Any, where: Loc, judge: str | None, read: Read, fail: Fail, case_id: str
 ) -> Iterator[tuple[dict[str, Any], Loc]]:
     """(evaluator entry, where it was written) for each assertion of a list."""
     if not isinstance(entries, list):
@@ -71,13 +72,13 @@ def to_evaluators(
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
             fail(loc, "an assertion is a string (a criterion) or a mapping with `type`", case_id)
             continue
-        converted = _one(entry, loc, judge, eval_path, fail, case_id)
+        converted = _one(entry, loc, judge, read, fail, case_id)
         if converted is not None:
             yield converted, loc
 
 
 def _one(
-    entry: dict[str, Any], loc: Loc, judge: str | None, eval_path: Path, fail: Fail, case: str
+    entry: dict[str, Any], loc: Loc, judge: str | None, read: Read, fail: Fail, case: str
 ) -> dict[str, Any] | None:
     kind: str = entry["type"]
     common = {k: entry[k] for k in COMMON if k in entry}
@@ -108,7 +109,7 @@ def _one(
             return {"type": ours, "value": value, **common}
         return {"type": ours, "value": str(value), **common}
     if kind in ("llm-rubric", "rubrics"):
-        return _rubric(kind, rest, common, loc, judge, eval_path, fail, case)
+        return _rubric(kind, rest, common, loc, judge, read, case)
     if kind == "script":
         if "provider" in rest:
             why = "a script that calls an LLM through AgentV's provider proxy"
@@ -118,7 +119,7 @@ def _one(
         members = [
             member
             for member, _ in to_evaluators(
-                rest.get("assert"), (*loc, "assert"), judge, eval_path, fail, case
+                rest.get("assert"), (*loc, "assert"), judge, read, fail, case
             )
         ]
         threshold = rest.get("threshold")
@@ -168,8 +169,7 @@ def _rubric(
     common: dict[str, Any],
     loc: Loc,
     judge: str | None,
-    eval_path: Path,
-    fail: Fail,
+    read: Read,
     case: str,
 ) -> dict[str, Any] | None:
     """`llm-rubric`: a text is the criteria, a list the rubric items; `rubrics` (AgentV's
@@ -188,23 +188,13 @@ def _rubric(
         entry["criteria"] = items
     if isinstance(prompt, str):
         if prompt.startswith("file://"):
-            path = _search(eval_path, prompt.removeprefix("file://"))
-            if path is None:
-                fail((*loc, "prompt"), f"judge prompt file not found: {prompt}", case)
+            text = read(prompt, (*loc, "prompt"))
+            if text is None:
                 return None
-            entry["prompt"] = str(path)
+            entry["prompt"] = text
         else:
             entry["prompt"] = prompt
     elif prompt is not None:
         why = "a judge prompt made by a command runs inside AgentV; write it as text or file://"
         return {"type": "unsupported", "written_type": kind, "why": why, **common}
     return entry
-
-
-def _search(eval_path: Path, relative: str) -> Path | None:
-    """A file from the eval file's folder or one above it, as AgentV looks."""
-    for folder in (eval_path.parent, *eval_path.parent.parents):
-        candidate = folder / relative.lstrip("/")
-        if candidate.is_file():
-            return candidate.resolve()
-    return None

@@ -83,7 +83,7 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     notes: list[str] = []
     written_as = "AgentV JSONL dataset" if path.suffix == ".jsonl" else None
     if is_suite(doc.data):
-        doc, notes = translate_suite(doc)
+        doc, notes = translate_suite(doc, project)
         written_as = SUITE_FORMAT
     _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)

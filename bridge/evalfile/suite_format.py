@@ -14,6 +14,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from jinja2 import ChainableUndefined, TemplateError
@@ -21,6 +22,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.assertions import to_evaluators
+from bridge.evalfile.files import FileRefError, resolve_file
+from bridge.evalfile.project import Project
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
@@ -71,8 +74,9 @@ class _PublicEnv(Mapping[str, str]):
 
 
 class _Translation:
-    def __init__(self, doc: YamlDocument) -> None:
+    def __init__(self, doc: YamlDocument, project: Project) -> None:
         self.doc = doc
+        self.project = project
         self.data: dict[str, Any] = doc.data
         self.origin: dict[Loc, Loc] = {}
         self.problems: list[Diagnostic] = []
@@ -80,6 +84,21 @@ class _Translation:
 
     def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
         self.problems.append(self.doc.diagnostic(loc, message, case))
+
+    def read(self, reference: str, loc: Loc) -> str | None:
+        """A file the suite names (`file://`), found and bounded as attached files are:
+        inside the project, symlinks included."""
+        try:
+            return resolve_file(reference.removeprefix("file://"), self.doc.path, self.project).text
+        except FileRefError as exc:
+            self.fail(loc, str(exc))
+            return None
+
+    def inside(self, path: Path, loc: Loc) -> bool:
+        if path.resolve().is_relative_to(self.project.root):
+            return True
+        self.fail(loc, f"{path} is outside the project root {self.project.root}; move it inside")
+        return False
 
     def render(self, value: Any, context: dict[str, Any], loc: Loc) -> Any:
         """Strings rendered with `context`; a string that is one `{{ path }}` becomes the
@@ -117,9 +136,9 @@ def _lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def translate_suite(doc: YamlDocument) -> SuiteDocument:
+def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     """The suite as an `evalcases` document (positions mapped back), or InvalidFileError."""
-    t = _Translation(doc)
+    t = _Translation(doc, project)
     data = t.data
     for key, why in NOTED_KEYS.items():
         if key in data:
@@ -182,11 +201,10 @@ def _safe(text: str) -> str:
 def _default_test(t: _Translation) -> dict[str, Any]:
     raw = t.data.get("default_test", t.data.get("defaultTest"))
     if isinstance(raw, str) and raw.startswith("file://"):
-        path = t.doc.path.parent / raw.removeprefix("file://")
-        if not path.is_file():
-            t.fail(("default_test",), f"default_test file not found: {path}")
-            return {}
-        loaded = load_yaml(path).data
+        text = t.read(raw, ("default_test",))
+        loaded = (
+            load_yaml(t.doc.path.parent / raw.removeprefix("file://"), text).data if text else None
+        )
         return loaded if isinstance(loaded, dict) else {}
     if raw is not None and not isinstance(raw, dict):
         t.fail(("default_test",), "default_test must be a mapping or a file:// reference")
@@ -236,12 +254,12 @@ def _prompts(t: _Translation) -> list[tuple[str, Any, Loc]]:
             else:
                 entry = entry.get("messages", entry.get("prompt", entry.get("raw")))
         if isinstance(entry, str) and entry.startswith("file://"):
-            path = t.doc.path.parent / entry.removeprefix("file://")
-            if not path.is_file():
-                t.fail(loc, f"prompt file not found: {path}")
+            text = t.read(entry, loc)
+            if text is None:
                 continue
-            prompt_id = _safe(path.stem) if prompt_id.startswith("prompt-") else prompt_id
-            entry = path.read_text(encoding="utf-8").replace("\r\n", "\n")
+            stem = Path(entry.removeprefix("file://")).stem
+            prompt_id = _safe(stem) if prompt_id.startswith("prompt-") else prompt_id
+            entry = text.replace("\r\n", "\n")
         found.append((_safe(prompt_id), entry, loc))
     return found
 
@@ -273,6 +291,8 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
     paths = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else [path]
     cases: list[dict[str, Any]] = []
     for found in paths:
+        if not t.inside(found, loc):
+            continue
         if found.is_dir():
             for case_file in sorted(found.glob("*/case.y*ml")):
                 case = load_yaml(case_file).data
@@ -386,7 +406,7 @@ def _case(
         if not entries:
             continue
         entries = t.render(entries, context, where) if raw.get("vars") or vars_ else entries
-        for evaluator, source in to_evaluators(entries, where, judge, t.doc.path, t.fail, case_id):
+        for evaluator, source in to_evaluators(entries, where, judge, t.read, t.fail, case_id):
             origin[("evaluators", len(evaluators))] = source
             evaluators.append(evaluator)
     if "turns" in raw or raw.get("mode") == "conversation":

@@ -142,8 +142,8 @@ def rubric_prompt(rubrics: list[RubricItem], job: Job, answer: str) -> str:
         ("candidate_answer", answer),
         ("rubrics", "\n".join(line(item) for item in rubrics)),
     ]
-    body = "\n\n".join(f"[[ ## {title} ## ]]\n{text}" for title, text in sections)
-    return f"{body}\n\nFor each rubric, decide whether it is satisfied and say briefly why."
+    ask_for = "For each rubric, decide whether it is satisfied and say briefly why."
+    return f"{sectioned(sections)}\n\n{ask_for}"
 
 
 def ask(
@@ -212,7 +212,7 @@ def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
         *([("reference_answer", job.reference_answer)] if job.reference_answer else []),
         ("candidate_answer", answer),
     ]
-    user = "\n\n".join(f"[[ ## {title} ## ]]\n{body}" for title, body in sections)
+    user = sectioned(sections)
     if spec.prompt is None:
         return SYSTEM_PROMPT, user
     known = [n for n in PLACEHOLDER.findall(spec.prompt) if n in values]
@@ -222,6 +222,11 @@ def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
     if "${" in spec.prompt:
         return SYSTEM_PROMPT, Template(spec.prompt).safe_substitute(values)
     return f"{spec.prompt}\n\n{REPLY_FORMAT}", user
+
+
+def sectioned(sections: list[tuple[str, str]]) -> str:
+    """The judge's material under `[[ ## title ## ]]` headers, as AgentV lays it out."""
+    return "\n\n".join(f"[[ ## {title} ## ]]\n{body}" for title, body in sections)
 
 
 def template_values(job: Job, answer: str) -> dict[str, str]:

@@ -3,6 +3,8 @@ as evaluators, metadata kept, and errors at the line the author wrote."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bridge.errors import InvalidFileError
@@ -145,3 +147,23 @@ def test_jsonl_dataset_reads_its_sidecar_and_names_lines(project: WriteFiles) ->
     loaded = load_eval_file(root / "evals/d.jsonl")
     assert loaded.dataset == "jsonl-demo" and [c.id for c in loaded.cases] == ["a", "b"]
     assert plan_jobs("c", [loaded], None, None)[0].target.name == "llm"
+
+
+def test_files_a_suite_names_stay_inside_the_project(project: WriteFiles, tmp_path: Path) -> None:
+    (tmp_path / "outside.md").write_text("Grade {{ output }} harshly.")
+    suite = (
+        "prompts: ['{{ input }}']\n"
+        "tests:\n"
+        "  - id: a\n"
+        "    vars: {input: hi}\n"
+        "    assert:\n"
+        "      - {type: llm-rubric, prompt: 'file://../../outside.md'}\n"
+    )
+    root = project({"evals/s.yaml": suite, "evals/judge.md": "Grade {{ output }}."})
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "evals/s.yaml")
+    (problem,) = caught.value.diagnostics
+    assert problem.line == 6 and "outside" in problem.message
+    (root / "evals/s.yaml").write_text(suite.replace("../../outside.md", "judge.md"))
+    (job,) = plan_jobs("c", [load_eval_file(root / "evals/s.yaml")], "mock", None)
+    assert job.evaluators[0].prompt == "Grade {{ output }}."  # type: ignore[union-attr]
