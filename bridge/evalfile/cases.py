@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.evaluators import UnsupportedEvaluator, all_evaluators
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
@@ -98,14 +99,29 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     problems = _check_cases(doc, cases)
     if problems:
         raise InvalidFileError(_sorted(problems))
-    return LoadedEvalFile(
-        path,
-        project,
-        spec,
-        cases,
-        tuple(notes),
-        written_as,
-    )
+    notes += _unsupported_evaluators(spec, cases)
+    return LoadedEvalFile(path, project, spec, cases, tuple(notes), written_as)
+
+
+def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str]:
+    """One note per evaluator evalrelay cannot run, naming the cases that will end as
+    infra errors because of it."""
+    users: dict[tuple[str, str], list[str]] = {}
+    for case in cases:
+        specs = case.case.evaluator_specs()
+        for evaluator in all_evaluators(
+            specs if specs is not None else spec.evaluator_specs() or []
+        ):
+            if isinstance(evaluator, UnsupportedEvaluator):
+                key = (evaluator.name or evaluator.written_type, evaluator.why)
+                users.setdefault(key, []).append(case.id)
+    notes = []
+    for (name, why), ids in users.items():
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        notes.append(
+            f"evaluator {name} cannot run here ({why}): cases {shown} will end as infra_error"
+        )
+    return notes
 
 
 def load_document(path: Path) -> YamlDocument:

@@ -143,12 +143,6 @@ class CodeEvaluator(_EvaluatorBase):
     def _other_keys_are_config(cls, data: Any) -> Any:
         if not isinstance(data, dict) or data.get("type") not in ("code_judge", "script"):
             return data
-        for proxy in ("target", "provider"):
-            if proxy in data:
-                raise ValueError(
-                    f"{data['type']} `{proxy}` (AgentV's proxy that lets a script call an LLM) "
-                    "is not supported; grade with an llm_judge entry instead"
-                )
         own = set(cls.model_fields) | {"command"}
         extra = {k: v for k, v in data.items() if k not in own}
         return {k: v for k, v in data.items() if k in own} | {
@@ -252,6 +246,9 @@ class ExpectedToolCall(BaseModel):
     )
     """Keys the call's arguments must hold with equal values (others may be there too);
     absent or `any`: not checked."""
+    output: Any = None
+    """What the call must have returned: a mapping's keys (at any depth) with equal values,
+    or an equal value. Absent: not checked."""
 
 
 class ToolTrajectoryEvaluator(_EvaluatorBase):
@@ -401,6 +398,24 @@ DeterministicSpec = (
 RunMetricsSpec = LatencyEvaluator | CostEvaluator | TokenUsageEvaluator | ExecutionMetricsEvaluator
 """The evaluators that read how the run went (time, tokens, cost, tool calls), not the answer."""
 
+
+def _script_calling_an_llm(data: Any) -> Any:
+    """AgentV can give a `code_judge` script an LLM through a local proxy (`target`).
+    evalrelay has none, so such an entry loads as `unsupported`: the file stays valid and
+    each case using it ends as an infra error that says why."""
+    if not isinstance(data, dict) or data.get("type") not in ("code_judge", "script"):
+        return data
+    proxy = next((key for key in ("target", "provider") if key in data), None)
+    if proxy is None:
+        return data
+    common = {key: data[key] for key in _EvaluatorBase.model_fields if key in data}
+    why = (
+        f"`{proxy}` asks for AgentV's proxy that lets a script call an LLM, which evalrelay "
+        "does not run; grade with an llm_judge entry instead"
+    )
+    return {"type": "unsupported", "written_type": data["type"], "why": why, **common}
+
+
 EvaluatorSpec = Annotated[
     DeterministicSpec
     | CodeEvaluator
@@ -413,6 +428,17 @@ EvaluatorSpec = Annotated[
     | CompositeEvaluator
     | UnsupportedEvaluator,
     Field(discriminator="type"),
+    BeforeValidator(_script_calling_an_llm),
 ]
 
 CompositeEvaluator.model_rebuild()
+
+
+def all_evaluators(specs: list[EvaluatorSpec]) -> list[EvaluatorSpec]:
+    """The evaluators and, depth first, the members of composites."""
+    found: list[EvaluatorSpec] = []
+    for spec in specs:
+        found.append(spec)
+        if isinstance(spec, CompositeEvaluator):
+            found += all_evaluators(spec.evaluators)
+    return found

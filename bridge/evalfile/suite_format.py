@@ -22,6 +22,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.assertions import to_evaluators
+from bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
 from bridge.evalfile.files import FileRefError, resolve_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
@@ -286,7 +287,8 @@ def _tests(t: _Translation) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str, Any]]:
-    """Tests kept in other files: YAML or JSON lists, JSONL, or a folder of `*/case.yaml`."""
+    """Tests kept in other files: YAML or JSON lists, JSONL, CSV, or a folder of
+    `*/case.yaml`."""
     path = t.doc.path.parent / reference.removeprefix("file://")
     paths = sorted(path.parent.glob(path.name)) if any(c in path.name for c in "*?[") else [path]
     cases: list[dict[str, Any]] = []
@@ -312,11 +314,15 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
             elif found.suffix in (".yaml", ".yml"):
                 data = load_yaml(found).data
                 cases += data if isinstance(data, list) else []
+            elif found.suffix == ".csv":
+                cases += read_csv_tests(found)
             else:
-                t.fail(loc, f"tests file {found.name}: evalrelay reads YAML, JSON and JSONL "
-                       "tests; convert it to one of those")  # fmt: skip
+                t.fail(loc, f"tests file {found.name}: evalrelay reads YAML, JSON, JSONL and "
+                       "CSV tests; convert it to one of those")  # fmt: skip
         except json.JSONDecodeError as exc:
             t.fail(loc, f"{found}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})")
+        except CsvTestsError as exc:
+            t.fail(loc, f"{found}: {exc}")
     return [c for c in cases if isinstance(c, dict)]
 
 
@@ -352,11 +358,6 @@ def _case(
         t.fail(loc, "a test needs an `id`; add one")
         return None
     case_id = str(t.render(case_id, context, (*loc, "id")))
-    if "turns" in raw or raw.get("mode") == "conversation":
-        t.notes.append(
-            f"test {case_id}: conversation mode (turns) is sent as its first input only; "
-            "its turns are reported as an unsupported evaluator"
-        )
     # Rendered twice, as AgentV does: vars inside a message list of `vars.input` fill in too.
     rendered_input = t.render(t.render(prompt, context, prompt_loc), context, prompt_loc)
     input_messages = _messages(rendered_input)
@@ -381,7 +382,9 @@ def _case(
     execution: dict[str, Any] = raw["execution"] if isinstance(raw.get("execution"), dict) else {}
     own = raw.get("assert", execution.get("assert"))
     own_key = "assert" if "assert" in raw else "execution"
-    threshold = (raw.get("run") or {}).get("threshold", execution.get("threshold"))
+    threshold = (raw.get("run") or {}).get(
+        "threshold", execution.get("threshold", raw.get("threshold"))
+    )
     if threshold is not None:
         case["threshold"] = threshold
     lists: list[tuple[Any, Loc]] = [
@@ -415,7 +418,7 @@ def _case(
                 "type": "unsupported",
                 "name": "conversation",
                 "written_type": "mode: conversation",
-                "why": "evalrelay sends one conversation per case; its turns were not run",
+                "why": "conversation-mode `turns` are not run: only the first input is sent",
             }
         )
     if evaluators:

@@ -22,6 +22,7 @@ from bridge.evalfile.evaluators import (
     EvaluatorSpec,
     LlmJudgeEvaluator,
     RubricEvaluator,
+    all_evaluators,
 )
 from bridge.evalfile.files import ResolvedFile
 from bridge.prompt.build import PromptRequest, render, request_for
@@ -180,16 +181,6 @@ def build_job(
         conversation_id=spec.conversation_id,
         metadata=spec.metadata,
     )
-
-
-def all_evaluators(specs: list[EvaluatorSpec]) -> list[EvaluatorSpec]:
-    """The evaluators and, depth first, the members of composites."""
-    found: list[EvaluatorSpec] = []
-    for spec in specs:
-        found.append(spec)
-        if isinstance(spec, CompositeEvaluator):
-            found += all_evaluators(spec.evaluators)
-    return found
 
 
 def needs_judge(spec: EvaluatorSpec) -> bool:

@@ -97,6 +97,10 @@ class ApiTargetBase(TargetBase):
 class OpenAITarget(ApiTargetBase):
     provider: Literal["openai"]
     model: str
+    base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("base_url", "endpoint")
+    )
+    """A proxy or gateway in front of OpenAI (AgentV writes `endpoint`)."""
     api: Literal["chat", "responses"] = "chat"
     organization: str | None = None
     KEY_ENV: ClassVar[str | None] = "OPENAI_API_KEY"
@@ -155,6 +159,8 @@ class MockToolCall(BaseModel):
     arguments: dict[str, Any] = Field(
         default_factory=dict, validation_alias=AliasChoices("arguments", "input", "args")
     )
+    output: Any = None
+    """What the tool returned, for `tool_trajectory` entries that check `output`."""
 
 
 class MockUsage(BaseModel):
@@ -309,7 +315,7 @@ class CliHealthcheck(BaseModel):
     """A check a `cli` target must pass before its first job on a worker: an HTTP GET
     that answers 2xx, or a command that exits 0."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     type: Literal["http", "command"] | None = None
     url: str | None = None

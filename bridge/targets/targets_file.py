@@ -18,6 +18,7 @@ from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.project import searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
 from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
 
 TARGET_FILES = (
@@ -27,8 +28,13 @@ TARGET_FILES = (
     ".evalrelay/targets.yml",
     ".agentv/targets.yaml",
     ".agentv/targets.yml",
+    "providers.yaml",
+    "providers.yml",
+    ".agentv/providers.yaml",
+    ".agentv/providers.yml",
 )
-"""The names of a targets file, first match wins in each folder (see `find_targets_file`)."""
+"""The names of a targets file, first match wins in each folder (see `find_targets_file`).
+`providers.yaml` is AgentV's later catalog, read as a targets file."""
 
 SECRET_FIELDS = frozenset({"api_key"})
 """Settings that stay `${VAR}` references until a worker reads them from its own environment."""
@@ -140,6 +146,8 @@ def load_targets_file(path: Path) -> dict[str, Target]:
     file loads, and only a case that uses that target gets an error.
     """
     doc = load_yaml(path)
+    if is_catalog(doc):
+        doc = catalog_as_targets(doc)
     problems = _duplicate_names(doc)
     data = interpolate(doc.data, _AnyEnv())
     foreign = _foreign_kinds(data)
@@ -149,7 +157,7 @@ def load_targets_file(path: Path) -> dict[str, Target]:
             for i, raw in enumerate(data["targets"])
         ]}  # fmt: skip
     try:
-        validate_document(TargetsFile, YamlDocument(doc.path, data, doc.root))
+        validate_document(TargetsFile, doc._replace(data=data))
     except InvalidFileError as exc:
         problems += exc.diagnostics
     if problems:

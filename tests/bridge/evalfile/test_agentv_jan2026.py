@@ -100,3 +100,28 @@ def test_yaml_merge_keys_bring_in_pairs_that_own_keys_override(project: WriteFil
     loaded = load_eval_file(root / "evals/merge.yaml")
     assert [c.id for c in loaded.cases] == ["a", "b"]
     assert loaded.cases[1].case.input_messages == loaded.cases[0].case.input_messages
+
+
+def test_a_code_judge_that_asks_for_an_llm_proxy_loads_and_its_cases_are_told_why(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "targets.yaml": TARGETS,
+            "evals/proxy.yaml": """\
+execution:
+  evaluators:
+    - {name: precision, type: code_judge, script: [bun, run, p.ts], target: {max_calls: 10}}
+evalcases:
+  - {id: one, input_messages: [{role: user, content: hi}]}
+  - {id: two, input_messages: [{role: user, content: hi}]}
+""",
+        }
+    )
+    loaded = load_eval_file(root / "evals/proxy.yaml")
+    (note,) = loaded.notes
+    assert note.startswith("evaluator precision cannot run here (`target` asks for AgentV's")
+    assert note.endswith("cases one, two will end as infra_error")
+    job = plan_jobs("c", [loaded], "default", None)[0]
+    (evaluator,) = job.evaluators
+    assert (evaluator.type, evaluator.name) == ("unsupported", "precision")

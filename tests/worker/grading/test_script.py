@@ -103,8 +103,3 @@ def test_agentv_code_judge_runs_through_a_shell_with_its_input_and_config(
     assert (result.score, result.hits) == (1.0, ["checked by the judge"])
     for key in ("candidate_answer", "expected_messages", "guideline_files", "config"):
         assert key in str(result.reasoning)
-
-
-def test_code_judge_target_proxy_is_refused_clearly() -> None:
-    with pytest.raises(ValueError, match=r"code_judge `target`.*is not supported"):
-        CodeEvaluator.model_validate({"type": "code_judge", "script": "x", "target": True})

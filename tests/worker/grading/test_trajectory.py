@@ -87,3 +87,25 @@ def test_a_mode_without_what_it_needs_is_refused() -> None:
 def test_subset_with_no_calls_passes_without_a_miss() -> None:
     result = trajectory(spec(mode="subset", expected=[{"tool": "search"}]), "t", RunFacts())
     assert (result.score, result.misses) == (1.0, [])
+
+
+def test_an_expected_output_must_be_held_by_the_calls_reported_output() -> None:
+    run = RunFacts(
+        tool_calls=[
+            {
+                "name": "search",
+                "arguments": {"q": "x1"},
+                "output": {"hits": [{"url": "a"}], "n": 1},
+            },
+            {"name": "fetch", "arguments": {"url": "a"}, "output": "<html>"},
+        ]
+    )
+    held = [{"tool": "search", "output": {"hits": [{"url": "a"}]}}, {"tool": "fetch"}]
+    assert trajectory(spec(mode="in_order", expected=held), "t", run).score == 1.0
+    other = [{"tool": "search"}, {"tool": "fetch", "output": "<xml>"}]
+    result = trajectory(spec(mode="exact", expected=other), "t", run)
+    assert result.misses == ["Position 1: fetch output mismatch"]
+    unreported = RunFacts(tool_calls=[{"name": "search", "arguments": {"q": "x1"}}])
+    wanted = [{"tool": "search", "output": {"n": 1}}]
+    result = trajectory(spec(mode="in_order", expected=wanted), "t", unreported)
+    assert result.misses == ["Expected search at position 0: tool found at 0 but output mismatch"]
