@@ -3,14 +3,16 @@
 Scoring follows AgentV: `any_order` counts calls per tool against `minimums`; `in_order`
 finds the expected calls in order (others may come between); `exact` compares position by
 position; `superset`/`subset` compare the sets of tools called. Arguments match when each
-expected key is there with an equal value (`args_match: exact`: and no other key).
+expected key is there with an equal value (`args_match: exact`: and no other key). An
+expected `output` (evalrelay's addition; AgentV reads the key but never compares it)
+matches when the call's reported output holds it.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import Any, NamedTuple
 
 from bridge.evalfile.evaluators import (
     ExpectedToolCall,
@@ -20,11 +22,23 @@ from bridge.evalfile.evaluators import (
 from bridge.results.result import EvaluatorResult
 from worker.grading.run_facts import RunFacts
 
-Call = tuple[str, dict[str, Any]]
+
+class Call(NamedTuple):
+    name: str
+    args: dict[str, Any]
+    output: Any = None
+    """What the tool returned, where the provider reports it."""
+
+
+def calls_of(run: RunFacts) -> list[Call]:
+    return [
+        Call(str(c.get("name", "")), c.get("arguments") or {}, c.get("output"))
+        for c in run.tool_calls
+    ]
 
 
 def trajectory(spec: ToolTrajectoryEvaluator, name: str, run: RunFacts) -> EvaluatorResult:
-    calls: list[Call] = [(str(c.get("name", "")), c.get("arguments") or {}) for c in run.tool_calls]
+    calls = calls_of(run)
     if spec.mode == "any_order":
         hits, misses = _any_order(spec, calls)
         aspects = len(spec.minimums)
@@ -48,8 +62,15 @@ def trajectory(spec: ToolTrajectoryEvaluator, name: str, run: RunFacts) -> Evalu
         weight=spec.weight,
         hits=hits,
         misses=misses,
-        details={"tool_calls": [n for n, _ in calls]},
+        details={"tool_calls": [c.name for c in calls]},
     )
+
+
+def call_matches(spec: ToolTrajectoryEvaluator, expected: ExpectedToolCall, call: Call) -> bool:
+    """The arguments match (see `args_match`), and the output holds what `output` names."""
+    if expected.output is not None and not _partial(expected.output, call.output):
+        return False
+    return args_match(spec, expected, call.args)
 
 
 def args_match(spec: ToolTrajectoryEvaluator, expected: ExpectedToolCall, actual: Any) -> bool:
@@ -75,7 +96,7 @@ def same(a: Any, b: Any) -> bool:
 
 
 def _any_order(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
-    counts = Counter(name for name, _ in calls)
+    counts = Counter(c.name for c in calls)
     hits: list[str] = []
     misses: list[str] = []
     for tool, required in spec.minimums.items():
@@ -87,16 +108,17 @@ def _any_order(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[s
 def _in_order(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
     hits, misses, j = [], [], 0
     for i, expected in enumerate(spec.expected):
-        while j < len(calls) and calls[j][0] != expected.tool:
+        while j < len(calls) and calls[j].name != expected.tool:
             j += 1
         if j == len(calls):
             misses.append(f"Expected {expected.tool} at position {i}, not found in remaining trace")
             continue
-        if args_match(spec, expected, calls[j][1]):
+        if call_matches(spec, expected, calls[j]):
             hits.append(f"Found {expected.tool} at position {j}")
         else:
             misses.append(
-                f"Expected {expected.tool} at position {i}: tool found at {j} but args mismatch"
+                f"Expected {expected.tool} at position {i}: tool found at {j} but "
+                f"{_what_differs(spec, expected, calls[j])} mismatch"
             )
         j += 1
     return hits, misses
@@ -109,19 +131,21 @@ def _exact(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str],
     for i, expected in enumerate(spec.expected):
         if i >= len(calls):
             misses.append(f"Position {i}: expected {expected.tool}, got nothing")
-        elif calls[i][0] != expected.tool:
-            misses.append(f"Position {i}: expected {expected.tool}, got {calls[i][0]}")
-        elif args_match(spec, expected, calls[i][1]):
+        elif calls[i].name != expected.tool:
+            misses.append(f"Position {i}: expected {expected.tool}, got {calls[i].name}")
+        elif call_matches(spec, expected, calls[i]):
             hits.append(f"Position {i}: {expected.tool}")
         else:
-            misses.append(f"Position {i}: {expected.tool} args mismatch")
+            misses.append(
+                f"Position {i}: {expected.tool} {_what_differs(spec, expected, calls[i])} mismatch"
+            )
     return hits, misses
 
 
 def _sets(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], list[str]]:
     """`superset`: every expected tool was called; `subset`: every call was an expected tool."""
     expected = {e.tool for e in spec.expected}
-    called = {name for name, _ in calls}
+    called = {c.name for c in calls}
     if spec.mode == "superset":
         return (
             [f"{t} called" for t in sorted(expected & called)],
@@ -135,7 +159,7 @@ def _sets(spec: ToolTrajectoryEvaluator, calls: list[Call]) -> tuple[list[str], 
 
 def trajectory_assertion(spec: TrajectoryAssertion, name: str, run: RunFacts) -> EvaluatorResult:
     """One `trajectory:<check>` assertion: a pass (1) or a fail (0), with what was seen."""
-    calls: list[Call] = [(str(c.get("name", "")), c.get("arguments") or {}) for c in run.tool_calls]
+    calls = calls_of(run)
     passed, what = _assertion(spec, calls)
     if spec.inverse:
         passed, what = not passed, f"not ({what})"
@@ -148,12 +172,12 @@ def trajectory_assertion(spec: TrajectoryAssertion, name: str, run: RunFacts) ->
         weight=spec.weight,
         hits=[what] if passed else [],
         misses=[] if passed else [what],
-        details={"check": spec.check, "tool_calls": [n for n, _ in calls]},
+        details={"check": spec.check, "tool_calls": [c.name for c in calls]},
     )
 
 
 def _named(pattern: str, calls: list[Call]) -> list[Call]:
-    return [c for c in calls if fnmatchcase(c[0].lower(), pattern.lower())]
+    return [c for c in calls if fnmatchcase(c.name.lower(), pattern.lower())]
 
 
 def _pattern(value: Any) -> str:
@@ -187,7 +211,7 @@ def _assertion(spec: TrajectoryAssertion, calls: list[Call]) -> tuple[bool, str]
         mode = value.get("mode", "in_order") if isinstance(value, dict) else "in_order"
         steps = value.get("steps", []) if isinstance(value, dict) else value or []
         wanted = [_pattern(step) for step in steps]
-        names = [n for n, _ in calls]
+        names = [c.name for c in calls]
         text = f"tool sequence ({mode}) {' -> '.join(wanted)}; got {' -> '.join(names) or 'none'}"
         if mode == "exact":
             ok = len(names) == len(wanted) and all(
@@ -208,12 +232,16 @@ def _assertion(spec: TrajectoryAssertion, calls: list[Call]) -> tuple[bool, str]
     ignore = spec_value.get("ignore") or []
     ignore = [ignore] if isinstance(ignore, str) else list(ignore)
     exact = spec_value.get("mode") == "exact"
-    for _, args in _named(pattern, calls):
-        actual = {k: v for k, v in args.items() if k not in ignore}
+    for call in _named(pattern, calls):
+        actual = {k: v for k, v in call.args.items() if k not in ignore}
         wanted_args = {k: v for k, v in expected.items() if k not in ignore}
         if same(wanted_args, actual) if exact else _partial(wanted_args, actual):
             return True, f"a call to {pattern} has arguments {wanted_args}"
     return False, f"no call to {pattern} has arguments {expected}"
+
+
+def _what_differs(spec: ToolTrajectoryEvaluator, expected: ExpectedToolCall, call: Call) -> str:
+    return "args" if not args_match(spec, expected, call.args) else "output"
 
 
 def _partial(expected: Any, actual: Any) -> bool:
