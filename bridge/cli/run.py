@@ -9,7 +9,8 @@ import click
 from rich.console import Console
 
 from bridge.cli.env_files import load_env_files
-from bridge.cli.follow import follow_campaign, print_summary
+from bridge.cli.follow import follow_campaign
+from bridge.cli.outcome import exit_status, print_summary
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
@@ -45,7 +46,9 @@ from bridge.targets.targets_file import Targets
     help="Submit and exit; an `evalrelay collect` service writes the results.",
 )
 @click.option(
-    "--min-score", type=click.FloatRange(0, 1), help="Exit 1 when the mean score is below this."
+    "--min-score",
+    type=click.FloatRange(0, 1),
+    help="Exit 1 only when the mean score is below this (default: when any case fails).",
 )
 @click.option(
     "--cache", is_flag=True, help="Answer repeated API requests from a response cache in Redis."
@@ -113,8 +116,10 @@ def run_command(
             )
             sys.exit(130)
     print_summary(console, info, final)
-    if min_score is not None and not final.meets(min_score):
-        sys.exit(1)
+    code, why = exit_status(final, min_score)
+    if why:
+        console.print(why)
+    sys.exit(code)
 
 
 def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:

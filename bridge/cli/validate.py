@@ -14,8 +14,11 @@ from bridge.evalfile.cases import (
     eval_files_under,
     load_document,
     load_eval_file,
+    written_evaluators,
 )
 from bridge.evalfile.project import Project
+from bridge.evalfile.yaml_source import YamlDocument
+from bridge.queue.jobs import needs_judge
 from bridge.targets.targets_file import Targets
 
 
@@ -73,7 +76,43 @@ def check_file(path: Path) -> FileCheck:
         except TargetError as exc:
             hint = f"{exc}; run it with --target NAME, or define the target"
             notes.append(doc.diagnostic(loc, hint, case_id))
+    problems += missing_judges(loaded, targets, doc)
+    problems.sort(key=lambda d: (d.line, d.column))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
+
+
+def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
+    """A judging evaluator with no judge fails every job it is in: say so here, at the
+    evaluator, when the file names its target (with `run --target` another may judge)."""
+    file_target = loaded.spec.target_name()
+    case_targets = {case.id: case.case.target_name() or file_target for case in loaded.cases}
+    found = [(loc, e, case_id) for loc, e, case_id in written_evaluators(loaded.spec)]
+    found += [
+        (("evalcases", i, "rubrics"), rubric, case.id)
+        for i, case in enumerate(loaded.cases)
+        if (rubric := case.case.rubric_evaluator())
+    ]
+    problems = []
+    for loc, evaluator, case_id in found:
+        name = case_targets.get(case_id) if case_id else file_target
+        target = targets.by_name.get(name) if name else None
+        if (
+            target is None
+            or not needs_judge(evaluator)
+            or getattr(evaluator, "target", None)
+            or target.raw.get("judge_target")
+            or target.kind == "mock"
+        ):
+            continue
+        problems.append(
+            doc.diagnostic(
+                loc,
+                f"{evaluator.type} has no judge: target '{name}' has no judge_target; set "
+                f"`target:` on this evaluator or `judge_target:` on '{name}'",
+                case_id,
+            )
+        )
+    return problems
 
 
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:

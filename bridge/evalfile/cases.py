@@ -12,7 +12,13 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.evaluators import UnsupportedEvaluator, all_evaluators
+from bridge.evalfile.evaluators import (
+    EvaluatorSpec,
+    LlmJudgeEvaluator,
+    UnsupportedEvaluator,
+    all_evaluators,
+    located_evaluators,
+)
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
@@ -96,7 +102,7 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
     if problems:
         raise InvalidFileError(_sorted(problems))
     cases = [_load_case(spec, i, case, files) for i, case in enumerate(spec.evalcases)]
-    problems = _check_cases(doc, cases)
+    problems = _check_cases(doc, cases) + _check_judge_prompts(doc, spec, path.parent, project.root)
     if problems:
         raise InvalidFileError(_sorted(problems))
     notes += _unsupported_evaluators(spec, cases)
@@ -290,6 +296,49 @@ def _check_cases(doc: YamlDocument, cases: list[LoadedCase]) -> list[Diagnostic]
                         loaded.id,
                     )
                 )
+    return problems
+
+
+def written_evaluators(spec: EvalFile) -> list[tuple[Loc, EvaluatorSpec, str | None]]:
+    """Every evaluator entry as written (file level, each case, composite members), with
+    its place and its case's id."""
+    lists: list[tuple[Loc, list[EvaluatorSpec] | None, str | None]] = [
+        (("evaluators",), spec.evaluators, None),
+        (("execution", "evaluators"), spec.execution.evaluators if spec.execution else None, None),
+    ]
+    for i, case in enumerate(spec.evalcases):
+        execution = case.execution.evaluators if case.execution else None
+        lists += [
+            (("evalcases", i, "evaluators"), case.evaluators, case.id),
+            (("evalcases", i, "execution", "evaluators"), execution, case.id),
+        ]
+    return [
+        (loc, evaluator, case_id)
+        for where, specs, case_id in lists
+        for loc, evaluator in located_evaluators(specs or [], where)
+    ]
+
+
+def _check_judge_prompts(
+    doc: YamlDocument, spec: EvalFile, folder: Path, root: Path
+) -> list[Diagnostic]:
+    """A judge prompt file must be there now, not when the campaign is planned."""
+    problems = []
+    for loc, evaluator, case_id in written_evaluators(spec):
+        name = evaluator.prompt_file() if isinstance(evaluator, LlmJudgeEvaluator) else None
+        if name is None:
+            continue
+        path = folder / name
+        if not path.resolve().is_relative_to(root.resolve()):
+            why = f"judge prompt file {name} is outside the project ({root}); move it inside"
+        elif not path.is_file():
+            why = (
+                f"judge prompt file {name} not found (looked for {path.resolve()}); create "
+                "it or write the prompt inline"
+            )
+        else:
+            continue
+        problems.append(doc.diagnostic((*loc, "prompt"), why, case_id))
     return problems
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -25,6 +26,9 @@ from pydantic import (
 )
 
 from bridge.evalfile.limits import Seconds
+
+PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
+"""A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
 
 
 class _EvaluatorBase(BaseModel):
@@ -230,6 +234,13 @@ class LlmJudgeEvaluator(_EvaluatorBase):
     """What the answer must do, in place of the case's expected outcome (AgentV's
     `llm-rubric` value)."""
 
+    def prompt_file(self) -> str | None:
+        """The file `prompt` names (relative to the eval file), if it names one."""
+        prompt = (self.prompt or "").removeprefix("file://")
+        if prompt and "\n" not in prompt and Path(prompt).suffix in PROMPT_FILE_SUFFIXES:
+            return prompt
+        return None
+
 
 class RubricEvaluator(_EvaluatorBase):
     type: Literal["rubric"]
@@ -432,6 +443,18 @@ EvaluatorSpec = Annotated[
 ]
 
 CompositeEvaluator.model_rebuild()
+
+
+def located_evaluators(
+    specs: list[EvaluatorSpec], loc: tuple[str | int, ...]
+) -> list[tuple[tuple[str | int, ...], EvaluatorSpec]]:
+    """Each evaluator (composite members too) with where it is written, for errors."""
+    found: list[tuple[tuple[str | int, ...], EvaluatorSpec]] = []
+    for i, spec in enumerate(specs):
+        found.append(((*loc, i), spec))
+        if isinstance(spec, CompositeEvaluator):
+            found += located_evaluators(spec.evaluators, (*loc, i, "evaluators"))
+    return found
 
 
 def all_evaluators(specs: list[EvaluatorSpec]) -> list[EvaluatorSpec]:

@@ -39,9 +39,6 @@ DEFAULT_TIMEOUT_SECONDS = {
 
 DEFAULT_PASS_THRESHOLD = 0.8
 
-PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
-"""A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
-
 
 class AttachedFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -203,12 +200,11 @@ def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
     if isinstance(spec, CodeEvaluator):
         cwd = (eval_dir / spec.cwd) if spec.cwd else eval_dir
         return spec.model_copy(update={"cwd": str(cwd.resolve())})
-    if isinstance(spec, LlmJudgeEvaluator) and spec.prompt and "\n" not in spec.prompt:
-        path = eval_dir / spec.prompt
-        if path.suffix in PROMPT_FILE_SUFFIXES:
-            if not path.is_file():
-                raise EvalrelayError(f"judge prompt file not found: {path}")
-            return spec.model_copy(update={"prompt": path.read_text(encoding="utf-8")})
+    if isinstance(spec, LlmJudgeEvaluator) and (name := spec.prompt_file()):
+        path = eval_dir / name
+        if not path.is_file():  # the loader checked; the file went away since
+            raise EvalrelayError(f"judge prompt file not found: {path}")
+        return spec.model_copy(update={"prompt": path.read_text(encoding="utf-8")})
     return spec
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections import Counter
 from datetime import datetime
@@ -30,6 +31,19 @@ class TargetSummary(BaseModel):
         return self.passed / self.scored if self.scored else None
 
 
+MAX_LISTED_FAILURES = 50
+
+
+class FailedCase(BaseModel):
+    """One line of the failure list `run` prints: which case, and why, without the JSONL."""
+
+    case_id: str
+    target: str
+    repeat: int = 0
+    status: str
+    reason: str
+
+
 class CampaignSummary(BaseModel):
     model_config = ConfigDict(validate_assignment=False)
 
@@ -42,8 +56,19 @@ class CampaignSummary(BaseModel):
     last_finished_at: datetime | None = None
     total_duration_ms: int = 0
     max_duration_ms: int = 0
+    failed: int = 0
+    """Jobs that did not end as a passed (or ungraded ok) case."""
+    failures: list[FailedCase] = Field(default_factory=list)
+    """The first `MAX_LISTED_FAILURES` of them."""
 
     def add(self, result: Result) -> None:
+        self._count(result)
+        if result.status is not Status.OK or result.passed is False:
+            self.failed += 1
+            if len(self.failures) < MAX_LISTED_FAILURES:
+                self.failures.append(_failure(result))
+
+    def _count(self, result: Result) -> None:
         self.results += 1
         self.counts = dict(Counter(self.counts) + Counter({result.status.value: 1}))
         target = self.targets.setdefault(result.target, TargetSummary())
@@ -68,6 +93,16 @@ class CampaignSummary(BaseModel):
         mean = self.mean_score()
         return mean is not None and mean >= min_score
 
+    @property
+    def scored(self) -> int:
+        return sum(t.scored for t in self.targets.values())
+
+    @property
+    def unanswered(self) -> int:
+        """Jobs that ended without an answer to grade (infra_error, timeout, rate limits,
+        a refused request): the run failed them, not the model."""
+        return sum(n for status, n in self.counts.items() if not Status(status).is_scored)
+
     def as_json(self) -> dict[str, object]:
         data = self.model_dump(mode="json")
         data["mean_duration_ms"] = self.total_duration_ms // self.results if self.results else None
@@ -77,10 +112,30 @@ class CampaignSummary(BaseModel):
         return data
 
 
+def _failure(result: Result) -> FailedCase:
+    if result.error is not None:
+        reason = f"{result.error.kind}: {result.error.message}"
+    elif result.passed is False:
+        score = f"score {result.score:.2f}" if result.score is not None else "not passed"
+        reason = f"{score}; " + ("; ".join(result.misses[:2]) or "no miss reported")
+    else:
+        reason = result.status.value
+    first_line = reason.strip().splitlines()[0] if reason.strip() else reason
+    return FailedCase(
+        case_id=result.case_id,
+        target=result.target,
+        repeat=result.repeat,
+        status=result.status.value,
+        reason=first_line[:200],
+    )
+
+
 def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one."""
+    """Readers see the old file or the new one, never half of one. Made readable like any
+    file this process creates (mkstemp's own files are owner-only)."""
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -89,3 +144,13 @@ def write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (`os.umask` sets it, for all threads)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0o022
+    found = re.search(r"^Umask:\s*([0-7]+)", status, re.MULTILINE)
+    return int(found.group(1), 8) if found else 0o022

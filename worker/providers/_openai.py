@@ -40,7 +40,8 @@ def as_chat_messages(messages: Sequence[ChatMessage]) -> list[JsonDict]:
             out.append(
                 {
                     "role": "assistant",
-                    "content": message.content or None,
+                    # "" and not null: llama.cpp's server refuses null content (HTTP 500).
+                    "content": message.content,
                     "tool_calls": [
                         {
                             "id": c.id,

@@ -97,7 +97,7 @@ def test_retry_reruns_failures_keeping_earlier_attempts(
     root = project({"targets.yaml": TARGETS, "evals/many.yaml": cases(20)})
     env = {**os.environ, "EVALRELAY_HOME": str(private_home)}
     first = run("evals/many.yaml", "--target", "flaky", env=env, cwd=root)
-    assert first.returncode == 0, first.stderr
+    assert first.returncode == 2, first.stderr  # some jobs ended without an answer
     (jsonl,) = (root / "results").glob("*.jsonl")
     failed = {line["job_id"] for line in read_jsonl(jsonl) if line["status"] == "infra_error"}
     assert 0 < len(failed) < 20

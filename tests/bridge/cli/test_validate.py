@@ -283,3 +283,55 @@ def test_a_target_of_a_kind_evalrelay_cannot_run_is_a_note_not_an_error(
     assert "uses provider 'pi-agent-sdk', which evalrelay cannot run" in lines[1]
     assert lines[1].startswith(f"{root}/a.yaml:1:21: note: ")
     assert lines[1].endswith("run it with --target NAME, or define the target")
+
+
+def test_a_judge_prompt_file_that_is_missing_fails_validate_at_its_key(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: fast, provider: mock}\n",
+            "t.yaml": """\
+        evaluators:
+          - {name: j, type: llm_judge, target: fast, prompt: file://prompts/judge.md}
+        evalcases:
+          - {id: a, input_messages: [{role: user, content: x}]}
+        """,
+        }
+    )
+    code, lines = validate(root / "t.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/t.yaml:2:54: judge prompt file prompts/judge.md not found (looked for "
+        f"{root}/prompts/judge.md); create it or write the prompt inline"
+    ]
+    (root / "prompts").mkdir()
+    (root / "prompts/judge.md").write_text("Grade {{ candidate_answer }}")
+    assert validate(root / "t.yaml")[0] == 0
+
+
+def test_a_judging_evaluator_without_a_judge_fails_validate_at_the_evaluator(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: gpt, provider: openai, model: m}\n",
+            "t.yaml": """\
+        target: gpt
+        evalcases:
+          - id: a
+            input_messages: [{role: user, content: x}]
+            rubrics: [Says x]
+            evaluators:
+              - {name: j, type: llm_judge}
+        """,
+        }
+    )
+    code, lines = validate(root / "t.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/t.yaml:5:14: case 'a': rubric has no judge: target 'gpt' has no "
+        "judge_target; set `target:` on this evaluator or `judge_target:` on 'gpt'",
+        f"{root}/t.yaml:7:9: case 'a': llm_judge has no judge: target 'gpt' has no "
+        "judge_target; set `target:` on this evaluator or `judge_target:` on 'gpt'",
+    ]

@@ -277,7 +277,7 @@ def test_tool_conversation_goes_out_natively_to_each_vendor() -> None:
     assert server.seen[0].body["messages"][2:4] == [
         {
             "role": "assistant",
-            "content": None,
+            "content": "",
             "tool_calls": [
                 {
                     "id": "c1",

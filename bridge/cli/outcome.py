@@ -1,0 +1,92 @@
+"""What a finished campaign tells the terminal: the summary table, the failed cases and
+why, and the exit status (documented in the README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from bridge.cli.follow import STATUS_STYLES
+from bridge.queue.campaigns import CampaignInfo
+from bridge.reports.writer import report_path
+from bridge.results.results_file import results_path
+from bridge.results.summary import CampaignSummary
+
+SHOWN_FAILURES = 20
+
+EXIT_OK, EXIT_CASES_FAILED, EXIT_UNANSWERED = 0, 1, 2
+
+
+def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary) -> None:
+    table = Table(title=f"campaign {info.campaign_id}")
+    table.add_column("target", no_wrap=True)
+    for column in ("results", "graded", "mean score", "passed"):
+        table.add_column(column, justify="right")
+    for status in sorted(summary.counts):
+        table.add_column(status, justify="right", style=STATUS_STYLES.get(status, "red"))
+    for name, target in sorted(summary.targets.items()):
+        mean = target.mean_score
+        table.add_row(
+            name,
+            str(target.results),
+            str(target.scored),
+            "-" if mean is None else f"{mean:.3f}",
+            f"{target.passed}/{target.scored}" if target.scored else "-",
+            *(str(target.counts.get(s, 0)) for s in sorted(summary.counts)),
+        )
+    console.print(table)
+    if summary.results > summary.scored:
+        no_evaluator = summary.results - summary.scored - summary.unanswered
+        why = [f"{no_evaluator} answered with no evaluator"] if no_evaluator else []
+        why += [f"{summary.unanswered} without an answer"] if summary.unanswered else []
+        console.print(
+            f"{summary.results - summary.scored} of {summary.results} results were not "
+            f"graded ({', '.join(why)}): the mean score and passed count leave them out"
+        )
+    print_failures(console, summary)
+    console.print(f"results: {results_path(Path(info.out_dir), info.campaign_id)}")
+    report = report_path(Path(info.out_dir), info.campaign_id, "html")
+    if report.exists():
+        console.print(f"report: {report}")
+
+
+def print_failures(console: Console, summary: CampaignSummary) -> None:
+    """Which cases failed and why, so a missing key or a bad answer shows without the JSONL."""
+    if not summary.failures:
+        return
+    table = Table(title=f"{summary.failed} failed", title_justify="left")
+    table.add_column("case", no_wrap=True)
+    table.add_column("target", no_wrap=True)
+    table.add_column("status")
+    table.add_column("why")
+    for failure in summary.failures[:SHOWN_FAILURES]:
+        repeat = f" #{failure.repeat}" if failure.repeat else ""
+        status = f"[{STATUS_STYLES.get(failure.status, 'red')}]{failure.status}[/]"
+        table.add_row(failure.case_id + repeat, failure.target, status, failure.reason)
+    console.print(table)
+    if summary.failed > SHOWN_FAILURES:
+        console.print(f"... and {summary.failed - SHOWN_FAILURES} more: see the results file")
+
+
+def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int, str | None]:
+    """2 when a job got no answer to grade; else 1 below `--min-score`, or, without it,
+    when a case failed; else 0. The text says why, for the terminal."""
+    if summary.unanswered:
+        return EXIT_UNANSWERED, (
+            f"exit {EXIT_UNANSWERED}: {summary.unanswered} of {summary.results} jobs ended "
+            "without an answer to grade (see `why` above)"
+        )
+    if min_score is not None:
+        mean = summary.mean_score()
+        if mean is None or mean < min_score:
+            shown = "no graded result" if mean is None else f"mean score {mean:.3f}"
+            return EXIT_CASES_FAILED, f"exit 1: {shown} is below --min-score {min_score:.3f}"
+        return EXIT_OK, None
+    if summary.failed:
+        return EXIT_CASES_FAILED, (
+            f"exit 1: {summary.failed} of {summary.results} cases failed "
+            "(use --min-score to pass on a mean score instead)"
+        )
+    return EXIT_OK, None
