@@ -12,8 +12,8 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
+from bridge.evalfile.selection import select_cases
 from bridge.prompt.build import api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
@@ -21,28 +21,19 @@ from bridge.targets.targets_file import Targets
 
 @click.command("render")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--case", "case_id", help="Render only this case.")
+@click.option("--case", "case_id", help="Render only the cases matching this id (or glob).")
 @click.option("--target", "target_name", help="Show the request body this target would send.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per case, one per line.")
 def render_command(file: Path, case_id: str | None, target_name: str | None, as_json: bool) -> None:
     """Show what each case of FILE would send: question, chat_prompt, guidelines, wire body."""
     loaded = load_eval_file(file)
-    for case in selected_cases(loaded, case_id):
+    (loaded,) = select_cases([loaded], [case_id] if case_id else [])
+    for case in loaded.cases:
         view = case_view(loaded, case, target_name)
         if as_json:
             click.echo(json.dumps(view, ensure_ascii=False))
         else:
             Console().print(readable(view))
-
-
-def selected_cases(loaded: LoadedEvalFile, case_id: str | None) -> list[LoadedCase]:
-    if case_id is None:
-        return loaded.cases
-    chosen = [c for c in loaded.cases if c.id == case_id]
-    if not chosen:
-        known = ", ".join(c.id for c in loaded.cases)
-        raise EvalrelayError(f"no case '{case_id}' in {loaded.path}; its cases: {known}")
-    return chosen
 
 
 def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.project import Project
+from bridge.evalfile.selection import select_cases
 from bridge.queue.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
 from bridge.queue.connection import configured_url
 from bridge.queue.jobs import Job
@@ -25,6 +26,13 @@ from bridge.targets.targets_file import Targets
 @click.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--target", help="Run every case on this target.")
+@click.option(
+    "--case",
+    "case_patterns",
+    multiple=True,
+    help="Run only the cases whose id matches (a glob like 'geo-*'; repeatable).",
+)
+@click.option("--tag", "tags", multiple=True, help="Run only the cases with this tag (repeatable).")
 @click.option(
     "--repeats",
     type=click.IntRange(min=1, max=MAX_REPEATS),
@@ -70,6 +78,8 @@ from bridge.targets.targets_file import Targets
 def run_command(
     paths: tuple[Path, ...],
     target: str | None,
+    case_patterns: tuple[str, ...],
+    tags: tuple[str, ...],
     repeats: int | None,
     out: Path | None,
     local_worker: bool,
@@ -80,7 +90,7 @@ def run_command(
     concurrency: int,
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
-    files = load_all(paths)
+    files = select_cases(load_all(paths), case_patterns, tags)
     campaign_id = new_campaign_id(files)
     jobs = plan_jobs(campaign_id, files, target, repeats)
     if cache:

@@ -257,3 +257,20 @@ def test_embedded_run_reads_the_env_files_near_the_eval_file_nearest_first(
     (jsonl,) = (root / "results").glob("*.jsonl")
     (line,) = read_jsonl(jsonl)
     assert line["answer"] == "from beside the file"  # the nearest .env wins
+
+
+def test_run_case_and_tag_filters_queue_only_the_chosen_cases(
+    project: WriteFiles, private_home: Path
+) -> None:
+    tagged = cases(4).replace("{id: 'case-1',", "{id: 'case-1', metadata: {tags: [smoke]},")
+    root = project({"targets.yaml": TARGETS, "evals/many.yaml": tagged})
+    env = embedded_env(private_home)
+    done = run("evals/many.yaml", "--target", "echo", "--case", "case-[23]", env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    assert sorted(str(line["case_id"]) for line in read_jsonl(jsonl)) == ["case-2", "case-3"]
+    done = run("evals/many.yaml", "--target", "echo", "--tag", "smoke", env=env, cwd=root)
+    newest = max((root / "results").glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    assert [line["case_id"] for line in read_jsonl(newest)] == ["case-1"]
+    done = run("evals/many.yaml", "--tag", "nightly", env=env, cwd=root)
+    assert done.returncode == 1 and "no case matches --tag nightly" in done.stderr
