@@ -37,6 +37,12 @@ def outcome(result: Result) -> Outcome:
     return Outcome.PASSED if result.passed else Outcome.FAILED
 
 
+def is_cached(result: Result) -> bool:
+    """The answer came from the response cache (`run --cache`), not from a call of its own:
+    its `usage`, `request_id`, `latency_ms` and `calls` are those of the call that filled it."""
+    return result.artifacts.get("cached") is True
+
+
 class CampaignResults(BaseModel):
     campaign_id: str
     path: Path

@@ -9,8 +9,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from itertools import groupby
 
-from bridge.reports.campaign import CampaignResults, Outcome, outcome
+from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
 from bridge.results.result import Result
+
+CACHED = "answer served from the response cache (run --cache), not by a call of this job"
 
 
 def junit_xml(campaign: CampaignResults) -> str:
@@ -61,6 +63,7 @@ def _testcase(suite: ET.Element, result: Result) -> None:
             [
                 *(f"miss: {m}" for m in result.misses),
                 *([result.reasoning] if result.reasoning else []),
+                *([CACHED] if is_cached(result) else []),
             ]
         )
     if result.answer:

@@ -1,8 +1,18 @@
-"""A Markdown summary: per target pass rate and mean score, then what failed and why."""
+"""A Markdown summary: per target pass rate and mean score, then what failed and why.
+
+Repeats of a case (`repeats: n`) make one row, with how many passed and the scores'
+spread: n identical rows would only hide the other cases.
+"""
 
 from __future__ import annotations
 
-from bridge.reports.campaign import CampaignResults, Outcome, outcome
+from collections import Counter
+from itertools import groupby
+
+from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
+from bridge.results.result import Result
+
+WHY_CHARS = 200
 
 
 def markdown_report(campaign: CampaignResults) -> str:
@@ -24,23 +34,77 @@ def markdown_report(campaign: CampaignResults) -> str:
             f"| {_cell(name)} | {target.results} | {target.passed}/{target.scored} | {rate} "
             f"| {mean} | {counts} |"
         )
-    problems = [r for r in campaign.results if outcome(r) in (Outcome.FAILED, Outcome.ERROR)]
+    cached = sum(is_cached(r) for r in campaign.results)
+    if cached:
+        lines += ["", f"{cached} answered from the response cache (`run --cache`)."]
+    problems = [g for g in _by_case(campaign.results) if any(map(_is_problem, g))]
     if problems:
         lines += [
             "",
             "## Failures and errors",
             "",
-            "| case | target | outcome | status | score | why |",
+            "One row per case and target; its repeats are counted in `runs`.",
+            "",
+            "| case | target | runs | passed | score | outcome | status | why |",
+            "|---|---|---:|---:|---:|---|---|---|",
         ]
-        lines.append("|---|---|---|---|---:|---|")
-        for r in problems:
-            why = r.error.message if r.error else "; ".join(r.misses) or (r.reasoning or "")
-            score = "-" if r.score is None else f"{r.score:.2f}"
-            lines.append(
-                f"| {_cell(r.case_id)} | {_cell(r.target)} | {outcome(r).value} | "
-                f"{r.status.value} | {score} | {_cell(why[:200])} |"
-            )
+        lines += [_problem_row(group) for group in problems]
     return "\n".join(lines) + "\n"
+
+
+def _by_case(results: list[Result]) -> list[list[Result]]:
+    """The repeats of each case on each target together."""
+    return [list(group) for _, group in groupby(sorted(results, key=_case), key=_case)]
+
+
+def _case(result: Result) -> tuple[str, str, str]:
+    return result.target, result.dataset, result.case_id
+
+
+def _is_problem(result: Result) -> bool:
+    return outcome(result) in (Outcome.FAILED, Outcome.ERROR)
+
+
+def _problem_row(group: list[Result]) -> str:
+    first, runs = group[0], len(group)
+    cached = sum(map(is_cached, group))
+    passed = sum(outcome(r) is Outcome.PASSED for r in group)
+    return (
+        f"| {_cell(first.case_id)} | {_cell(first.target)} "
+        f"| {runs}{f' ({cached} cached)' if cached else ''} | {passed}/{runs} "
+        f"| {_scores(group)} | {_tally([outcome(r).value for r in group])} "
+        f"| {_tally([r.status.value for r in group])} | {_cell(_why(group)[:WHY_CHARS])} |"
+    )
+
+
+def _scores(group: list[Result]) -> str:
+    """The mean score, and its range when repeats differ."""
+    scores = [r.score for r in group if r.score is not None]
+    if not scores:
+        return "-"
+    mean = f"{sum(scores) / len(scores):.2f}"
+    low, high = min(scores), max(scores)
+    return mean if low == high else f"{mean} ({low:.2f} to {high:.2f})"
+
+
+def _tally(values: list[str]) -> str:
+    """`failed` when every repeat agrees, else `2 failed, 1 passed`."""
+    counts = Counter(values)
+    if len(counts) == 1:
+        return values[0]
+    return ", ".join(f"{count} {value}" for value, count in counts.most_common())
+
+
+def _why(group: list[Result]) -> str:
+    """Each distinct reason once, in order, with how many repeats gave it."""
+    reasons = Counter(_reason(r) for r in group if _is_problem(r))
+    return "; ".join(
+        f"{why} ({count} runs)" if count > 1 else why for why, count in reasons.items() if why
+    )
+
+
+def _reason(r: Result) -> str:
+    return r.error.message if r.error else "; ".join(r.misses) or (r.reasoning or "")
 
 
 def _cell(text: str) -> str:

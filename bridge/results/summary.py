@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import re
-import tempfile
+import secrets
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
@@ -131,26 +130,17 @@ def _failure(result: Result) -> FailedCase:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the new one, never half of one. Made readable like any
-    file this process creates (mkstemp's own files are owner-only)."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Readers see the old file or the new one, never half of one. The temporary file is
+    opened as any new file is (0666 less the umask, 0644 as a rule): `mkstemp`'s 0600
+    would hide reports and results from the colleague or web server they are meant for."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
-
-
-def _umask() -> int:
-    """This process's umask, read without changing it (`os.umask` sets it, for all threads)."""
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return 0o022
-    found = re.search(r"^Umask:\s*([0-7]+)", status, re.MULTILINE)
-    return int(found.group(1), 8) if found else 0o022

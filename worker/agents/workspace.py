@@ -74,6 +74,9 @@ class AttemptWorkspace:
         return {
             "workspace": str(self.folder),
             "request_id": self.request_id,
+            "task": self.task[:TASK_CHARS],
             "files": files[:LISTED_FILES],
             "files_not_listed": max(0, len(files) - LISTED_FILES),
         }
+TASK_CHARS = 64_000
+"""The task file the agent read, kept in the result up to this many characters."""

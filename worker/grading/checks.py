@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from typing import NamedTuple
 
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
@@ -22,53 +23,92 @@ from worker.grading.errors import GradingError
 _WORD = re.compile(r"\w+")
 
 
+class Finding(NamedTuple):
+    """What a check found, and both ways of saying it about this answer."""
+
+    passed: bool
+    hit: str
+    """What the answer does right, said when the check passes."""
+    miss: str
+    """What is wrong with the answer, said when the check fails."""
+
+
 def check(
     spec: DeterministicSpec, name: str, answer: str, reference: str | None
 ) -> EvaluatorResult:
+    if isinstance(spec, SimilarityEvaluator):
+        return _similarity(spec, name, answer, reference)
+    return _verdict(spec, name, _finding(spec, answer))
+
+
+def _finding(spec: DeterministicSpec, answer: str) -> Finding:
     if isinstance(spec, ContainsEvaluator):
-        return _verdict(spec, name, *_contains(spec, answer))
+        return _contains(spec, answer)
     if isinstance(spec, ContainsSomeEvaluator):
-        return _verdict(spec, name, *_contains_some(spec, answer))
+        return _contains_some(spec, answer)
     if isinstance(spec, NotContainsEvaluator):
-        return _verdict(spec, name, spec.value not in answer, f"does not contain {spec.value!r}")
+        value = spec.value
+        return Finding(value not in answer, f"does not contain {value!r}", f"contains {value!r}")
     if isinstance(spec, RegexEvaluator):
         # The pattern compiled when the eval file was loaded.
         found = spec.compiled().search(answer) is not None
-        return _verdict(spec, name, found, f"matches /{spec.pattern}/{spec.flags or ''}")
+        pattern = f"/{spec.pattern}/{spec.flags or ''}"
+        return Finding(found, f"matches {pattern}", f"does not match {pattern}")
     if isinstance(spec, EqualsEvaluator):
-        return _verdict(spec, name, answer.strip() == spec.value.strip(), f"equals {spec.value!r}")
-    if isinstance(spec, JsonValidEvaluator):
-        try:
-            json.loads(_unfenced(answer))
-            valid, why = True, "is valid JSON"
-        except json.JSONDecodeError as exc:
-            valid, why = False, f"is valid JSON ({exc.msg} at line {exc.lineno})"
-        return _verdict(spec, name, valid, why)
-    return _similarity(spec, name, answer, reference)
+        value = spec.value
+        same = answer.strip() == value.strip()
+        return Finding(same, f"equals {value!r}", f"does not equal {value!r}")
+    assert isinstance(spec, JsonValidEvaluator)
+    return _json_valid(answer)
 
 
-def _contains(spec: ContainsEvaluator, answer: str) -> tuple[bool, str]:
+def _json_valid(answer: str) -> Finding:
+    try:
+        json.loads(_unfenced(answer))
+    except json.JSONDecodeError as exc:
+        why = f"is not valid JSON ({exc.msg} at line {exc.lineno})"
+        return Finding(False, "is valid JSON", why)
+    return Finding(True, "is valid JSON", "is not valid JSON")
+
+
+def _contains(spec: ContainsEvaluator, answer: str) -> Finding:
     value = spec.value
     if spec.type == "icontains":
-        return value.lower() in answer.lower(), f"contains {value!r} (ignoring case)"
+        return Finding(
+            value.lower() in answer.lower(),
+            f"contains {value!r} (ignoring case)",
+            f"does not contain {value!r}, even ignoring case",
+        )
     if spec.type == "starts_with":
-        return answer.strip().startswith(value.strip()), f"starts with {value!r}"
+        return Finding(
+            answer.strip().startswith(value.strip()),
+            f"starts with {value!r}",
+            f"does not start with {value!r}",
+        )
     if spec.type == "ends_with":
-        return answer.strip().endswith(value.strip()), f"ends with {value!r}"
-    return value in answer, f"contains {value!r}"
+        return Finding(
+            answer.strip().endswith(value.strip()),
+            f"ends with {value!r}",
+            f"does not end with {value!r}",
+        )
+    return Finding(value in answer, f"contains {value!r}", f"does not contain {value!r}")
 
 
-def _contains_some(spec: ContainsSomeEvaluator, answer: str) -> tuple[bool, str]:
+def _contains_some(spec: ContainsSomeEvaluator, answer: str) -> Finding:
     fold = spec.type.startswith("i")
     text = answer.lower() if fold else answer
     found = [v for v in spec.value if (v.lower() if fold else v) in text]
     quoted = ", ".join(repr(v) for v in spec.value)
-    case = " (ignoring case)" if fold else ""
+    case, even = (" (ignoring case)", ", even ignoring case") if fold else ("", "")
     if spec.type.endswith("_any"):
-        return bool(found), f"contains one of {quoted}{case}"
-    missing = [repr(v) for v in spec.value if v not in found]
-    what = f"contains all of {quoted}{case}"
-    return not missing, what if not missing else f"{what}; missing {', '.join(missing)}"
+        hit = f"contains {found[0]!r}, one of {quoted}" if found else f"contains one of {quoted}"
+        return Finding(bool(found), hit + case, f"contains none of {quoted}{even}")
+    missing = ", ".join(repr(v) for v in spec.value if v not in found)
+    return Finding(
+        not missing,
+        f"contains all of {quoted}{case}",
+        f"does not contain {missing}{even} (all of {quoted} are required)",
+    )
 
 
 def token_f1(answer: str, reference: str) -> float:
@@ -98,14 +138,22 @@ def _similarity(
     )
 
 
-def _verdict(spec: DeterministicSpec, name: str, passed: bool, what: str) -> EvaluatorResult:
+def _verdict(spec: DeterministicSpec, name: str, finding: Finding) -> EvaluatorResult:
+    """A passed check says its hit, a failed one its miss.
+
+    Under `negate`, `grade.negated` swaps hits and misses and prefixes them with "not so,
+    as required:" and "must not hold, but does:", phrases written around the check's
+    claim: a negated check so says its claim (the hit text) either way, and the result
+    reads "not so, as required: answer contains 'x'", never a double negation.
+    """
+    text = finding.hit if finding.passed or spec.negate else finding.miss
     return EvaluatorResult(
         name=name,
         type=spec.type,
-        score=1.0 if passed else 0.0,
+        score=1.0 if finding.passed else 0.0,
         weight=spec.weight,
-        hits=[f"answer {what}"] if passed else [],
-        misses=[] if passed else [f"answer {what}"],
+        hits=[f"answer {text}"] if finding.passed else [],
+        misses=[] if finding.passed else [f"answer {text}"],
     )
 
 

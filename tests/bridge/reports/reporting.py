@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,12 +18,15 @@ def result(case_id: str, target: str, status: Status, **fields: Any) -> Result:
     error = fields.pop("error", None)
     return Result(
         campaign_id="camp",
-        job_id=f"{case_id}-{target}",
+        job_id=fields.pop("job_id", f"{case_id}-{target}"),
         case_id=case_id,
         dataset="geo",
         target=target,
         status=status,
-        raw_request=PromptRequest(question=f"Question of {case_id}?", system_prompt="Be brief."),
+        raw_request=fields.pop(
+            "raw_request",
+            PromptRequest(question=f"Question of {case_id}?", system_prompt="Be brief."),
+        ),
         started_at=START,
         finished_at=START + timedelta(seconds=2),
         duration_ms=2000,
@@ -66,3 +71,31 @@ def write_campaign(folder: Path, results: list[Result], name: str = "camp") -> P
     path = folder / f"{name}.jsonl"
     path.write_text("".join(r.model_dump_json() + "\n" for r in results))
     return path
+
+
+def rendered(page: Path, fragment: str, tmp_path: Path) -> str:
+    """The page's DOM after its scripts ran, from headless Chromium."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "the report test needs Debian's chromium (apt-get install chromium)"
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--virtual-time-budget=2000",
+            "--dump-dom",
+            page.as_uri() + fragment,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout

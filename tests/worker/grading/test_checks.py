@@ -14,8 +14,10 @@ from bridge.evalfile.evaluators import (
     RegexEvaluator,
     SimilarityEvaluator,
 )
+from tests.conftest import direct_job
 from worker.grading.checks import check, token_f1
 from worker.grading.errors import GradingError
+from worker.grading.grade import grade
 
 
 @pytest.mark.parametrize(
@@ -45,7 +47,7 @@ def test_checks_score_one_or_zero(spec: object, answer: str, score: float) -> No
 def test_json_miss_says_where_the_answer_broke() -> None:
     result = check(JsonValidEvaluator(type="json_valid"), "j", '{"a": 1,}', None)
     assert result.misses == [
-        "answer is valid JSON (Expecting property name enclosed in double quotes at line 1)"
+        "answer is not valid JSON (Expecting property name enclosed in double quotes at line 1)"
     ]
 
 
@@ -99,10 +101,78 @@ def test_agentv_string_checks(entry: dict[str, object], answer: str, score: floa
 def test_contains_all_names_what_is_missing() -> None:
     spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "contains_all", "value": ["a", "z"]})
     assert check(spec, "x", "a b", None).misses == [  # type: ignore[arg-type]
-        "answer contains all of 'a', 'z'; missing 'z'"
+        "answer does not contain 'z' (all of 'a', 'z' are required)"
     ]
 
 
 def test_unknown_regex_flag_is_refused() -> None:
     with pytest.raises(ValidationError, match="unknown regex flag"):
         RegexEvaluator(type="regex", pattern="a", flags="q")
+
+
+# Each check once passing and once failing: (entry, passing answer, hit, failing answer, miss).
+SAID = [
+    ({"type": "contains", "value": "Ada"}, "Ada Lovelace", "answer contains 'Ada'",
+     "Grace Hopper", "answer does not contain 'Ada'"),
+    ({"type": "not_contains", "value": "Ada"}, "Grace", "answer does not contain 'Ada'",
+     "Ada", "answer contains 'Ada'"),
+    ({"type": "icontains", "value": "ADA"}, "ada", "answer contains 'ADA' (ignoring case)",
+     "Grace", "answer does not contain 'ADA', even ignoring case"),
+    ({"type": "starts_with", "value": "Ada"}, "Ada L.", "answer starts with 'Ada'",
+     "It is Ada", "answer does not start with 'Ada'"),
+    ({"type": "ends_with", "value": "Ada"}, "It is Ada", "answer ends with 'Ada'",
+     "Ada L.", "answer does not end with 'Ada'"),
+    ({"type": "contains_any", "value": ["Ada", "Grace"]}, "Grace H.",
+     "answer contains 'Grace', one of 'Ada', 'Grace'", "Alan",
+     "answer contains none of 'Ada', 'Grace'"),
+    ({"type": "icontains_any", "value": ["ADA", "GRACE"]}, "grace",
+     "answer contains 'GRACE', one of 'ADA', 'GRACE' (ignoring case)", "Alan",
+     "answer contains none of 'ADA', 'GRACE', even ignoring case"),
+    ({"type": "contains_all", "value": ["Ada", "Grace"]}, "Ada, Grace",
+     "answer contains all of 'Ada', 'Grace'", "Ada",
+     "answer does not contain 'Grace' (all of 'Ada', 'Grace' are required)"),
+    ({"type": "icontains_all", "value": ["ADA", "GRACE"]}, "ada, grace",
+     "answer contains all of 'ADA', 'GRACE' (ignoring case)", "Alan",
+     "answer does not contain 'ADA', 'GRACE', even ignoring case "
+     "(all of 'ADA', 'GRACE' are required)"),
+    ({"type": "regex", "value": "^A"}, "Ada", "answer matches /^A/",
+     "Grace", "answer does not match /^A/"),
+    ({"type": "equals", "value": "Ada"}, " Ada\n", "answer equals 'Ada'",
+     "Ada L.", "answer does not equal 'Ada'"),
+    ({"type": "json_valid"}, "[1]", "answer is valid JSON",
+     "[1,", "answer is not valid JSON (Expecting value at line 1)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("entry", "passing", "hit", "failing", "miss"), SAID)
+def test_a_miss_says_what_is_wrong_and_a_hit_what_is_right(
+    entry: dict[str, object], passing: str, hit: str, failing: str, miss: str
+) -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python(entry)
+    passed = check(spec, "x", passing, None)  # type: ignore[arg-type]
+    failed = check(spec, "x", failing, None)  # type: ignore[arg-type]
+    assert (passed.score, passed.hits, passed.misses) == (1.0, [hit], [])
+    assert (failed.score, failed.hits, failed.misses) == (0.0, [], [miss])
+
+
+ABSENT_CLAIMS = {
+    "contains_any": "answer contains one of 'Ada', 'Grace'",
+    "icontains_any": "answer contains one of 'ADA', 'GRACE' (ignoring case)",
+}
+"""What an `_any` check claims when no value was found: no value to name."""
+
+
+@pytest.mark.parametrize(("entry", "passing", "hit", "failing", "miss"), SAID)
+def test_a_negated_check_states_the_claim_it_forbids_both_ways(
+    entry: dict[str, object], passing: str, hit: str, failing: str, miss: str
+) -> None:
+    """`negate` swaps hits and misses in `grade.negated`, whose prefixes are written around
+    the check's claim: never "not so, as required: answer does not contain 'Ada'"."""
+    spec = TypeAdapter(EvaluatorSpec).validate_python({**entry, "negate": True})
+    holds = grade(direct_job(evaluators=[spec]), passing)
+    lacks = grade(direct_job(evaluators=[spec]), failing)
+    assert holds is not None and (holds.score, holds.hits) == (0.0, [])
+    assert holds.misses == [f"must not hold, but does: {hit}"]
+    claim = ABSENT_CLAIMS.get(str(entry["type"]), hit)
+    assert lacks is not None and (lacks.score, lacks.misses) == (1.0, [])
+    assert lacks.hits == [f"not so, as required: {claim}"]

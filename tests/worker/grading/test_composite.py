@@ -29,7 +29,7 @@ def test_weighted_average_uses_the_aggregator_weights() -> None:
     spec = composite({"type": "weighted_average", "weights": {"city": 3}})
     graded = grade(job(evaluators=[spec]), "Paris, since 1789")
     assert graded is not None and graded.score == pytest.approx(4 / 5)  # (3 + 0 + 1) / 5
-    assert graded.misses == ["[country] answer contains 'France'"]
+    assert graded.misses == ["[country] answer does not contain 'France'"]
 
 
 def test_threshold_scores_the_share_of_members_that_pass() -> None:

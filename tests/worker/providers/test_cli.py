@@ -53,6 +53,7 @@ def test_answer_comes_from_the_output_file_with_each_file_one_argument(
         str(workspace / "inputs" / ATTACHED),
     ]
     assert "answer.tmp.md" in (workspace / "task.md").read_text()
+    assert record["task"] == (workspace / "task.md").read_text()  # what the agent read, kept
 
 
 def test_standard_output_is_the_answer_when_no_file_is_written(

@@ -1,0 +1,42 @@
+"""Report files: written whole, and as readable as the results they report on."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from bridge.reports.campaign import CampaignResults
+from bridge.reports.writer import RENDERERS, report_path, write_report
+from bridge.results.results_file import ResultsFile
+from tests.bridge.reports.reporting import CAMPAIGN
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
+def test_reports_get_the_mode_the_results_file_gets(umask: int, mode: int, tmp_path: Path) -> None:
+    previous = os.umask(umask)
+    try:
+        results = ResultsFile(tmp_path, "camp")
+        results.append(CAMPAIGN)
+        results.close()
+        campaign = CampaignResults.load(results.path)
+        written = [
+            write_report(campaign, kind, report_path(tmp_path, "camp", kind)) for kind in RENDERERS
+        ]
+        written.append(write_report(campaign, "html", written[0]))  # replacing one
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(results.path.stat().st_mode) == mode
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in written} == {
+        "camp.html": mode,
+        "camp.junit.xml": mode,
+        "camp.md": mode,
+    }
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "camp.html",
+        "camp.jsonl",
+        "camp.junit.xml",
+        "camp.md",
+    ]  # no temporary file left behind
