@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -165,6 +166,36 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def loopback_server(argv: list[str], ready_url: str, log: Path, seconds: float) -> Iterator[None]:
+    """A server process of the test's own, until `ready_url` answers; stopped afterwards.
+    Its output goes to `log`, quoted when it does not start."""
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                urllib.request.urlopen(ready_url, timeout=2).close()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    said = log.read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"{argv[0]} did not start: {said}") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def one_turn_cases(count: int, case_id: str = "c{i}", question: str = "q{i}") -> str:

@@ -13,10 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +22,7 @@ from typing import Any
 import redis
 
 from bridge.results.result import Result
-from tests.conftest import WriteFiles
+from tests.conftest import WriteFiles, free_port, loopback_server
 from tests.worker.providers.agent_cases import ATTACHED_TEXT, agent_project, planned_job
 from worker.execute import execute
 
@@ -64,35 +61,11 @@ def aimock(bin_dir: Path, fixtures: list[dict[str, Any]], folder: Path) -> Itera
     """An aimock server on a free loopback port; yields its base URL (with `/v1`)."""
     path = folder / "fixtures.json"
     path.write_text(json.dumps({"fixtures": fixtures}))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log = (folder / "aimock.log").open("wb")
-    server = subprocess.Popen(
-        [str(bin_dir / "llmock"), "-p", str(port), "-h", "127.0.0.1", "-f", str(path)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    port = free_port()
+    argv = [str(bin_dir / "llmock"), "-p", str(port), "-h", "127.0.0.1", "-f", str(path)]
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/health", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(
-                        f"aimock did not start; see {folder / 'aimock.log'}"
-                    ) from None
-                time.sleep(0.1)
+    with loopback_server(argv, f"{url}/health", folder / "aimock.log", seconds=20):
         yield f"{url}/v1"
-    finally:
-        server.terminate()
-        server.wait(10)
-        log.close()
 
 
 SERVER_ERROR = [{"match": {}, "response": {"error": {"message": "boom"}, "status": 500}}]

