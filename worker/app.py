@@ -33,6 +33,7 @@ from bridge.queue.holders import (
 )
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
+from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
 from worker.tasks import register_tasks
 
@@ -118,7 +119,14 @@ def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None
 
 @signals.worker_ready.connect
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
+    remove_dead_homes()  # agent homes of this host's workers that are gone
     start_background(sender)
+
+
+@signals.worker_process_shutdown.connect
+def _on_process_shutdown(**_: Any) -> None:
+    """A prefork child skips exit hooks: its agent homes go here."""
+    remove_own_homes()
 
 
 @signals.worker_shutdown.connect

@@ -9,7 +9,13 @@ from types import FrameType
 
 import click
 
-from bridge.queue.campaigns import CampaignInfo, list_campaigns, load_info, progress
+from bridge.queue.campaigns import (
+    CampaignInfo,
+    list_campaigns,
+    load_info,
+    progress,
+    resolve_campaign,
+)
 from bridge.queue.runtime import open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
@@ -25,7 +31,8 @@ from bridge.results.collector import Collector
     "--campaign",
     "campaign_ids",
     multiple=True,
-    help="Collect only this campaign (repeatable); default: every service campaign.",
+    help="Collect only this campaign (repeatable; an id, its start, a `run --name`, or "
+    "`latest`); default: every service campaign.",
 )
 @click.option(
     "--name",
@@ -42,6 +49,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
 
     signal.signal(signal.SIGTERM, stop)
     with open_runtime(worker=False) as runtime:
+        campaign_ids = tuple(resolve_campaign(runtime.client, c) for c in campaign_ids)
         infos: dict[str, CampaignInfo] = {}
         finished: set[str] = set()
 

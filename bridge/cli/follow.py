@@ -10,12 +10,11 @@ from pathlib import Path
 import redis
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo, progress, round_progress
-from bridge.reports.writer import ensure_html_beside, report_path
+from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import results_path
 from bridge.results.summary import CampaignSummary
@@ -121,27 +120,3 @@ def warn_without_workers(client: redis.Redis, console: Console, info: CampaignIn
 
 def counts_text(counts: dict[str, int]) -> str:
     return " ".join(f"[{STATUS_STYLES.get(k, 'red')}]{k} {v}[/]" for k, v in sorted(counts.items()))
-
-
-def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary) -> None:
-    table = Table(title=f"campaign {info.campaign_id}")
-    table.add_column("target")
-    table.add_column("results", justify="right")
-    table.add_column("mean score", justify="right")
-    table.add_column("passed", justify="right")
-    for status in sorted(summary.counts):
-        table.add_column(status, justify="right", style=STATUS_STYLES.get(status, "red"))
-    for name, target in sorted(summary.targets.items()):
-        mean = target.mean_score
-        table.add_row(
-            name,
-            str(target.results),
-            "-" if mean is None else f"{mean:.3f}",
-            f"{target.passed}/{target.scored}" if target.scored else "-",
-            *(str(target.counts.get(s, 0)) for s in sorted(summary.counts)),
-        )
-    console.print(table)
-    console.print(f"results: {results_path(Path(info.out_dir), info.campaign_id)}")
-    report = report_path(Path(info.out_dir), info.campaign_id, "html")
-    if report.exists():
-        console.print(f"report: {report}")

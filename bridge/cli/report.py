@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from bridge.errors import EvalrelayError
+from bridge.queue.campaigns import (
+    LATEST,
+    AmbiguousCampaign,
+    CampaignInfo,
+    load_info,
+    resolve_campaign,
+)
+from bridge.queue.runtime import open_runtime
 from bridge.reports.campaign import CampaignResults, find_results
-from bridge.reports.compare import Change, compare
+from bridge.reports.compare import (
+    SCORE_CHANGE,
+    CaseChange,
+    Change,
+    TargetChange,
+    compare,
+    split_target,
+    target_changes,
+    verdict,
+)
 from bridge.reports.markdown import markdown_report
 from bridge.reports.writer import report_path, write_report
 from bridge.results.result import Result
+from bridge.results.results_file import results_path
+
+EXIT_REGRESSED = 1
 
 results_option = click.option(
     "--results",
@@ -38,11 +60,12 @@ def report_command(
     markdown_file: Path | None,
     results: Path | None,
 ) -> None:
-    """Write CAMPAIGN's HTML, JUnit XML and Markdown reports (CAMPAIGN: an id or a .jsonl).
+    """Write CAMPAIGN's HTML, JUnit XML and Markdown reports.
 
-    With no option, all three go next to the campaign's JSONL file.
+    CAMPAIGN is a .jsonl file, an id, the start of one, a name given to `run --name`, or
+    `latest`. With no option, all three go next to the campaign's JSONL file.
     """
-    loaded = CampaignResults.load(find_results(campaign, results))
+    loaded = CampaignResults.load(results_file(campaign, results))
     chosen = {"html": html_file, "junit": junit_file, "markdown": markdown_file}
     if out is not None or not any(chosen.values()):
         folder = out or loaded.path.parent
@@ -59,43 +82,140 @@ def report_command(
 
 @click.command("compare")
 @click.argument("before")
-@click.argument("after")
+@click.argument("after", required=False)
+@click.option(
+    "--targets",
+    nargs=2,
+    metavar="BASELINE CANDIDATE",
+    help="Set target BASELINE of BEFORE against target CANDIDATE of AFTER (of BEFORE "
+    "when AFTER is not given).",
+)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(min=0),
+    default=SCORE_CHANGE,
+    show_default=True,
+    help="A score falling by more than this is a regression.",
+)
 @click.option("--all", "show_all", is_flag=True, help="List unchanged cases too.")
 @results_option
-def compare_command(before: str, after: str, show_all: bool, results: Path | None) -> None:
-    """What changed from campaign BEFORE to campaign AFTER, per case and per target."""
-    old = CampaignResults.load(find_results(before, results))
-    new = CampaignResults.load(find_results(after, results))
-    changes = compare(old, new)
+def compare_command(
+    before: str,
+    after: str | None,
+    targets: tuple[str, str] | None,
+    tolerance: float,
+    show_all: bool,
+    results: Path | None,
+) -> None:
+    """What changed from BEFORE to AFTER, per case and per target; exit 1 on a regression.
+
+    BEFORE and AFTER are campaigns as `report` takes them; CAMPAIGN:TARGET takes one
+    target of it, so `compare C:gpt C:claude` (or `compare C --targets gpt claude`) puts
+    two targets of campaign C side by side. A case regressed when it passed in BEFORE and
+    does not in AFTER, or when its score fell by more than --tolerance.
+    """
+    (old_id, old_target), (new_id, new_target) = sides(before, after, targets)
+    old = CampaignResults.load(results_file(old_id, results))
+    new = old if new_id == old_id else CampaignResults.load(results_file(new_id, results))
+    pair = None
+    if old_target or new_target:
+        pair = (old_target or new_target or "", new_target or old_target or "")
+    changes = compare(old, new, tolerance, targets=pair)
     console = Console()
-    targets = Table(title=f"{old.campaign_id} → {new.campaign_id}")
+    title = f"{_label(old.campaign_id, old_target)} → {_label(new.campaign_id, new_target)}"
+    console.print(target_table(title, target_changes(old, new, changes, pair)))
+    cases = case_table(changes, show_all)
+    console.print(cases if cases.row_count else "no case changed")
+    console.print(verdict(changes, tolerance))
+    if any(c.change is Change.REGRESSED for c in changes):
+        sys.exit(EXIT_REGRESSED)
+
+
+def sides(
+    before: str, after: str | None, targets: tuple[str, str] | None
+) -> tuple[tuple[str, str | None], tuple[str, str | None]]:
+    """Each side's campaign and target, from `BEFORE[:TARGET] [AFTER[:TARGET]] [--targets]`."""
+    old, new = split_target(before), split_target(after or before)
+    if targets is not None:
+        if old[1] is not None or new[1] is not None:
+            raise EvalrelayError("give the targets either as CAMPAIGN:TARGET or with --targets")
+        return (old[0], targets[0]), (new[0], targets[1])
+    if after is None:
+        raise EvalrelayError(
+            "compare needs two campaigns (BEFORE AFTER), two targets of one "
+            "(CAMPAIGN --targets BASELINE CANDIDATE), or CAMPAIGN:TARGET on each side"
+        )
+    return old, new
+
+
+def results_file(campaign: str, results: Path | None) -> Path:
+    """CAMPAIGN's results file: a .jsonl path, or an id found on disk; else what Redis
+    knows of it (`latest`, a `run --name`, the start of an id), for where `run` put it."""
+    if campaign == LATEST:
+        info = _known_to_redis(campaign, None)
+    else:
+        try:
+            return find_results(campaign, results)
+        except EvalrelayError as not_on_disk:
+            if campaign.endswith(".jsonl"):
+                raise
+            info = _known_to_redis(campaign, not_on_disk)
+    folders = [results, Path(info.out_dir)] if results else [Path(info.out_dir)]
+    for folder in folders:
+        path = results_path(folder, info.campaign_id)
+        if path.is_file():
+            return path
+    raise EvalrelayError(
+        f"campaign {info.campaign_id} has no results file in {' or '.join(map(str, folders))}"
+    )
+
+
+def _known_to_redis(campaign: str, not_on_disk: EvalrelayError | None) -> CampaignInfo:
+    """The campaign Redis knows by that text; one it does not know either gets the error
+    about the results folder (`not_on_disk`), which names the campaigns there."""
+    try:
+        with open_runtime(worker=False) as runtime:
+            return load_info(runtime.client, resolve_campaign(runtime.client, campaign))
+    except AmbiguousCampaign:
+        raise
+    except EvalrelayError:
+        if not_on_disk is None:
+            raise
+        raise not_on_disk from None
+
+
+def target_table(title: str, rows: list[TargetChange]) -> Table:
+    table = Table(title=title)
     for column in ("target", "pass rate", "mean score", "regressed", "improved"):
-        targets.add_column(column, justify="left" if column == "target" else "right")
-    for name in sorted(old.summary.targets.keys() | new.summary.targets.keys()):
-        mine = [c for c in changes if c.target == name]
-        a, b = old.summary.targets.get(name), new.summary.targets.get(name)
-        targets.add_row(
-            name,
+        table.add_column(column, justify="left" if column == "target" else "right")
+    for row in rows:
+        a, b = row.before, row.after
+        table.add_row(
+            row.target,
             f"{_rate(a.pass_rate if a else None)} → {_rate(b.pass_rate if b else None)}",
             f"{_mean(a.mean_score if a else None)} → {_mean(b.mean_score if b else None)}",
-            str(sum(c.change is Change.REGRESSED for c in mine)),
-            str(sum(c.change is Change.IMPROVED for c in mine)),
+            str(row.regressed),
+            str(row.improved),
         )
-    console.print(targets)
-    cases = Table("case", "target", "change", "before", "after")
+    return table
+
+
+def case_table(changes: list[CaseChange], show_all: bool) -> Table:
+    table = Table("case", "target", "change", "before", "after")
     for change in changes:
         if show_all or change.change is not Change.SAME:
-            cases.add_row(
+            table.add_row(
                 change.case_id + (f" #{change.repeat}" if change.repeat else ""),
                 change.target,
                 change.change.value,
                 _state(change.before),
                 _state(change.after),
             )
-    if cases.row_count:
-        console.print(cases)
-    else:
-        console.print("no case changed")
+    return table
+
+
+def _label(campaign_id: str, target: str | None) -> str:
+    return f"{campaign_id}:{target}" if target else campaign_id
 
 
 def _state(result: Result | None) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.console import Console
 
-from bridge.cli.follow import follow_campaign, print_summary
-from bridge.queue.campaigns import load_info, missing_jobs, uncancel
+from bridge.cli.follow import follow_campaign
+from bridge.cli.outcome import exit_status, print_summary
+from bridge.queue.campaigns import load_info, missing_jobs, resolve_campaign, uncancel
 from bridge.queue.runtime import open_runtime
 
 
@@ -18,9 +21,13 @@ from bridge.queue.runtime import open_runtime
     help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
 )
 def resume_command(campaign: str, local_worker: bool) -> None:
-    """Enqueue only the jobs of CAMPAIGN with no result, then collect until it is complete."""
+    """Enqueue only the jobs of CAMPAIGN with no result, then collect until it is complete.
+
+    CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
+    """
     console = Console(stderr=True)
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
+        campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
         uncancel(runtime.client, campaign)
         missing = missing_jobs(runtime.client, campaign)
@@ -30,3 +37,7 @@ def resume_command(campaign: str, local_worker: bool) -> None:
         )
         summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in missing])
     print_summary(console, info, summary)
+    code, why = exit_status(summary, None)
+    if why:
+        console.print(why)
+    sys.exit(code)

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import closing
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from bridge.cli.follow import follow_campaign, print_summary
-from bridge.queue.campaigns import load_info, store_jobs, stored_jobs, uncancel
+from bridge.cli.follow import follow_campaign
+from bridge.cli.outcome import exit_status, print_summary
+from bridge.queue.campaigns import (
+    load_info,
+    resolve_campaign,
+    store_jobs,
+    stored_jobs,
+    uncancel,
+)
 from bridge.queue.runtime import open_runtime
 from bridge.results.collector import mirror_to_redis
 from bridge.results.result import Status
@@ -38,12 +46,14 @@ from bridge.results.results_file import (
 def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     """Run again the jobs of CAMPAIGN whose result has one of the statuses.
 
+    CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
     The earlier lines move to <campaign>.attempts.jsonl and each new result lists the
     earlier attempts, so the main file keeps one line per job.
     """
     wanted = {Status(s.strip()) for s in statuses.split(",") if s.strip()}
     console = Console(stderr=True)
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
+        campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
         out_dir = Path(info.out_dir)
         chosen = {
@@ -63,3 +73,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         console.print(f"campaign [bold]{campaign}[/]: {len(jobs)} jobs sent again")
         summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in jobs])
     print_summary(console, info, summary)
+    code, why = exit_status(summary, None)
+    if why:
+        console.print(why)
+    sys.exit(code)

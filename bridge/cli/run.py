@@ -33,6 +33,7 @@ from bridge.targets.targets_file import Targets
     help="Run only the cases whose id matches (a glob like 'geo-*'; repeatable).",
 )
 @click.option("--tag", "tags", multiple=True, help="Run only the cases with this tag (repeatable).")
+@click.option("--name", help="A name for the campaign; other commands take it for its newest one.")
 @click.option(
     "--repeats",
     type=click.IntRange(min=1, max=MAX_REPEATS),
@@ -80,6 +81,7 @@ def run_command(
     target: str | None,
     case_patterns: tuple[str, ...],
     tags: tuple[str, ...],
+    name: str | None,
     repeats: int | None,
     out: Path | None,
     local_worker: bool,
@@ -91,7 +93,7 @@ def run_command(
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
     files = select_cases(load_all(paths), case_patterns, tags)
-    campaign_id = new_campaign_id(files)
+    campaign_id = new_campaign_id(files, name=name)
     jobs = plan_jobs(campaign_id, files, target, repeats)
     if cache:
         jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
@@ -110,6 +112,7 @@ def run_command(
             [str(f.path) for f in files],
             str(out_dir),
             "service" if detach else "run",
+            name=name,
         )
         submit(runtime.client, runtime.queue, info, jobs, files)
         if detach:

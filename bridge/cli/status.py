@@ -1,61 +1,166 @@
-"""`evalrelay status`: campaigns, queue depths, workers and jobs in flight."""
+"""`evalrelay status`: campaigns, queue depths, workers and jobs in flight.
+
+By default it shows what a user is working on: unfinished campaigns, the last few finished
+ones, and live workers and watchers; it says how many it left out, and `--all` shows them.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
 import redis
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from bridge.cli.follow import counts_text
 from bridge.keys import inflight_key, watchers_key, workers_key
-from bridge.queue.campaigns import list_campaigns, load_info, missing_jobs, progress
+from bridge.queue.campaigns import (
+    CampaignInfo,
+    Progress,
+    list_campaigns,
+    load_info,
+    missing_jobs,
+    progress_many,
+    resolve_campaign,
+)
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.runtime import open_runtime
 
+RECENT_FINISHED = 5
+"""Finished campaigns listed by default, newest first, after every unfinished one."""
+
+NO_WIDTH_LIMIT = 100_000
+
 
 @click.command("status")
 @click.argument("campaign", required=False)
-def status_command(campaign: str | None) -> None:
-    """Show campaigns (or one CAMPAIGN in detail), queues, workers and in-flight jobs."""
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Every campaign Redis still has, and workers and watchers not heard from lately.",
+)
+@click.option(
+    "--last",
+    type=click.IntRange(min=0),
+    default=RECENT_FINISHED,
+    show_default=True,
+    help="How many of the newest finished campaigns to list.",
+)
+def status_command(campaign: str | None, show_all: bool, last: int) -> None:
+    """Show campaigns (or one CAMPAIGN in detail), queues, workers and in-flight jobs.
+
+    CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
+    """
     console = Console()
     with open_runtime(worker=False) as runtime:
         client = runtime.client
         if campaign:
-            console.print(campaign_table(client, [campaign], detail=True))
+            info = load_info(client, resolve_campaign(client, campaign))
+            # Never wrapped nor cut by rich: a terminal wraps a long line softly, and it
+            # copies whole.
+            console.print(Text.assemble("campaign ", (info.campaign_id, "bold")), soft_wrap=True)
+            console.print(campaign_detail(client, info))
         else:
-            ids = [i.campaign_id for i in list_campaigns(client)]
-            console.print(campaign_table(client, ids) if ids else "no campaigns yet")
+            print_campaigns(console, client, show_all, last)
         console.print(queue_table(client))
-        console.print(worker_table(client))
+        print_live(console, client, workers_key(), worker_table, show_all)
         if client.hlen(watchers_key()):
-            console.print(watcher_table(client))
+            print_live(console, client, watchers_key(), watcher_table, show_all)
 
 
-def campaign_table(client: redis.Redis, ids: list[str], detail: bool = False) -> Table:
-    table = Table(title="campaigns")
-    for column in ("campaign", "created", "targets", "done", "statuses", "results in"):
-        table.add_column(column)
-    for campaign_id in ids:
-        info, state = load_info(client, campaign_id), progress(client, campaign_id)
-        done = f"{state.done}/{state.total}"
-        if detail:
-            done += f" ({len(missing_jobs(client, campaign_id))} without a result)"
-        table.add_row(
-            campaign_id,
-            f"{info.created_at:%Y-%m-%d %H:%M}",
-            ", ".join(info.targets),
-            done,
-            counts_text(state.counts),
-            info.out_dir,
-        )
+def print_campaigns(console: Console, client: redis.Redis, show_all: bool, last: int) -> None:
+    infos = list_campaigns(client, limit=None)
+    if not infos:
+        console.print("no campaigns yet")
+        return
+    states = progress_many(client, [i.campaign_id for i in infos])
+    shown = infos if show_all else recent(infos, states, last)
+    if shown:
+        print_fitted(console, *campaign_tables(shown, states))
+    hidden = len(infos) - len(shown)
+    if hidden:
+        console.print(f"{hidden} older finished campaigns not shown (--all lists them)")
+
+
+def recent(
+    infos: Sequence[CampaignInfo], states: dict[str, Progress], last: int
+) -> list[CampaignInfo]:
+    """Every unfinished campaign and the `last` newest finished ones, newest first."""
+    finished = [i.campaign_id for i in infos if states[i.campaign_id].finished]
+    kept = set(finished[:last])
+    return [i for i in infos if not states[i.campaign_id].finished or i.campaign_id in kept]
+
+
+CAMPAIGN_COLUMNS = ("campaign", "done", "statuses", "created", "targets", "results in")
+"""In the order they are kept when the terminal is narrow: the id always, whole."""
+
+
+def campaign_tables(infos: Sequence[CampaignInfo], states: dict[str, Progress]) -> Iterator[Table]:
+    """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
+    for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
+        table = Table(title="campaigns")
+        for column in CAMPAIGN_COLUMNS[:count]:
+            table.add_column(column, no_wrap=column == "campaign")
+        for info in infos:
+            state = states[info.campaign_id]
+            row = (
+                info.campaign_id,
+                f"{state.done}/{state.total}",
+                counts_text(state.counts),
+                f"{info.created_at:%Y-%m-%d %H:%M}",
+                ", ".join(info.targets),
+                info.out_dir,
+            )
+            table.add_row(*row[:count])
+        yield table
+
+
+def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
+    """One campaign, a field a line, so every field fits a narrow terminal."""
+    state = progress_many(client, [info.campaign_id])[info.campaign_id]
+    table = Table(show_header=False)
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value")
+    rows = {
+        "name": info.name or "",
+        "created": f"{info.created_at:%Y-%m-%d %H:%M}",
+        "targets": ", ".join(info.targets),
+        "done": f"{state.done}/{state.total} "
+        f"({len(missing_jobs(client, info.campaign_id))} without a result)",
+        "statuses": counts_text(state.counts),
+        "results in": info.out_dir,
+        "sources": "\n".join(info.sources),
+    }
+    for field, value in rows.items():
+        if value:
+            table.add_row(field, value)
     return table
+
+
+def print_fitted(console: Console, *tables: Table) -> None:
+    """Print the first table that fits the terminal, else the last one wider than it:
+    ids are never cut or folded, so they can be copied from the screen."""
+    needed = 0
+    for table in tables:
+        unlimited = console.options.update_width(NO_WIDTH_LIMIT)
+        needed = Measurement.get(console, unlimited, table).minimum
+        if needed <= console.width:
+            console.print(table)
+            return
+    width = console.width
+    console.width = needed  # the terminal wraps the long lines; the text stays whole
+    try:
+        console.print(table, crop=False)
+    finally:
+        console.width = width
 
 
 def queue_table(client: redis.Redis) -> Table:
@@ -68,26 +173,51 @@ def queue_table(client: redis.Redis) -> Table:
     return table
 
 
-def worker_table(client: redis.Redis) -> Table:
+Beat = tuple[str, dict[str, Any], float]
+"""A process's name, its last report, and the seconds since."""
+
+
+def print_live(
+    console: Console,
+    client: redis.Redis,
+    key: str,
+    table_of: Callable[[Sequence[Beat]], Table],
+    show_all: bool,
+) -> None:
+    """Workers (or watchers) that reported lately; the silent ones only with `--all`: a
+    worker that stopped a minute ago serves no queue."""
+    beats = list(heartbeats(client, key))
+    shown = [beat for beat in beats if show_all or beat[2] < ALIVE_SECONDS]
+    table = table_of(shown)
+    console.print(table)
+    silent = len(beats) - len(shown)
+    if silent:
+        console.print(
+            f"{silent} {table.title} not heard from in {ALIVE_SECONDS:.0f}s not shown "
+            "(--all lists them)"
+        )
+
+
+def worker_table(beats: Sequence[Beat]) -> Table:
     table = Table(title="workers")
     for column in ("worker", "queues", "last seen"):
         table.add_column(column)
-    for name, info, seen in heartbeats(client, workers_key()):
-        table.add_row(name, ", ".join(info.get("queues", [])), seen)
+    for name, info, age in beats:
+        table.add_row(name, ", ".join(info.get("queues", [])), seen_text(age))
     return table
 
 
-def watcher_table(client: redis.Redis) -> Table:
+def watcher_table(beats: Sequence[Beat]) -> Table:
     table = Table(title="watchers")
     for column in ("watcher", "inbox", "last seen", "last scan", "backlog", "submitted"):
         table.add_column(column)
     now = time.time()
-    for name, info, seen in heartbeats(client, watchers_key()):
+    for name, info, age in beats:
         last_scan = f"{now - float(info.get('last_scan', now)):.0f}s ago"
         table.add_row(
             name,
             info.get("inbox", ""),
-            seen,
+            seen_text(age),
             last_scan,
             str(info.get("backlog", 0)),
             str(info.get("submitted", 0)),
@@ -95,12 +225,15 @@ def watcher_table(client: redis.Redis) -> Table:
     return table
 
 
-def heartbeats(client: redis.Redis, key: str) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """Processes that reported lately: name, report, and how long ago. Those silent for
+def seen_text(age: float) -> str:
+    return f"{age:.0f}s ago" + ("" if age < ALIVE_SECONDS else " (gone?)")
+
+
+def heartbeats(client: redis.Redis, key: str) -> Iterator[Beat]:
+    """Processes that reported lately, by name. Those silent for
     `GONE_SECONDS` are dropped here too, in case no live worker is left to do it."""
     forget_gone(client, key)
     now = time.time()
     for name, raw in sorted(client.hgetall(key).items()):
         info = json.loads(raw)
-        age = now - float(info.get("seen", 0))
-        yield str(name), info, f"{age:.0f}s ago" + ("" if age < ALIVE_SECONDS else " (gone?)")
+        yield str(name), info, now - float(info.get("seen", 0))

@@ -10,7 +10,7 @@ from types import FrameType
 import click
 
 from bridge.inbox.settle import SETTLE_SECONDS, Settler
-from bridge.inbox.watcher import Watcher
+from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.queue.runtime import open_runtime
 
 
@@ -59,7 +59,8 @@ def watch_command(
     """Turn eval files dropped into INBOX into campaigns, until stopped.
 
     Files move to INBOX/queued/, then INBOX/done/; invalid ones to INBOX/failed/ beside
-    NAME.error.txt. Nothing dropped is ever deleted.
+    NAME.error.txt. Nothing dropped is ever deleted. A line on stdout says which campaign
+    each file became, and another when its results are complete.
     """
     inbox.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
@@ -80,6 +81,26 @@ def watch_command(
             polling=polling,
             name=name,
             settler=Settler(settle),
+            on_event=print_event,
         )
         click.echo(f"watching {watcher.inbox.root} (Ctrl-C to stop)", err=True)
         watcher.run(stop)
+
+
+def print_event(event: InboxEvent) -> None:
+    """One line per file taken in and per campaign complete: what a user dropping a file
+    waits to see, with the id to give `status`, `report` or `retry`."""
+    if event.kind == "queued":
+        text = f"{event.file}: campaign {event.campaign_id}, {event.jobs} jobs queued"
+    elif event.kind == "done":
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(event.counts.items()))
+        text = (
+            f"{event.file}: campaign {event.campaign_id} complete, {event.jobs} results "
+            f"({counts}) in {event.results}"
+        )
+    else:
+        text = (
+            f"{event.file}: same content as campaign {event.campaign_id}, not run again "
+            "(moved to done/; --rerun runs it again)"
+        )
+    click.echo(text)

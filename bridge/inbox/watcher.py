@@ -17,9 +17,12 @@ import queue
 import socket
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import redis
+from pydantic import BaseModel, Field
 from watchdog.events import (
     FileClosedEvent,
     FileCreatedEvent,
@@ -39,6 +42,7 @@ from bridge.inbox.settle import Settler
 from bridge.keys import watch_campaigns_key, watchers_key
 from bridge.queue.campaigns import (
     CampaignInfo,
+    Progress,
     load_info,
     new_campaign_id,
     plan_jobs,
@@ -48,6 +52,7 @@ from bridge.queue.campaigns import (
 from bridge.queue.celery_queue import JobQueue
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
+from bridge.results.results_file import results_path
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,20 @@ REPORT_SECONDS = 5.0
 
 FOLLOW_SECONDS = 0.5
 """How often results are collected and finished campaigns moved to `done/`."""
+
+
+class InboxEvent(BaseModel):
+    """What became of a dropped file, for whoever runs the watcher to tell its user: a
+    file taken in (`queued`, with its number of jobs), its campaign complete (`done`, with
+    its results file and counts by status), or the same content run before (`duplicate`)."""
+
+    kind: Literal["queued", "done", "duplicate"]
+    file: str
+    """The file's path inside the inbox."""
+    campaign_id: str
+    jobs: int | None = None
+    results: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)
 
 
 class _Events(FileSystemEventHandler):
@@ -91,6 +110,7 @@ class Watcher:
         polling: bool = False,
         name: str | None = None,
         settler: Settler | None = None,
+        on_event: Callable[[InboxEvent], object] = lambda event: None,
     ) -> None:
         self.client = client
         self.queue = job_queue
@@ -103,6 +123,7 @@ class Watcher:
         self.inbox_id = hashlib.sha256(str(self.inbox.root).encode()).hexdigest()[:16]
         self.intake = Intake(client, self.name)
         self.settler = settler or Settler()
+        self.on_event = on_event
         self.events: queue.Queue[tuple[Path, bool]] = queue.Queue()
         self.collector = Collector(
             client,
@@ -278,6 +299,7 @@ class Watcher:
             relative,
             record.campaign_id,
         )
+        self._tell("duplicate", relative.as_posix(), record.campaign_id)
 
     def _submit(
         self,
@@ -329,6 +351,7 @@ class Watcher:
         log.info(
             "watcher %s: %s is campaign %s (%d jobs)", self.name, path.name, campaign_id, len(jobs)
         )
+        self._tell("queued", relative.as_posix(), campaign_id, jobs=len(jobs))
         return record
 
     def _queue_file(self, identity: str, record: IntakeRecord, path: Path) -> None:
@@ -348,9 +371,9 @@ class Watcher:
         for campaign_id, state in progress_many(self.client, campaigns).items():
             if state.finished:
                 self.collector.finish(campaign_id)
-                self._done(campaign_id)
+                self._done(campaign_id, state)
 
-    def _done(self, campaign_id: str) -> None:
+    def _done(self, campaign_id: str, state: Progress) -> None:
         key = watch_campaigns_key(self.inbox_id)
         queued = self.client.hget(key, campaign_id)
         if not queued or not self.client.hdel(key, campaign_id):
@@ -361,6 +384,27 @@ class Watcher:
             log.info(
                 "watcher %s: campaign %s done; %s moved to done/", self.name, campaign_id, path.name
             )
+        self._tell(
+            "done",
+            Path(*Path(str(queued)).parts[1:]).as_posix(),
+            campaign_id,
+            jobs=state.total,
+            results=str(results_path(self.collector.out_dir_for(campaign_id), campaign_id)),
+            counts=state.counts,
+        )
+
+    def _tell(
+        self,
+        kind: Literal["queued", "done", "duplicate"],
+        file: str,
+        campaign_id: str,
+        **details: object,
+    ) -> None:
+        """Hand an event to `on_event`; a failing listener never stops the watcher."""
+        try:
+            self.on_event(InboxEvent(kind=kind, file=file, campaign_id=campaign_id, **details))
+        except Exception:
+            log.exception("watcher %s: could not report %s of %s", self.name, kind, file)
 
     def _report(self) -> None:
         now = time.time()

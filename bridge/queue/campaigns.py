@@ -6,6 +6,7 @@ is missing (`resume`), send a job again (`retry`, the reaper) or show progress (
 
 from __future__ import annotations
 
+import difflib
 import re
 import secrets
 import time
@@ -39,7 +40,19 @@ JOB_TTL_SECONDS = 30 * 24 * 3600
 
 WRITE_CHUNK = 1000
 
+LATEST = "latest"
+"""What a user types for the most recently created campaign, wherever an id is taken."""
+
+MAX_CANDIDATES = 8
+
+CLOSE_ID = 0.85
+"""Ids of one day share most characters: only a typo or two away counts as close."""
+
 T = TypeVar("T")
+
+
+class AmbiguousCampaign(EvalrelayError):
+    """What a user typed is the start of several campaign ids."""
 
 
 class CampaignInfo(BaseModel):
@@ -56,6 +69,9 @@ class CampaignInfo(BaseModel):
     watchers of the inbox it was dropped in."""
     queues: list[str] = Field(default_factory=list)
     """The queues its jobs go to, so a command can say when no live worker serves one."""
+    name: str | None = None
+    """The name given with `run --name`: commands take it for the latest campaign of that
+    name, as they take `latest` for the latest of all."""
 
     @classmethod
     def for_jobs(
@@ -65,6 +81,7 @@ class CampaignInfo(BaseModel):
         sources: Sequence[str],
         out_dir: str,
         collector: Literal["run", "service", "watch"],
+        name: str | None = None,
     ) -> CampaignInfo:
         return cls(
             campaign_id=campaign_id,
@@ -75,6 +92,7 @@ class CampaignInfo(BaseModel):
             out_dir=out_dir,
             collector=collector,
             queues=sorted({j.target.queue for j in jobs}),
+            name=name,
         )
 
 
@@ -92,10 +110,17 @@ class Progress(BaseModel):
         return self.known and self.done >= self.total
 
 
-def new_campaign_id(files: Sequence[LoadedEvalFile]) -> str:
-    name = files[0].dataset if len(files) == 1 else "campaign"
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:40] or "campaign"
-    return f"{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+def new_campaign_id(files: Sequence[LoadedEvalFile], name: str | None = None) -> str:
+    """`<stem>-<UTC time>-<4 hex>`; the stem is `name` when given, else the dataset's name
+    (of a single file), slugified so the id is a file name and a word on a command line."""
+    if name is not None and slugify(name) == LATEST:
+        raise EvalrelayError(f"'{LATEST}' always means the newest campaign; pick another name")
+    stem = name or (files[0].dataset if len(files) == 1 else "campaign")
+    return f"{slugify(stem)}-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40] or "campaign"
 
 
 def target_for(
@@ -221,10 +246,62 @@ def load_info(client: redis.Redis, campaign_id: str) -> CampaignInfo:
     return CampaignInfo.model_validate_json(raw)
 
 
-def list_campaigns(client: redis.Redis, limit: int = 20) -> list[CampaignInfo]:
-    ids = [str(i) for i in client.zrevrange(campaigns_key(), 0, limit - 1)]
-    raws = client.mget([campaign_key(i) for i in ids]) if ids else []
+def list_campaigns(client: redis.Redis, limit: int | None = 20) -> list[CampaignInfo]:
+    """The newest campaigns Redis still has, newest first; `limit=None` for all of them."""
+    end = -1 if limit is None else limit - 1
+    ids = [str(i) for i in client.zrevrange(campaigns_key(), 0, end)]
+    raws = [
+        raw
+        for chunk in _chunks(ids, WRITE_CHUNK)
+        for raw in client.mget([campaign_key(i) for i in chunk])
+    ]
     return [CampaignInfo.model_validate_json(raw) for raw in raws if raw]
+
+
+def resolve_campaign(client: redis.Redis, text: str) -> str:
+    """The id of the campaign a user means: `latest` (the newest), an id, a name given to
+    `run --name` (its newest campaign), or the start of one id. Typing a whole id is error
+    prone; an unknown or ambiguous one is refused naming the closest campaigns."""
+    if text != LATEST and client.exists(campaign_key(text)):
+        return text
+    known = list_campaigns(client, limit=None)
+    if not known:
+        raise EvalrelayError(
+            f"no campaign '{text}': this Redis has no campaigns (they are kept "
+            f"{JOB_TTL_SECONDS // 86400} days)"
+        )
+    if text == LATEST:
+        return known[0].campaign_id
+    named = [i for i in known if i.name is not None and text in (i.name, slugify(i.name))]
+    if named:
+        return named[0].campaign_id
+    starting = [i.campaign_id for i in known if i.campaign_id.startswith(text)]
+    if len(starting) == 1:
+        return starting[0]
+    if starting:
+        raise AmbiguousCampaign(
+            f"'{text}' starts {len(starting)} campaign ids: {_listed(starting)}; "
+            "type more of the id, or `latest`"
+        )
+    raise EvalrelayError(f"no campaign '{text}' in this Redis; {_closest(text, known)}")
+
+
+def _closest(text: str, known: Sequence[CampaignInfo]) -> str:
+    """Campaigns whose id or name looks like `text`, else the newest ones."""
+    ids = [i.campaign_id for i in known]
+    by_name = {i.name: i.campaign_id for i in reversed(known) if i.name}
+    near = [i for i in ids if text.lower() in i.lower()]
+    near += difflib.get_close_matches(text, ids, n=MAX_CANDIDATES, cutoff=CLOSE_ID)
+    near += [by_name[n] for n in difflib.get_close_matches(text, list(by_name), cutoff=0.6)]
+    near = list(dict.fromkeys(near))
+    if near:
+        return f"did you mean: {_listed(near)}?"
+    return f"the newest: {_listed(ids)} (`evalrelay status --all` lists all)"
+
+
+def _listed(ids: Sequence[str]) -> str:
+    more = f" and {len(ids) - MAX_CANDIDATES} more" if len(ids) > MAX_CANDIDATES else ""
+    return ", ".join(ids[:MAX_CANDIDATES]) + more
 
 
 def progress(client: redis.Redis, campaign_id: str) -> Progress:

@@ -21,6 +21,8 @@ from worker.agents.templates import TASK_FILE, WorkspaceTemplate
 
 LISTED_FILES = 200
 """At most this many of the workspace's files are listed in the result."""
+TASK_CHARS = 64_000
+"""The task file the agent read, kept in the result up to this many characters."""
 
 
 class AttemptWorkspace:
@@ -78,5 +80,3 @@ class AttemptWorkspace:
             "files": files[:LISTED_FILES],
             "files_not_listed": max(0, len(files) - LISTED_FILES),
         }
-TASK_CHARS = 64_000
-"""The task file the agent read, kept in the result up to this many characters."""

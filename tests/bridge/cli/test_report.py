@@ -1,5 +1,6 @@
-"""`evalrelay report` and `evalrelay compare` on campaigns found by id or by path, and the
-HTML report that `evalrelay run` leaves beside the results."""
+"""`evalrelay report` and `evalrelay compare` on campaigns found by id, `latest`, name or
+path; compare's exit status and two targets side by side; and the HTML report that
+`evalrelay run` leaves beside the results."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import redis
 from click.testing import CliRunner
 
 from bridge.cli.main import cli
+from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN, graded, write_campaign
 from tests.conftest import Processes, WriteFiles
 
@@ -45,17 +48,89 @@ def test_unknown_campaign_names_the_folder_and_recent_ones(tmp_path: Path) -> No
     )
 
 
-def test_compare_lists_changed_cases_and_target_rates(tmp_path: Path) -> None:
+def compare(*args: str) -> tuple[int, list[str]]:
+    """`evalrelay compare` in this process: its exit status and its lines, table rules gone."""
+    outcome = CliRunner().invoke(cli, ["compare", *args], catch_exceptions=False)
+    lines = [" ".join(line.replace("│", " ").split()) for line in outcome.output.splitlines()]
+    return outcome.exit_code, lines
+
+
+def test_compare_lists_changed_cases_and_target_rates_and_exits_1_on_a_regression(
+    tmp_path: Path,
+) -> None:
     results = tmp_path / "results"
     write_campaign(results, CAMPAIGN, "before")
     write_campaign(results, [graded("capital", "gpt", 0.2), graded("river", "gpt", 0.9)], "after")
-    outcome = CliRunner().invoke(cli, ["compare", "before", "after", "--results", str(results)])
-    assert outcome.exit_code == 0, outcome.output
-    lines = [" ".join(line.replace("│", " ").split()) for line in outcome.output.splitlines()]
+    code, lines = compare("before", "after", "--results", str(results))
+    assert code == 1, lines
     assert "gpt 50% → 50% 0.600 → 0.550 1 1" in lines
     assert "capital gpt regressed ok 0.90 ok 0.20" in lines
     assert "river gpt improved ok 0.30 ok 0.90" in lines
     assert "mountain gpt gone infra_error -" in lines
+    assert lines[-1] == (
+        "1 of 6 cases regressed (1 passed before and not now); also 1 improved, 4 gone"
+    )
+
+
+def test_compare_exits_0_when_nothing_regressed(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_campaign(results, [graded("capital", "gpt", 0.9), graded("river", "gpt", 0.3)], "a")
+    write_campaign(results, [graded("capital", "gpt", 0.92), graded("river", "gpt", 0.9)], "b")
+    code, lines = compare("a", "b", "--results", str(results))
+    assert code == 0, lines
+    assert lines[-1] == "no regression in 2 cases (1 improved)"
+
+
+def test_compare_exits_1_on_a_score_drop_beyond_the_tolerance(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_campaign(results, [graded("capital", "gpt", 0.95), graded("river", "gpt", 0.9)], "a")
+    write_campaign(results, [graded("capital", "gpt", 0.85), graded("river", "gpt", 0.85)], "b")
+    code, lines = compare("a", "b", "--results", str(results))
+    assert code == 1, lines
+    assert "capital gpt regressed ok 0.95 ok 0.85" in lines
+    assert "river gpt" not in " ".join(lines)  # 0.05 lower: within the tolerance
+    assert lines[-1] == "1 of 2 cases regressed (1 scored more than 0.05 lower)"
+    code, lines = compare("a", "b", "--results", str(results), "--tolerance", "0.1")
+    assert code == 0, lines
+    assert lines[-1] == "no regression in 2 cases"
+
+
+TWO_TARGETS = [
+    graded("capital", "gpt", 0.9),
+    graded("capital", "claude", 0.5),
+    graded("river", "gpt", 0.3),
+    graded("river", "claude", 0.95),
+    graded("lake", "gpt", 0.9),
+    graded("lake", "claude", 0.9),
+]
+
+
+def test_compare_puts_two_targets_of_one_campaign_side_by_side(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_campaign(results, TWO_TARGETS, "both")
+    for args in (["both:gpt", "both:claude"], ["both", "--targets", "gpt", "claude"]):
+        code, lines = compare(*args, "--results", str(results))
+        assert code == 1, lines
+        assert "both:gpt → both:claude" in lines
+        assert "gpt → claude 67% → 67% 0.700 → 0.783 1 1" in lines
+        assert "capital gpt → claude regressed ok 0.90 ok 0.50" in lines
+        assert "river gpt → claude improved ok 0.30 ok 0.95" in lines
+        assert lines[-1] == "1 of 3 cases regressed (1 passed before and not now); also 1 improved"
+
+
+def test_compare_with_one_campaign_and_no_targets_says_what_it_needs(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_campaign(results, TWO_TARGETS, "both")
+    outcome = CliRunner().invoke(cli, ["compare", "both", "--results", str(results)])
+    assert "compare needs two campaigns (BEFORE AFTER), two targets of one" in str(
+        outcome.exception
+    )
+    outcome = CliRunner().invoke(
+        cli, ["compare", "both:gpt", "both:mistral", "--results", str(results)]
+    )
+    assert "campaign both has no results of target 'mistral'; its targets: claude, gpt" in str(
+        outcome.exception
+    )
 
 
 def test_run_leaves_an_html_report_and_counts_passes(
@@ -78,10 +153,10 @@ def test_run_leaves_an_html_report_and_counts_passes(
     run = processes.start(
         "run", str(root / "evals.yaml"), name="run", extra_env={"EVALRELAY_REDIS_URL": ""}
     )
-    assert run.wait(120) == 0, processes.log("run")
+    assert run.wait(120) == 1, processes.log("run")  # one case failed
     (page,) = (root / "results").glob("*.html")
     html = page.read_text()
-    assert "1/2" in html and "answer contains &#39;Rome&#39;" in html
+    assert "1/2" in html and "answer does not contain &#39;Rome&#39;" in html
     assert "passed" in processes.log("run") and "1/2" in processes.log("run")
 
 
@@ -94,3 +169,26 @@ def test_report_finds_a_campaign_of_a_project_below_the_current_folder(
     outcome = CliRunner().invoke(cli, ["report", "camp", "--markdown", "summary.md"])
     assert outcome.exit_code == 0, outcome.output
     assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_report_and_compare_take_latest_a_name_or_the_start_of_an_id(
+    tmp_path: Path, client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids Redis knows: found in the folder `run` wrote them to, wherever the command runs."""
+    results = tmp_path / "elsewhere" / "results"
+    old_id, new_id = "geo-20260301-120000-aaaa", "geo-20260301-121000-bbbb"
+    write_campaign(results, [graded("capital", "gpt", 0.9)], old_id)
+    write_campaign(results, [graded("capital", "gpt", 0.95)], new_id)
+    add_campaign(client, old_id, 0, out_dir=str(results), name="nightly")
+    add_campaign(client, new_id, 10, out_dir=str(results))
+    monkeypatch.setenv("EVALRELAY_REDIS_URL", redis_url)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    outcome = CliRunner().invoke(cli, ["report", "latest", "--markdown", "latest.md"])
+    assert outcome.exit_code == 0, outcome.output
+    assert new_id in (tmp_path / "latest.md").read_text()
+    code, lines = compare("nightly", "geo-20260301-12100")
+    assert code == 0, lines
+    assert f"{old_id} → {new_id}" in lines
+    outcome = CliRunner().invoke(cli, ["report", "geo-2026"])
+    assert "'geo-2026' starts 2 campaign ids" in str(outcome.exception)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.inbox.watcher import Watcher
+from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.keys import campaigns_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import MARK_BATCH, JobQueue
@@ -179,6 +179,24 @@ def test_same_content_again_is_not_a_second_campaign_unless_rerun(
         (inbox / "three.yaml").write_text(text)
         wait_for(lambda: campaigns(client) == 3, 20, "a rerun campaign")
     assert (inbox / "done" / "two.yaml").exists()
+
+
+def test_each_file_taken_and_each_duplicate_is_an_event_naming_its_campaign(
+    inbox: Path, client: redis.Redis, redis_url: str
+) -> None:
+    events: list[InboxEvent] = []
+    text = CASE.format(name="told")
+    with watching(client, redis_url, inbox, on_event=events.append):
+        (inbox / "fast").mkdir()
+        (inbox / "fast" / "told.yaml").write_text(text)
+        wait_for(lambda: len(events) == 1, 20, "the file's event")
+        (inbox / "fast" / "again.yaml").write_text(text)
+        wait_for(lambda: len(events) == 2, 20, "the duplicate's event")
+    (campaign,) = list_campaigns(client)
+    assert [(e.kind, e.file, e.campaign_id, e.jobs) for e in events] == [
+        ("queued", "fast/told.yaml", campaign.campaign_id, 1),
+        ("duplicate", "fast/again.yaml", campaign.campaign_id, None),
+    ]
 
 
 def test_subfolder_names_the_target_unless_the_file_does(

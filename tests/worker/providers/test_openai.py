@@ -14,18 +14,18 @@ evalcases:
   - id: tool-turn-without-text
     input_messages:
       - {role: system, content: You answer in a few words.}
-      - {role: user, content: What is the weather in Paris?}
+      - {role: user, content: "What is the weather in Paris?"}
       - role: assistant
         tool_calls: [{id: call-1, name: weather, arguments: {city: Paris}}]
       - {role: tool, tool_call_id: call-1, content: '{"temp_c": 21, "sky": "clear"}'}
-      - {role: user, content: So, is it warm?}
+      - {role: user, content: "So, is it warm?"}
   - id: trace-style-calls-and-object-content
     input_messages:
       - {role: user, content: {task: summarise, items: [1, 2]}}
       - role: assistant
         content: Looking it up.
         tool_calls: [{tool: search, input: {q: items}, output: found two}]
-      - {role: user, content: Thanks. One word answer?}
+      - {role: user, content: "Thanks. One word answer?"}
   - id: plain
     input_messages:
       - {role: user, content: Say hello.}
