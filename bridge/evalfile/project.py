@@ -82,6 +82,22 @@ def find_root(path: Path) -> Path:
     return start
 
 
+def root_reason(root: Path) -> str:
+    """Why `root` is the project root, in words: nothing above it is searched, so a message
+    about what was not found must say where the search stopped, and why."""
+    markers = [marker for marker in ROOT_MARKERS if (root / marker).exists()]
+    if markers:
+        return (
+            f"the project root is {root}, the nearest folder holding {' and '.join(markers)}; "
+            "folders above it are not searched"
+        )
+    return (
+        f"the project root is {root}, where the search began, as no folder above it holds "
+        f"{' or '.join(ROOT_MARKERS)}; create {CONFIG_NAME} (it may be empty) in a higher "
+        "folder to make that the root and search up to it"
+    )
+
+
 def load_config(root: Path, near: Path | None = None) -> ProjectConfig:
     """`evalrelay.yaml` at the root; else, as AgentV looks, the `.agentv/config.yaml`
     nearest to `near` (an eval file), up to the root."""

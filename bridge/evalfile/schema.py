@@ -7,7 +7,7 @@ ignored key. Paths in `file` segments stay as written; `bridge.evalfile.files` r
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -181,6 +181,12 @@ class EvalCase(UserModel):
 
 
 class EvalFile(UserModel):
+    DOCUMENT_NEEDS: ClassVar[str] = (
+        "an eval file needs `evalcases:` (or AgentV's `tests:`) with a list of cases"
+    )
+    """Said of an empty file: a suite in AgentV's shape is translated before validation,
+    so the required keys alone would not tell it."""
+
     schema_: str | None = Field(default=None, alias="$schema")
     """Accepted for AgentV files (`agentv-eval-v2`) and otherwise ignored."""
     description: str | None = None

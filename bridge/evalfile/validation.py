@@ -13,7 +13,8 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import AliasChoices, BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from bridge.errors import Diagnostic, InvalidFileError
@@ -55,16 +56,9 @@ def describe(model: type[BaseModel], error: ErrorDetails) -> str:
     where = dotted(loc)
     kind = error["type"]
     if kind == "extra_forbidden":
-        key = str(loc[-1])
-        known = sorted(_known_keys(model, loc[:-1]))
-        parent = dotted(loc[:-1]) or "the top level"
-        if key in known:  # allowed on other kinds of this entry (another role, type)
-            tag = error["loc"][-2] if len(error["loc"]) > 1 else None
-            kind_of = f"a '{tag}' entry" if isinstance(tag, str) else "this kind of entry"
-            return f"key '{key}' in {parent} is not allowed on {kind_of}"
-        near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        hint = f"did you mean '{near[0]}'?" if near else f"allowed keys here: {', '.join(known)}"
-        return f"unknown key '{key}' in {parent}; {hint}"
+        return _unknown_key(model, error, loc)
+    if kind == "model_type":
+        return _not_a_mapping(model, error, loc)
     if kind == "missing":
         parent = dotted(loc[:-1]) or "the top level"
         return f"missing required key '{loc[-1]}' in {parent}"
@@ -82,6 +76,63 @@ def describe(model: type[BaseModel], error: ErrorDetails) -> str:
     return f"{where}: {message}" if where else message
 
 
+def _unknown_key(model: type[BaseModel], error: ErrorDetails, loc: Sequence[str | int]) -> str:
+    """An unknown key, with the nearest key that this very entry allows: on an entry of a
+    tagged union (a target's `provider`), those of its own kind, so `modle` on an openai
+    target is `model`, not a vscode target's `mode`."""
+    key = str(loc[-1])
+    parent = dotted(loc[:-1]) or "the top level"
+    own = sorted(_keys_of(_type_at(model, error["loc"][:-1])))
+    near = [k for k in difflib.get_close_matches(key, own, n=2, cutoff=0.6) if k != key][:1]
+    if key in _known_keys(model, loc[:-1]):  # allowed on other kinds of this entry (a role)
+        tag = error["loc"][-2] if len(error["loc"]) > 1 else None
+        kind_of = f"a '{tag}' entry" if isinstance(tag, str) else "this kind of entry"
+        hint = f"; did you mean '{near[0]}'?" if near else ""
+        return f"key '{key}' in {parent} is not allowed on {kind_of}{hint}"
+    hint = f"did you mean '{near[0]}'?" if near else f"allowed keys here: {', '.join(own)}"
+    return f"unknown key '{key}' in {parent}; {hint}"
+
+
+def _not_a_mapping(model: type[BaseModel], error: ErrorDetails, loc: Sequence[str | int]) -> str:
+    """A value that must be a mapping, said with what it must hold; at the top level, what
+    the whole document must be (an empty file, or a list, is no mapping)."""
+    tp = _type_at(model, error["loc"])
+    shape = _shape(error["input"])
+    required = _required_keys(tp)
+    if loc:
+        holding = f" with {required}" if required else ""
+        return f"{dotted(loc)}: must be a mapping (`key: value` lines){holding}, but it is {shape}"
+    # A model says what its document must hold when its required keys do not tell it all.
+    needs = getattr(tp, "DOCUMENT_NEEDS", None) or (f"it needs {required}" if required else "")
+    said = (
+        "the file is empty"
+        if error["input"] is None
+        else f"the top level must be a mapping (`key: value` lines), but it is {shape}"
+    )
+    return f"{said}: {needs}" if needs else said
+
+
+def _required_keys(tp: Any) -> str:
+    """The keys a model requires, as written: "`id:` and `input_messages:`"."""
+    if not _is_model(tp):
+        return ""
+    keys = [f"`{f.alias or name}:`" for name, f in tp.model_fields.items() if f.is_required()]
+    return " and ".join(keys)
+
+
+def _shape(value: Any) -> str:
+    """What a value is, in the author's words."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list) else "a mapping"
+
+
 def dotted(loc: Sequence[str | int]) -> str:
     text = ""
     for part in loc:
@@ -91,6 +142,16 @@ def dotted(loc: Sequence[str | int]) -> str:
 
 def _written_loc(model: type[BaseModel], loc: Sequence[str | int]) -> tuple[str | int, ...]:
     """The loc without pydantic's union tags and function names, which are not in the file."""
+    return _walk(model, loc)[0]
+
+
+def _type_at(model: type[BaseModel], loc: Sequence[str | int]) -> Any:
+    """The type validated at pydantic's `loc`: a tagged union narrowed to the tag's member."""
+    return _unwrap(_walk(model, loc)[1])
+
+
+def _walk(model: type[BaseModel], loc: Sequence[str | int]) -> tuple[tuple[str | int, ...], Any]:
+    """The loc as written, and the type found at its end."""
     written: list[str | int] = []
     tp: Any = model
     for part in loc:
@@ -101,21 +162,34 @@ def _written_loc(model: type[BaseModel], loc: Sequence[str | int]) -> tuple[str 
             continue
         written.append(part)
         tp = _step(tp, part)
-    return tuple(written)
+    return tuple(written), tp
 
 
 def _known_keys(model: type[BaseModel], loc: Sequence[str | int]) -> set[str]:
+    """The keys allowed at the written `loc`, on any kind of entry that may be there."""
     tp: Any = model
     for part in loc:
         tp = _step(_unwrap(tp), part)
-    tp = _unwrap(tp)
+    return _keys_of(_unwrap(tp))
+
+
+def _keys_of(tp: Any) -> set[str]:
+    """The keys a model (or any model of a union) reads."""
     keys: set[str] = set()
     for member in _union_models(tp) or ([tp] if _is_model(tp) else []):
         for name, field in member.model_fields.items():
-            keys.add(field.alias or name)
-            alias = field.validation_alias
-            if isinstance(alias, str):
-                keys.add(alias)
+            keys |= _field_keys(member, name, field)
+    return keys
+
+
+def _field_keys(model: type[BaseModel], name: str, field: FieldInfo) -> set[str]:
+    """The keys that set a field: its aliases, and its name where the model reads it."""
+    alias = field.validation_alias
+    choices = alias.choices if isinstance(alias, AliasChoices) else [alias]
+    keys = {choice for choice in choices if isinstance(choice, str)}
+    config = model.model_config
+    if not keys or config.get("populate_by_name") or config.get("validate_by_name"):
+        keys.add(name)
     return keys
 
 
@@ -129,7 +203,7 @@ def _step(tp: Any, part: str | int) -> Any:
         return typing.get_args(tp)[1]
     for member in _union_models(tp) or ([tp] if _is_model(tp) else []):
         for name, field in member.model_fields.items():
-            if part in (name, field.alias, field.validation_alias):
+            if part in _field_keys(member, name, field) | {name}:
                 return field.annotation
     return Any
 

@@ -1,4 +1,5 @@
-"""Safe YAML loading that keeps positions, so every error can name its line and column.
+"""Safe YAML loading that keeps positions, so every error can name its line and column,
+and says what PyYAML found wrong in plain words, with what to do about it.
 
 PyYAML's `safe_load` silently keeps the last of two duplicate keys and reads YAML 1.1
 scalars such as `no` as False and `1:30` as 90. Our loader refuses duplicates and reads
@@ -11,6 +12,7 @@ import re
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from string import Template
 from typing import Any, NamedTuple
 
 import yaml
@@ -192,12 +194,7 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
             _check_expansion(root)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise InvalidFileError(
-            [Diagnostic(path, line, column, f"YAML syntax error: {problem}")]
-        ) from None
+        raise InvalidFileError([syntax_diagnostic(path, exc)]) from None
     finally:
         loader.dispose()
     if loader.duplicates:
@@ -213,6 +210,167 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
             ]
         )
     return YamlDocument(path, data, root)
+
+
+class Plainly(NamedTuple):
+    """One PyYAML problem said in plain words, with what to do about it."""
+
+    pattern: re.Pattern[str]
+    """Matched against PyYAML's `context: problem`."""
+    message: str
+    """`$name` stands for the named group `name` of the pattern, `$start` for where the
+    construct began."""
+    at_start: bool = False
+    """Report where the construct began (an unclosed quote is wrong where it opens), not
+    where PyYAML gave up (for an unclosed quote, the end of the file)."""
+
+
+PLAINLY = (
+    Plainly(
+        re.compile(r"while scanning a quoted scalar: found unexpected"),
+        "a quoted string that starts here is never closed; add the closing quote",
+        at_start=True,
+    ),
+    Plainly(
+        re.compile(r"while parsing a flow sequence: "),
+        "the [ list that starts here is not closed; add the closing ']', "
+        "or a ',' between its items",
+        at_start=True,
+    ),
+    Plainly(
+        re.compile(r"while parsing a flow mapping: "),
+        "the { mapping that starts here is not closed; add the closing '}', or a ',' "
+        "between its items (put a value in quotes if it is text that starts with '{')",
+        at_start=True,
+    ),
+    Plainly(
+        re.compile(r"found character '\\t' that cannot start any token|found a tab character"),
+        "a tab is used for indentation here, but YAML indents with spaces only; "
+        "replace the tab with spaces",
+    ),
+    Plainly(
+        re.compile(r"found character (?P<char>'.+') that cannot start any token"),
+        "a value cannot start with $char; put the value in quotes",
+    ),
+    Plainly(
+        re.compile(r"could not find expected ':'"),
+        "this line has no ':' after its key; write `key: value` (a line that continues "
+        "the value above must be indented further than that value's key)",
+        at_start=True,
+    ),
+    Plainly(
+        re.compile(r"mapping values are not allowed"),
+        "a ':' here cannot start a key: if the value holds ': ', put the whole value in "
+        "quotes; if this line starts a new key, line it up with the keys above it",
+    ),
+    Plainly(
+        re.compile(r"sequence entries are not allowed here"),
+        "a list item ('- ') cannot start on the line of its key; "
+        "move it to the next line, indented under the key",
+    ),
+    Plainly(
+        re.compile(r"expected <block end>, but found '<scalar>'"),
+        "more text after a finished value (a closing quote, ']' or '}'); put the whole "
+        "value in quotes, or move the text to a line of its own",
+    ),
+    Plainly(
+        re.compile(r"block collection: expected <block end>, but found '\?'"),
+        "this key is lined up with the '- ' items of the list above; indent it like the "
+        "keys of the item it belongs to (or less, if the list ends here)",
+    ),
+    Plainly(
+        re.compile(r"expected <block end>, but found '-'"),
+        "a list item ('- ') is lined up with keys here; indent the list under the key it "
+        "belongs to, and leave that key's value empty",
+    ),
+    Plainly(
+        re.compile(r"expected <block end>|did not find expected (key|'-' indicator)"),
+        "this line is indented unlike the lines above it: line it up with the keys it belongs "
+        "with, using spaces (a key that holds nested keys has nothing after its ':')",
+    ),
+    Plainly(
+        re.compile(r"expected the node content, but found (?P<found>'[^<].*')"),
+        "a value cannot start with $found; put the value in quotes",
+    ),
+    Plainly(
+        re.compile(r"while scanning an? (alias|anchor): expected alphabetic or numeric"),
+        "'*' and '&' start an alias or anchor and need a name right after them; "
+        "put the value in quotes if it is text",
+        at_start=True,
+    ),
+    Plainly(
+        re.compile(r"found undefined alias '(?P<name>[^']*)'"),
+        "'*$name' refers to an anchor '&$name' that is not defined above it; define "
+        "the anchor first, or put the value in quotes if it is text",
+    ),
+    Plainly(
+        re.compile(r"found duplicate anchor '(?P<name>[^']*)'"),
+        "anchor '&$name' is defined again here (first at $start); rename one of them",
+    ),
+    Plainly(
+        re.compile(r"expected a single document in the stream"),
+        "a second YAML document starts here ('---'), but the file must hold one; "
+        "remove this line or split the file",
+    ),
+    Plainly(
+        re.compile(r"expected '<document start>'"),
+        "text after the end of the document (a '...' line or a '%' directive); remove it",
+    ),
+    Plainly(
+        re.compile(r"found unknown escape character '(?P<char>.+)'"),
+        "unknown escape '\\$char' in a double-quoted string; write '\\\\' for a "
+        "backslash, or use single quotes, which keep backslashes as written",
+    ),
+    Plainly(
+        re.compile(r"expected escape sequence of (?P<digits>\d+) hexadecimal numbers"),
+        "this escape needs $digits hexadecimal digits; write '\\\\' for a backslash, "
+        "or use single quotes, which keep backslashes as written",
+    ),
+    Plainly(
+        re.compile(r"could not determine a constructor for the tag '(?P<tag>[^']*)'"),
+        "the tag '$tag' is not read here; remove it, or put the value in quotes",
+    ),
+    Plainly(
+        re.compile(r"found unhashable key"),
+        "a key cannot be a list or a mapping; if this value is text starting with '{' "
+        "or '[' (a {{ template }}, say), put it in quotes",
+    ),
+    Plainly(
+        re.compile(r"for merging, but found"),
+        "'<<' merges mappings only: write `<<: *name` where '&name' marks a mapping",
+    ),
+    Plainly(
+        re.compile(r"while scanning a block scalar: expected"),
+        "after '|' or '>' only '-', '+' or a digit 1-9 may follow on its line; "
+        "start the text on the next line, indented",
+    ),
+)
+"""The PyYAML problems a person meets, first match wins; any other is shown as it is."""
+
+
+def syntax_diagnostic(path: Path, exc: yaml.MarkedYAMLError) -> Diagnostic:
+    """A YAML error in plain words, at the place to fix."""
+    said = f"{exc.context or ''}: {exc.problem or ''}".replace("tag:yaml.org,2002:", "!!")
+    for plainly in PLAINLY:
+        found = plainly.pattern.search(said)
+        if found:
+            words = found.groupdict(default="")
+            message = Template(plainly.message).safe_substitute(words, start=_place(exc))
+            mark = (exc.context_mark if plainly.at_start else None) or exc.problem_mark
+            return _at(path, mark, message)
+    problem = exc.problem or exc.context or "invalid YAML"
+    return _at(path, exc.problem_mark or exc.context_mark, f"YAML syntax error: {problem}")
+
+
+def _at(path: Path, mark: yaml.Mark | None, message: str) -> Diagnostic:
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return Diagnostic(path, line, column, message)
+
+
+def _place(exc: yaml.MarkedYAMLError) -> str:
+    """Where the construct that PyYAML gave up on began, in words."""
+    mark = exc.context_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the start"
 
 
 def _check_expansion(root: yaml.Node) -> None:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
-from bridge.evalfile.project import searched_folders
+from bridge.evalfile.project import root_reason, searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
@@ -126,8 +126,11 @@ class Targets:
         return target
 
     def _not_found(self) -> str:
+        """Where targets files were looked for, and why no higher: the search stops at the
+        project root, the last folder searched."""
         folders = ", ".join(str(f) for f in self.searched) or "the project root"
-        return f"no targets file found; looked for {', '.join(TARGET_FILES)} in {folders}"
+        found = f"no targets file found; looked for {', '.join(TARGET_FILES)} in {folders}"
+        return f"{found}; {root_reason(self.searched[-1])}" if self.searched else found
 
 
 def find_targets_file(project_root: Path, near: Path | None = None) -> Path | None:

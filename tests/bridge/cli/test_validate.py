@@ -48,7 +48,10 @@ def test_yaml_syntax_error_names_line_and_column(project: WriteFiles) -> None:
     root = project({"bad.yaml": "evalcases:\n  - id: [1, 2\n    input_messages: x\n"})
     code, lines = validate(root / "bad.yaml")
     assert code == 1
-    assert lines == [f"{root}/bad.yaml:3:19: YAML syntax error: expected ',' or ']', but got ':'"]
+    assert lines == [
+        f"{root}/bad.yaml:2:9: the [ list that starts here is not closed; add the closing ']', "
+        "or a ',' between its items"
+    ]
 
 
 def test_duplicate_key_is_an_error(project: WriteFiles) -> None:

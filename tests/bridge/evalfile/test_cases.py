@@ -1,4 +1,5 @@
-"""Loading eval files: a case must have something to send (`question` non-empty)."""
+"""Loading eval files: a case must have something to send (`question` non-empty), and a file
+that is no mapping at all says what an eval file needs."""
 
 from __future__ import annotations
 
@@ -51,3 +52,53 @@ def test_a_lone_user_turn_with_a_file_or_some_text_loads(
     )
     (case,) = load_eval_file(root / "evals/one.yaml").cases
     assert request_for(case).question == question
+
+
+NEEDS = "an eval file needs `evalcases:` (or AgentV's `tests:`) with a list of cases"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", (1, 1, f"the file is empty: {NEEDS}")),
+        ("# only a comment\n\n# and another\n", (1, 1, f"the file is empty: {NEEDS}")),
+        (
+            "- id: a\n- id: b\n",
+            (
+                1,
+                1,
+                f"the top level must be a mapping (`key: value` lines), but it is a list: {NEEDS}",
+            ),
+        ),
+        (
+            "hello\n",
+            (
+                1,
+                1,
+                f"the top level must be a mapping (`key: value` lines), but it is text: {NEEDS}",
+            ),
+        ),
+    ],
+    ids=["empty", "comments-only", "list", "text"],
+)
+def test_a_file_that_is_not_a_mapping_says_what_an_eval_file_needs(
+    project: WriteFiles, text: str, expected: tuple[int, int, str]
+) -> None:
+    root = project({"evals/bad.yaml": text})
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "evals/bad.yaml")
+    (problem,) = caught.value.diagnostics
+    assert (problem.line, problem.column, problem.message) == expected
+
+
+def test_a_case_that_is_not_a_mapping_says_which_keys_it_needs(project: WriteFiles) -> None:
+    root = project({"evals/bad.yaml": "evalcases:\n  - just a question\n"})
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "evals/bad.yaml")
+    (problem,) = caught.value.diagnostics
+    assert (problem.line, problem.column, problem.message) == (
+        2,
+        5,
+        "evalcases[0]: must be a mapping (`key: value` lines) with `id:` and "
+        "`input_messages:`, but it is text",
+    )

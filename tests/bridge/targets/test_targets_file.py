@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.errors import InvalidFileError, TargetError
+from bridge.evalfile.project import Project
 from bridge.targets.settings import AnthropicTarget, ClaudeCodeTarget, OpenAITarget
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
@@ -242,3 +243,72 @@ def test_claude_code_keys_it_does_not_read_are_refused_by_name(project: WriteFil
         messages[0] == "unknown key 'timeoutSeconds' in targets[0]; did you mean 'timeout_seconds'?"
     )
     assert messages[1].startswith("targets[1].permission_mode: Input should be 'acceptEdits'")
+
+
+def test_a_misspelt_key_is_matched_against_the_keys_of_its_own_provider_kind(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "targets.yaml": """\
+        targets:
+          - {name: gpt, provider: openai, modle: gpt-4o}
+          - {name: gpt2, provider: openai, model: gpt-4o, mode: agent}
+          - {name: code, provider: vscode, modle: agent}
+        """
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    assert [(d.line, d.column, d.message) for d in info.value.diagnostics] == [
+        (2, 5, "missing required key 'model' in targets[0]"),
+        (2, 35, "unknown key 'modle' in targets[0]; did you mean 'model'?"),
+        (
+            3,
+            51,
+            "key 'mode' in targets[1] is not allowed on a 'openai' entry; did you mean 'model'?",
+        ),
+        (4, 36, "unknown key 'modle' in targets[2]; did you mean 'mode'?"),
+    ]
+
+
+def test_an_empty_targets_file_says_it_needs_targets(project: WriteFiles) -> None:
+    root = project({"targets.yaml": "# targets to come\n"})
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    (problem,) = info.value.diagnostics
+    assert (problem.line, problem.column, problem.message) == (
+        1,
+        1,
+        "the file is empty: it needs `targets:`",
+    )
+
+
+def test_no_targets_file_says_the_project_root_is_the_nearest_folder_holding_a_marker(
+    project: WriteFiles,
+) -> None:
+    root = project({"evals/a.yaml": "evalcases: []\n"})
+    with pytest.raises(TargetError) as raised:
+        Targets.load(root, root / "evals/a.yaml").get("gpt")
+    assert str(raised.value).endswith(
+        f"in {root / 'evals'}, {root}; the project root is {root}, the nearest folder holding "
+        "evalrelay.yaml; folders above it are not searched); available: mock, mock-judge"
+    )
+
+
+def test_no_targets_file_without_a_project_marker_says_how_to_search_higher(
+    project: WriteFiles,
+) -> None:
+    root = project({"agentv/evals/a.yaml": "evalcases: []\n", ".agentv/targets.yaml": ""})
+    (root / "evalrelay.yaml").unlink()  # an AgentV layout: no evalrelay.yaml, no .git
+    eval_file = root / "agentv/evals/a.yaml"
+    project_root = Project.containing(eval_file).root
+    assert project_root == eval_file.parent  # nothing above tmp_path holds a marker
+    with pytest.raises(TargetError) as raised:
+        Targets.load(project_root, eval_file).get("gpt")
+    assert str(raised.value).endswith(
+        f"in {eval_file.parent}; the project root is {eval_file.parent}, where the search "
+        "began, as no folder above it holds evalrelay.yaml or .git; create evalrelay.yaml "
+        "(it may be empty) in a higher folder to make that the root and search up to it); "
+        "available: mock, mock-judge"
+    )
