@@ -22,6 +22,7 @@ from bridge.results.summary import CampaignSummary
 NO_WORKER_WARNING_SECONDS = 30.0
 
 STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
+MIN_POLL_SECONDS = 0.05
 
 
 def follow_campaign(
@@ -56,7 +57,11 @@ def follow_campaign(
             total = info.total if sent is None else len(sent)
             task = bar.add_task("jobs", total=total, counts="", rate="")
             while True:
+                polled = time.monotonic()
                 collector.poll([info.campaign_id], block_ms=250)
+                # Results that come one by one are taken a few at a time: one fsync and
+                # one progress query for several lines, a few ms later each.
+                time.sleep(max(0.0, polled + MIN_POLL_SECONDS - time.monotonic()))
                 state = (
                     progress(client, info.campaign_id)
                     if sent is None

@@ -82,6 +82,10 @@ class JobQueue:
             queue=job.target.queue,
             task_id=new_message_id(job),
             headers={SENT_HEADER: sent_ms},
+            # Celery would otherwise build a repr of the whole job for its logs: 40% of
+            # the time of sending one.
+            argsrepr=f"[job {job.job_id} case {job.case_id!r} target {job.target.name!r}]",
+            kwargsrepr="{}",
             countdown=countdown,
             time_limit=limit,
             soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,
