@@ -117,7 +117,8 @@ class OpenAICompatibleTarget(ApiTargetBase):
 
 class AzureTarget(ApiTargetBase):
     provider: Literal["azure", "azure-openai"]
-    endpoint: str = Field(alias="resource")
+    endpoint: str = Field(validation_alias=AliasChoices("endpoint", "resource"))
+    """The resource's address (`resource`: AgentV's older name)."""
     deployment: str | None = None
     """The Azure deployment; `model` is accepted in its place, as AgentV files write it."""
     api_version: str = Field(default="2024-10-01-preview", alias="version")

@@ -312,3 +312,15 @@ def test_no_targets_file_without_a_project_marker_says_how_to_search_higher(
         "(it may be empty) in a higher folder to make that the root and search up to it); "
         "available: mock, mock-judge"
     )
+
+
+def test_a_missing_azure_endpoint_is_named_as_written_not_by_its_old_alias(
+    project: WriteFiles,
+) -> None:
+    root = project({"targets.yaml": "targets:\n  - {name: az, provider: azure, deployment: d}\n"})
+    with pytest.raises(InvalidFileError, match="missing required key 'endpoint'"):
+        Targets.load(root)
+    (root / "targets.yaml").write_text(
+        "targets:\n  - {name: az, provider: azure, deployment: d, resource: 'https://r'}\n"
+    )
+    assert Targets.load(root).get("az").settings({}).endpoint == "https://r"  # type: ignore[union-attr]
