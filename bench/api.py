@@ -1,14 +1,19 @@
 """One `api` worker process against a loopback OpenAI-compatible server that answers after a
-fixed delay: cases per second at several concurrencies, next to the ceiling
-concurrency / delay, in one run.
+fixed delay, next to what a user would otherwise write, in one run: a bare
+`openai.AsyncOpenAI` loop holding the same number of requests open (a semaphore).
 
     python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128]
+
+The server (`bench/slow_openai.py`) runs on an asyncio loop in its own process, so it is
+not what is measured. The ceiling is concurrency / delay.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +29,7 @@ from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import results_stream_key  # noqa: E402
 from bridge.queue.campaigns import plan_jobs  # noqa: E402
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
-from tests.conftest import one_turn_cases  # noqa: E402
-from tests.worker.providers.vendor_server import Reply, openai_chat, serving  # noqa: E402
+from tests.conftest import free_port, one_turn_cases  # noqa: E402
 
 
 def measure(
@@ -48,6 +52,26 @@ def measure(
         stop(worker)
 
 
+async def bare_async_openai(url: str, cases: int, concurrency: int) -> float:
+    """The peer: one event loop, `concurrency` requests open at a time."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with gate:
+            await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"q{i}"}]
+            )
+
+    started = time.monotonic()
+    await asyncio.gather(*(one(i) for i in range(cases)))
+    rate = cases / (time.monotonic() - started)
+    await client.close()
+    return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.2)
@@ -61,21 +85,39 @@ def main() -> None:
         "OPENAI_API_KEY": "bench",
     }
     client = redis.Redis.from_url(URL, decode_responses=True)
-    with (
-        tempfile.TemporaryDirectory() as name,
-        serving(Reply(openai_chat(), delay=args.delay)) as server,
-    ):
-        folder = Path(name)
-        (folder / "evalrelay.yaml").write_text("")
-        (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
-        for concurrency in args.concurrency:
-            rate = measure(client, folder, server.url, args.cases, concurrency, env)
-            ceiling = concurrency / args.delay
-            print(
-                f"concurrency {concurrency:>4}: {rate:6.1f} cases/s, ceiling {ceiling:6.1f}/s, "
-                f"ratio {rate / ceiling:.2f}"
-            )
-    client.flushdb()
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bench.slow_openai",
+            "--port",
+            str(port),
+            "--delay",
+            str(args.delay),
+        ],
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        time.sleep(1.0)
+        with tempfile.TemporaryDirectory() as name:
+            folder = Path(name)
+            (folder / "evalrelay.yaml").write_text("")
+            (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
+            for concurrency in args.concurrency:
+                peer = asyncio.run(bare_async_openai(url, args.cases, concurrency))
+                rate = measure(client, folder, url, args.cases, concurrency, env)
+                ceiling = concurrency / args.delay
+                print(
+                    f"concurrency {concurrency:>4}: evalrelay {rate:6.1f}/s, bare AsyncOpenAI "
+                    f"{peer:6.1f}/s, ceiling {ceiling:6.1f}/s; ratio to the peer "
+                    f"{rate / peer:.2f}, to the ceiling {rate / ceiling:.2f}"
+                )
+    finally:
+        server.terminate()
+        server.wait()
+        client.flushdb()
 
 
 if __name__ == "__main__":
