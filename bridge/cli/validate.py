@@ -18,7 +18,7 @@ from bridge.evalfile.cases import (
 )
 from bridge.evalfile.project import Project
 from bridge.evalfile.yaml_source import YamlDocument
-from bridge.queue.jobs import needs_judge
+from bridge.queue.jobs import judge_of, needs_judge, no_judge
 from bridge.targets.targets_file import Targets
 
 
@@ -93,6 +93,7 @@ def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) 
         if (rubric := case.case.rubric_evaluator())
     ]
     problems = []
+    project_judge = loaded.project.config.default_judge
     for loc, evaluator, case_id in found:
         name = case_targets.get(case_id) if case_id else file_target
         target = targets.by_name.get(name) if name else None
@@ -100,18 +101,10 @@ def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) 
             target is None
             or not needs_judge(evaluator)
             or getattr(evaluator, "target", None)
-            or target.raw.get("judge_target")
-            or target.kind == "mock"
+            or judge_of(target, project_judge, judging=True)
         ):
             continue
-        problems.append(
-            doc.diagnostic(
-                loc,
-                f"{evaluator.type} has no judge: target '{name}' has no judge_target; set "
-                f"`target:` on this evaluator or `judge_target:` on '{name}'",
-                case_id,
-            )
-        )
+        problems.append(doc.diagnostic(loc, no_judge(evaluator, target), case_id))
     return problems
 
 

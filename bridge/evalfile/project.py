@@ -15,7 +15,7 @@ from pathspec import PathSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from bridge.evalfile.validation import validate_document
-from bridge.evalfile.yaml_source import load_yaml
+from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 
 CONFIG_NAME = "evalrelay.yaml"
 AGENTV_CONFIG = Path(".agentv") / "config.yaml"
@@ -34,18 +34,30 @@ class ProjectConfig(BaseModel):
     """gitignore-style patterns (project-relative) naming the files that are guidelines."""
     default_target: str | None = None
     """Target used when neither the command line nor the eval file names one."""
+    default_judge: str | None = None
+    """Judge of the judging evaluators of targets with no `judge_target`."""
     max_file_bytes: PositiveInt = DEFAULT_MAX_FILE_BYTES
     results_dir: str = "results"
     pass_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     """The score at which a case passes, unless its file or the case sets `threshold`."""
 
 
+class AgentvDefaults(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    provider: str | None = None
+    grader: str | None = None
+
+
 class AgentvConfig(BaseModel):
-    """AgentV's `.agentv/config.yaml`; only `guideline_patterns` means anything to us."""
+    """AgentV's `.agentv/config.yaml`: its `guideline_patterns`, and `defaults` (the
+    provider a suite without one runs on, and the grader of its judging assertions). The
+    rest is about AgentV's own runner."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     guideline_patterns: list[str] = Field(default_factory=list)
+    defaults: AgentvDefaults | None = None
 
 
 class Project:
@@ -110,10 +122,30 @@ def load_config(root: Path, near: Path | None = None) -> ProjectConfig:
     for folder in searched_folders(root, near):
         agentv_path = folder / AGENTV_CONFIG
         if agentv_path.is_file():
-            doc = load_yaml(agentv_path)
-            patterns = validate_document(AgentvConfig, doc).guideline_patterns if doc.data else []
-            return ProjectConfig(guideline_patterns=patterns)
+            doc = _defaults_inlined(load_yaml(agentv_path), root)
+            if not doc.data:
+                return ProjectConfig()
+            agentv = validate_document(AgentvConfig, doc)
+            defaults = agentv.defaults or AgentvDefaults()
+            return ProjectConfig(
+                guideline_patterns=agentv.guideline_patterns,
+                default_target=defaults.provider,
+                default_judge=defaults.grader,
+            )
     return ProjectConfig()
+
+
+def _defaults_inlined(doc: YamlDocument, root: Path) -> YamlDocument:
+    """AgentV may keep `defaults` in a file of its own (`defaults: file://defaults.yaml`,
+    beside the config); read it, when it is inside the project."""
+    data = doc.data
+    reference = data.get("defaults") if isinstance(data, dict) else None
+    if not (isinstance(reference, str) and reference.startswith("file://")):
+        return doc
+    path = (doc.path.parent / reference.removeprefix("file://")).resolve()
+    if not path.is_relative_to(root.resolve()) or not path.is_file():
+        return doc  # validation then says `defaults` must be a mapping, at its line
+    return doc._replace(data={**data, "defaults": load_yaml(path).data})
 
 
 def searched_folders(project_root: Path, near: Path | None = None) -> list[Path]:

@@ -173,6 +173,7 @@ def plan_jobs(
                     targets=targets,
                     eval_dir=loaded.path.parent,
                     pass_threshold=_threshold(loaded, case),
+                    project_judge=loaded.project.config.default_judge,
                 )
                 for r in range(count)
             ]

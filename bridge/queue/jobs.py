@@ -130,6 +130,7 @@ def build_job(
     targets: Targets | None = None,
     eval_dir: Path | None = None,
     pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+    project_judge: str | None = None,
 ) -> Job:
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
@@ -139,17 +140,11 @@ def build_job(
         resolve_evaluator(e, eval_dir or Path.cwd())
         for e in [*([rubric] if rubric else []), *(spec.evaluator_specs() or evaluators or [])]
     ]
-    default_judge = target.raw.get("judge_target")
-    default_judge = default_judge if isinstance(default_judge, str) else None
     judging = [e for e in all_evaluators(specs) if needs_judge(e)]
-    if default_judge is None and target.kind == "mock" and judging:
-        default_judge = MOCK_JUDGE  # a dry run with mock answers gets mock verdicts
+    default_judge = judge_of(target, project_judge, bool(judging))
     for spec_ in judging:
         if not (getattr(spec_, "target", None) or default_judge):
-            raise TargetError(
-                f"case '{case.id}': {spec_.type} has no judge; set `target:` on the evaluator "
-                f"or `judge_target:` on target '{target.name}'"
-            )
+            raise TargetError(f"case '{case.id}': {no_judge(spec_, target)}")
     judge_names = {t for e in judging if (t := getattr(e, "target", None))}
     if default_judge and (not specs or judging):
         judge_names.add(default_judge)
@@ -177,6 +172,32 @@ def build_job(
         ),
         conversation_id=spec.conversation_id,
         metadata=spec.metadata,
+    )
+
+
+def judge_of(target: Target, project_judge: str | None, judging: bool) -> str | None:
+    """Who grades a target's judging evaluators that name no judge: its `judge_target`;
+    for a mock target, the mock judge (a dry run stays offline); else the project's
+    `default_judge` (AgentV's `defaults.grader`); else an API target grades itself, as
+    AgentV's January format has it. An agent target has none. Only `judge_target` also
+    grades a case that has no evaluator at all."""
+    explicit = target.raw.get("judge_target")
+    if isinstance(explicit, str):
+        return explicit
+    if not judging:
+        return None
+    if target.kind == "mock":
+        return MOCK_JUDGE
+    if project_judge:
+        return project_judge
+    return target.name if target.queue == "api" else None
+
+
+def no_judge(spec: EvaluatorSpec, target: Target) -> str:
+    return (
+        f"{spec.type} has no judge: target '{target.name}' is an agent and has no "
+        f"judge_target; set `target:` on this evaluator, `judge_target:` on '{target.name}', "
+        "or `default_judge:` in evalrelay.yaml"
     )
 
 

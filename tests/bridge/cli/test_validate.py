@@ -318,9 +318,9 @@ def test_a_judging_evaluator_without_a_judge_fails_validate_at_the_evaluator(
 ) -> None:
     root = project(
         {
-            "targets.yaml": "targets:\n  - {name: gpt, provider: openai, model: m}\n",
+            "targets.yaml": "targets:\n  - {name: cx, provider: codex}\n",
             "t.yaml": """\
-        target: gpt
+        target: cx
         evalcases:
           - id: a
             input_messages: [{role: user, content: x}]
@@ -332,9 +332,13 @@ def test_a_judging_evaluator_without_a_judge_fails_validate_at_the_evaluator(
     )
     code, lines = validate(root / "t.yaml")
     assert code == 1
+    why = (
+        "has no judge: target 'cx' is an agent and has no judge_target; set `target:` on "
+        "this evaluator, `judge_target:` on 'cx', or `default_judge:` in evalrelay.yaml"
+    )
     assert lines == [
-        f"{root}/t.yaml:5:14: case 'a': rubric has no judge: target 'gpt' has no "
-        "judge_target; set `target:` on this evaluator or `judge_target:` on 'gpt'",
-        f"{root}/t.yaml:7:9: case 'a': llm_judge has no judge: target 'gpt' has no "
-        "judge_target; set `target:` on this evaluator or `judge_target:` on 'gpt'",
+        f"{root}/t.yaml:5:14: case 'a': rubric {why}",
+        f"{root}/t.yaml:7:9: case 'a': llm_judge {why}",
     ]
+    (root / "targets.yaml").write_text("targets:\n  - {name: cx, provider: openai, model: m}\n")
+    assert validate(root / "t.yaml")[0] == 0  # an API target grades itself

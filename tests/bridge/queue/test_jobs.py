@@ -16,6 +16,7 @@ targets:
   - {name: lone, provider: mock}
   - {name: judge, provider: openai, model: gpt-judge}
   - {name: strict, provider: anthropic, model: claude-judge}
+  - {name: agent, provider: codex}
 """
 
 
@@ -51,7 +52,10 @@ def test_judges_prompts_and_script_folders_travel_in_the_job(project: WriteFiles
     assert second.evaluators == [] and list(second.judges) == ["judge"]
 
 
-def test_judge_without_a_judge_target_is_refused_when_planning(project: WriteFiles) -> None:
+def test_who_judges_a_target_without_a_judge_target(project: WriteFiles) -> None:
+    """An API target grades itself (AgentV's January rule), the project's default judge
+    (AgentV's `defaults.grader`) comes first, a mock target gets the mock judge, and an
+    agent target has none: refused when planning."""
     root = project(
         {
             "targets.yaml": TARGETS,
@@ -63,8 +67,19 @@ def test_judge_without_a_judge_target_is_refused_when_planning(project: WriteFil
             """,
         }
     )
-    with pytest.raises(TargetError, match="case 'lonely': llm_judge has no judge; set `target:`"):
-        plan_jobs("c", [load_eval_file(root / "cases.yaml")], "strict", None)
+    with pytest.raises(TargetError, match="case 'lonely': llm_judge has no judge: target 'agent'"):
+        plan_jobs("c", [load_eval_file(root / "cases.yaml")], "agent", None)
+    (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], "strict", None)
+    assert job.default_judge == "strict" and list(job.judges) == ["strict"]
+    (root / "evalrelay.yaml").unlink()  # AgentV's config is read when evalrelay.yaml is not there
+    (root / ".git").mkdir()
+    (root / ".agentv").mkdir()
+    (root / ".agentv/config.yaml").write_text("defaults: file://defaults.yaml\n")
+    (root / ".agentv/defaults.yaml").write_text("provider: lone\ngrader: judge\n")
+    (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], "strict", None)
+    assert job.default_judge == "judge" and list(job.judges) == ["judge"]
+    (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], None, None)
+    assert job.target.name == "lone"  # defaults.provider: the target when none is named
     # a mock target's answers are graded by the mock judge, so a dry run runs every step
     (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], "lone", None)
     assert job.default_judge == "mock-judge" and list(job.judges) == ["mock-judge"]
