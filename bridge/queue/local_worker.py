@@ -21,6 +21,8 @@ STOP_WAIT_SECONDS = 0.1
 @contextlib.contextmanager
 def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> Iterator[None]:
     """A Celery worker (threads pool) in this process, stopped on leaving the block."""
+    from celery.worker import state as worker_state
+
     from worker.app import create_app, start_background, stop_background
 
     ready = threading.Event()
@@ -60,6 +62,14 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
     try:
         yield
     finally:
-        controller.stop(in_sighandler=False)
-        thread.join(timeout=30)
+        # The worker's own loop stops it, on its thread: stopping it from this one races
+        # kombu's poller over its channels ("Set changed size during iteration").
+        worker_state.should_stop = 0  # EX_OK
+        try:
+            thread.join(timeout=30)
+        finally:
+            worker_state.should_stop = None  # a later worker in this process runs
+        if thread.is_alive():
+            controller.stop(in_sighandler=False)
+            thread.join(timeout=30)
         stop_background(hostname)
