@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bridge.queue.embedded import evalrelay_home
+from worker.agents.pids import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def remove_dead_homes() -> list[Path]:
     other hosts sharing the folder are theirs to remove."""
     removed = []
     for folder, pid in _homes_of_this_host():
-        if not _running(pid):
+        if not pid_alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     if removed:
@@ -102,13 +103,3 @@ def _homes_of_this_host() -> Iterator[tuple[Path, int]]:
             mine = name.fullmatch(folder.name)
             if mine and folder.is_dir():
                 yield folder, int(mine[1])
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True

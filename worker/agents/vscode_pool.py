@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.keys import workspace_lease_key
 from bridge.targets.settings import VSCodeTarget
+from worker.agents.pids import pid_alive
 from worker.agents.templates import WorkspaceTemplate
 from worker.lease import LEASE_SECONDS, keep_renewed
 
@@ -291,21 +292,6 @@ class Claim:
                 self.workspace.lock_file.unlink(missing_ok=True)
         if self.lease is not None:
             _release_lease(self.lease, self.owner.token)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of this host runs with that id (a zombie counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rfind(")") + 2 :][:1] != "Z"
 
 
 def _create_exclusive(path: Path, text: str) -> bool:
