@@ -459,9 +459,4 @@ def located_evaluators(
 
 def all_evaluators(specs: list[EvaluatorSpec]) -> list[EvaluatorSpec]:
     """The evaluators and, depth first, the members of composites."""
-    found: list[EvaluatorSpec] = []
-    for spec in specs:
-        found.append(spec)
-        if isinstance(spec, CompositeEvaluator):
-            found += all_evaluators(spec.evaluators)
-    return found
+    return [spec for _, spec in located_evaluators(specs, ())]
