@@ -23,6 +23,9 @@ HOSTILE: dict[str, bytes] = {
     "nul-byte.yaml": ONE_CASE.format(content="'a\0b'").encode(),
     "bell-char.yaml": ONE_CASE.format(content="hi\x07").encode(),
     "brackets.yaml": b"evalcases: " + b"[" * 20_000,
+    # Well formed, so only the nesting bound stops it: libyaml's own composer would
+    # recurse on this until the process crashes.
+    "closed-brackets.yaml": b"evalcases: " + b"[" * 200_000 + b"]" * 200_000,
     "deep-mapping.yaml": "".join(f"{'  ' * i}k{i}:\n" for i in range(300)).encode(),
     "alias-bomb.yaml": BOMB.encode(),
     "latin1.yaml": ONE_CASE.format(content="caf\xe9").encode("latin-1"),

@@ -48,6 +48,7 @@ def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
         in (said["nul-byte.yaml"])
     )
     assert "nested more than 64 levels deep" in said["brackets.yaml"]
+    assert "nested more than 64 levels deep" in said["closed-brackets.yaml"]
     assert "nested more than 64 levels deep" in said["deep-mapping.yaml"]
     assert "aliases expand to more than 200000 values" in said["alias-bomb.yaml"]
     assert "not UTF-8 text" in said["latin1.yaml"]
