@@ -68,8 +68,8 @@ def create_app(redis_url: str | None = None) -> Celery:
         broker_connection_max_retries=None,
         broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS},
         visibility_timeout=VISIBILITY_TIMEOUT_SECONDS,
-        worker_send_task_events=True,
-        task_send_sent_event=True,
+        # Off unless asked (`evalrelay worker -E`): Flower turns them on by itself.
+        worker_send_task_events=False,
         task_default_queue="api",
         task_queues=[Queue(name) for name in QUEUES],
         worker_hijack_root_logger=False,

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import redis
 
@@ -123,30 +124,88 @@ class Lease:
 def keep_renewed(
     renew: Callable[[], bool], every: float, what: str, lost: threading.Event
 ) -> Iterator[None]:
-    """Call `renew` every `every` seconds in a thread while the block runs.
+    """Call `renew` every `every` seconds while the block runs.
 
     `renew` returning False means the lease went to someone else: `lost` is set and the
-    renewing stops. A Redis error is logged and tried again on the next beat.
+    renewing stops. A Redis error is logged and tried again on the next beat. One thread
+    per process renews every lease held in it (`Renewals`): a thread per job cost as much
+    as the rest of a quick job's bookkeeping.
     """
-    stop = threading.Event()
-
-    def beat() -> None:
-        while not stop.wait(every):
-            try:
-                if not renew():
-                    log.warning("%s: lease lost; another worker may take it", what)
-                    lost.set()
-                    return
-            except redis.RedisError as exc:
-                log.warning("%s: lease heartbeat failed: %s", what, exc)
-
-    thread = threading.Thread(target=beat, daemon=True, name=f"lease {what}")
-    thread.start()
+    renewal = _Renewal(renew, every, what, lost, time.monotonic() + every)
+    renewals().add(renewal)
     try:
         yield
     finally:
-        stop.set()
-        thread.join()
+        renewals().remove(renewal)
+
+
+@dataclass(eq=False)
+class _Renewal:
+    renew: Callable[[], bool]
+    every: float
+    what: str
+    lost: threading.Event
+    due: float
+    ended: bool = False
+
+
+class Renewals:
+    """The renewals of one process, made by one daemon thread, each when it falls due."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: set[_Renewal] = set()
+        self._changed = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, renewal: _Renewal) -> None:
+        with self._lock:
+            self._held.add(renewal)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="leases")
+                self._thread.start()
+        self._changed.set()
+
+    def remove(self, renewal: _Renewal) -> None:
+        with self._lock:
+            renewal.ended = True  # a renewal under way now is not taken for a lost lease
+            self._held.discard(renewal)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                due = [r for r in self._held if r.due <= time.monotonic()]
+                next_due = min((r.due for r in self._held), default=None)
+            for renewal in due:
+                self._renew(renewal)
+            if not due:
+                wait = None if next_due is None else next_due - time.monotonic()
+                self._changed.wait(wait)
+                self._changed.clear()
+
+    def _renew(self, renewal: _Renewal) -> None:
+        renewal.due = time.monotonic() + renewal.every
+        try:
+            renewed = renewal.renew()
+        except redis.RedisError as exc:
+            log.warning("%s: lease heartbeat failed: %s", renewal.what, exc)
+            return
+        if not renewed and not renewal.ended:
+            log.warning("%s: lease lost; another worker may take it", renewal.what)
+            renewal.lost.set()
+            self.remove(renewal)
+
+
+_renewals: dict[int, Renewals] = {}
+
+
+def renewals() -> Renewals:
+    """This process's renewals (a forked child starts its own: threads do not survive a fork)."""
+    pid = os.getpid()
+    if pid not in _renewals:
+        _renewals.clear()
+        _renewals[pid] = Renewals()
+    return _renewals[pid]
 
 
 def _expiry_ms(seconds: float) -> int:

@@ -38,10 +38,6 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
         **app.conf.broker_transport_options,
         "polling_interval": STOP_WAIT_SECONDS,
     }
-    # Task events are for Flower and `celery events` watching a cluster; nothing watches
-    # a worker that lives and dies with one `run`, and they cost a tenth of its time.
-    app.conf.worker_send_task_events = False
-    app.conf.task_send_sent_event = False
     app.set_default()  # pool threads trace tasks through the default app
     hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"
     controller = app.WorkController(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from contextlib import ExitStack
 
 import redis
 
@@ -40,3 +42,29 @@ def test_expired_lease_cannot_be_renewed_or_released_by_its_old_holder(
     assert not old.renew()
     old.release()
     assert client.get(lease_key("j3")) == new.token
+
+
+def test_one_thread_renews_every_lease_held_in_the_process(client: redis.Redis) -> None:
+    leases = [Lease.acquire(client, f"many{i}", "a", seconds=0.6) for i in range(20)]
+    with ExitStack() as held:
+        for lease in leases:
+            assert lease is not None
+            held.enter_context(lease.heartbeat())
+        time.sleep(1.5)
+        assert all(client.get(lease_key(f"many{i}")) for i in range(20))
+        assert [t.name for t in threading.enumerate()].count("leases") == 1
+    for lease in leases:
+        assert lease is not None
+        lease.release()
+
+
+def test_a_lease_taken_away_is_flagged_lost_and_the_others_kept(client: redis.Redis) -> None:
+    taken, kept = (Lease.acquire(client, name, "a", seconds=0.6) for name in ("tk", "kp"))
+    assert taken is not None and kept is not None
+    with taken.heartbeat(), kept.heartbeat():
+        client.set(lease_key("tk"), "someone else")
+        assert taken.lost.wait(2)
+        time.sleep(1.0)
+        assert client.get(lease_key("kp")) == kept.token
+        assert not kept.lost.is_set()
+    kept.release()
