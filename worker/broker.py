@@ -1,4 +1,4 @@
-"""Celery's Redis transport (kombu), made to ride out a Redis restart.
+"""Celery's Redis transport (kombu), made to ride out a Redis restart, and cheaper per ack.
 
 When the broker connection drops, Celery closes it; closing a channel makes kombu put
 the messages the worker had taken back on their queue, for which it builds a new client
@@ -24,6 +24,19 @@ NAME = f"{__name__}:Transport"
 
 
 class Channel(kombu_redis.Channel):
+    _sync_client: redis.Redis | None = None
+
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        """kombu builds a new redis-py client for every ack, a tenth of a quick task's time;
+        one per connection pool does the same (the client takes a pooled connection for
+        each command, from any thread)."""
+        if asynchronous:
+            return super()._create_client(asynchronous=True)  # type: ignore[no-untyped-call]
+        pool = self.pool
+        if self._sync_client is None or self._sync_client.connection_pool is not pool:
+            self._sync_client = super()._create_client()  # type: ignore[no-untyped-call]
+        return self._sync_client
+
     def _connparams(self, asynchronous: bool = False) -> Any:
         if self.connection.client is None:
             raise redis.ConnectionError("the broker connection is closed")

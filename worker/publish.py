@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import done_key, inflight_key, lease_key, outstanding_key, results_stream_key
-from bridge.queue.holders import let_go
+from bridge.keys import (
+    done_key,
+    holders_key,
+    inflight_key,
+    lease_key,
+    outstanding_key,
+    results_stream_key,
+)
+from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
 
 DONE_TTL_SECONDS = 30 * 24 * 3600
 
-_PUBLISH = """
+_PUBLISH = (
+    LET_GO_LUA
+    + """
 local added = 0
 if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
@@ -22,10 +31,12 @@ if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
   redis.call('DEL', KEYS[3])
   redis.call('ZREM', KEYS[4], ARGV[2])
 end
+if ARGV[6] ~= '' then let_go(KEYS[6], ARGV[2], ARGV[6]) end
 return added
 """
+)
 """One round trip: append the result unless already there (and the job is no longer
-outstanding), then release the lease if ours."""
+outstanding), release the lease if ours, and forget that this worker holds the message."""
 
 
 def publish(
@@ -39,9 +50,9 @@ def publish(
         lease_key(result.job_id),
         inflight_key(),
         outstanding_key(queue),
+        holders_key(),
     )
-    pipe = client.pipeline(transaction=False)
-    pipe.eval(
+    added = client.eval(
         _PUBLISH,
         len(keys),
         *keys,
@@ -50,7 +61,6 @@ def publish(
         result.model_dump_json(),
         DONE_TTL_SECONDS,
         lease_token,
+        message_id,
     )
-    if message_id:
-        let_go(pipe, result.job_id, message_id)
-    return bool(pipe.execute()[0])
+    return bool(added)

@@ -24,14 +24,19 @@ from bridge.keys import alive_key, holders_key
 ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
 """A worker process is taken for dead this long after its last heartbeat."""
 
-_LET_GO = """
-local held = redis.call('HGET', KEYS[1], ARGV[1])
-if held and string.sub(held, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
-  return redis.call('HDEL', KEYS[1], ARGV[1])
+LET_GO_LUA = """
+local function let_go(holders, job_id, message_id)
+  local held = redis.call('HGET', holders, job_id)
+  if held and string.sub(held, 1, #message_id + 1) == message_id .. ' ' then
+    return redis.call('HDEL', holders, job_id)
+  end
+  return 0
 end
-return 0
 """
-"""Forget the holder only if it is still this message (a newer one may hold the job now)."""
+"""Forget the holder only if it is still this message (a newer one may hold the job now);
+a Lua function, for the scripts that let go of a message as they do something else."""
+
+_LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
 
 _TAKE = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
