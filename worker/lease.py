@@ -157,6 +157,7 @@ class Renewals:
         self._held: set[_Renewal] = set()
         self._changed = threading.Event()
         self._thread: threading.Thread | None = None
+        self._wakes_at: float | None = None
 
     def add(self, renewal: _Renewal) -> None:
         with self._lock:
@@ -164,7 +165,10 @@ class Renewals:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True, name="leases")
                 self._thread.start()
-        self._changed.set()
+            # Most renewals fall due after the ones already held: no need to wake the thread.
+            early = self._wakes_at is None or renewal.due < self._wakes_at
+        if early:
+            self._changed.set()
 
     def remove(self, renewal: _Renewal) -> None:
         with self._lock:
@@ -174,14 +178,13 @@ class Renewals:
     def _run(self) -> None:
         while True:
             with self._lock:
+                self._changed.clear()  # an `add` from here on wakes the wait below
                 due = [r for r in self._held if r.due <= time.monotonic()]
-                next_due = min((r.due for r in self._held), default=None)
+                wakes_at = self._wakes_at = min((r.due for r in self._held), default=None)
             for renewal in due:
                 self._renew(renewal)
             if not due:
-                wait = None if next_due is None else next_due - time.monotonic()
-                self._changed.wait(wait)
-                self._changed.clear()
+                self._changed.wait(None if wakes_at is None else wakes_at - time.monotonic())
 
     def _renew(self, renewal: _Renewal) -> None:
         renewal.due = time.monotonic() + renewal.every

@@ -68,3 +68,18 @@ def test_a_lease_taken_away_is_flagged_lost_and_the_others_kept(client: redis.Re
         assert client.get(lease_key("kp")) == kept.token
         assert not kept.lost.is_set()
     kept.release()
+
+
+def test_a_shorter_lease_added_later_is_renewed_in_time(client: redis.Redis) -> None:
+    """The renewing thread sleeps until the first renewal falls due; a lease due sooner
+    than that wakes it."""
+    slow, quick = Lease.acquire(client, "slow", "a", seconds=30), None
+    assert slow is not None
+    with slow.heartbeat():
+        quick = Lease.acquire(client, "quick", "a", seconds=0.6)
+        assert quick is not None
+        with quick.heartbeat():
+            time.sleep(1.5)
+            assert client.get(lease_key("quick")) == quick.token
+    quick.release()
+    slow.release()
