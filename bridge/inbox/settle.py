@@ -66,6 +66,14 @@ class Settler:
                 del self.files[path]
         return ready
 
+    def due_in(self) -> float:
+        """Seconds until the first watched file may be complete (inf when none is watched):
+        the watcher looks then, not at its next tick, so a file is taken as it settles."""
+        if not self.files:
+            return float("inf")
+        first = min(watched.changed_at for watched in self.files.values())
+        return max(0.0, first + self.settle - time.monotonic())
+
     def __len__(self) -> int:
         return len(self.files)
 

@@ -1,10 +1,11 @@
 """The inbox watcher: complete eval files dropped in a folder become campaigns, once each.
 
 File events (watchdog's native observer, or polling for network shares) and a periodic
-rescan feed a `Settler`; each complete file is validated, claimed by content in Redis,
-submitted, and moved to `queued/`, then `done/` when its campaign has every result. An
-invalid file goes to `failed/` with its errors. Nothing dropped is ever deleted, and a
-bad file never stops the watcher.
+rescan feed a `Settler`; the files complete at each turn go to a `Taker`, which
+validates them, claims each by content in Redis, submits each as a campaign (together,
+in a burst) and moves it to `queued/`; the watcher moves it on to `done/` when its
+campaign has every result. An invalid file goes to `failed/` with its errors. Nothing
+dropped is ever deleted, and a bad file never stops the watcher.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import logging
 import os
 import queue
 import socket
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,21 +34,12 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
-from bridge.evalfile.cases import load_eval_file
 from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import Intake, IntakeRecord, drop_identity
+from bridge.inbox.intake import Intake
 from bridge.inbox.settle import Settler
+from bridge.inbox.taker import Taker
 from bridge.keys import watch_campaigns_key, watchers_key
-from bridge.queue.campaigns import (
-    CampaignInfo,
-    Progress,
-    load_info,
-    new_campaign_id,
-    plan_jobs,
-    progress_many,
-    submit,
-)
+from bridge.queue.campaigns import Progress, load_info, progress_many
 from bridge.queue.celery_queue import JobQueue
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
@@ -116,14 +107,24 @@ class Watcher:
         self.queue = job_queue
         self.inbox = Inbox(inbox)
         self.out_dir = out_dir.resolve()
-        self.default_target = default_target
-        self.rerun = rerun
         self.polling = polling
         self.name = name or f"watch-{os.getpid()}@{socket.gethostname()}"
         self.inbox_id = hashlib.sha256(str(self.inbox.root).encode()).hexdigest()[:16]
-        self.intake = Intake(client, self.name)
         self.settler = settler or Settler()
         self.on_event = on_event
+        self.taker = Taker(
+            client,
+            job_queue,
+            self.inbox,
+            Intake(client, self.name),
+            self.settler,
+            out_dir=self.out_dir,
+            inbox_id=self.inbox_id,
+            name=self.name,
+            default_target=default_target,
+            rerun=rerun,
+            tell=self._tell,
+        )
         self.events: queue.Queue[tuple[Path, bool]] = queue.Queue()
         self.collector = Collector(
             client,
@@ -135,7 +136,6 @@ class Watcher:
         self.last_scan = 0.0
         self.followed_at = 0.0
         self.reported_at = 0.0
-        self.submitted = 0
         self.unfollowed: set[Path] = set()
 
     def run(self, stop: object) -> None:
@@ -157,8 +157,7 @@ class Watcher:
         self._take_events()
         if time.monotonic() - self.last_scan >= RESCAN_SECONDS or not self.last_scan:
             self.scan()
-        for path in self.settler.complete():
-            self.take(path)
+        self.taker.take(self.settler.complete())
         if time.monotonic() - self.followed_at >= FOLLOW_SECONDS:
             self._follow()
             self.followed_at = time.monotonic()
@@ -205,7 +204,7 @@ class Watcher:
         log.warning("watcher %s: %s lost its campaign; moved to failed/", self.name, path.name)
 
     def _take_events(self) -> None:
-        deadline = time.monotonic() + TICK_SECONDS
+        deadline = time.monotonic() + min(TICK_SECONDS, self.settler.due_in())
         while True:
             try:
                 path, closed = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -213,154 +212,6 @@ class Watcher:
                 return
             if self.inbox.wants(path):
                 self.settler.touched(path, closed)
-
-    def take(self, path: Path) -> None:
-        """Turn one complete file into a campaign, or into `failed/`; never raise."""
-        try:
-            self._take(path)
-        except FileNotFoundError:
-            log.info("watcher %s: %s went away before it was taken", self.name, path)
-        except (redis.RedisError, OSError) as exc:
-            # The file stays where it is; the next scan tries it again.
-            log.warning("watcher %s: could not take %s yet: %s", self.name, path, exc)
-
-    def _take(self, path: Path) -> None:
-        relative = self.inbox.relative(path)
-        if relative is None:
-            return
-        if path.is_symlink() and not path.resolve().is_relative_to(self.inbox.root):
-            self.inbox.fail(
-                path,
-                f"{relative}: a symlink to {path.resolve()}, outside the "
-                "inbox; drop the file itself",
-            )
-            return
-        if not stat.S_ISREG(path.stat().st_mode):  # reading a FIFO would block for ever
-            not_plain = Diagnostic(path, 1, 1, "not a regular file; drop a plain YAML file")
-            self.inbox.fail(path, str(not_plain))
-            return
-        folder_target = self.inbox.folder_target(path)
-        identity = drop_identity(path.read_bytes(), folder_target)
-        if not self.intake.lock(identity):
-            return  # another watcher is taking it (or died doing so): a later scan sees
-        try:
-            self._take_locked(path, relative, identity, folder_target)
-        finally:
-            self.intake.unlock(identity)
-
-    def _take_locked(
-        self, path: Path, relative: Path, identity: str, folder_target: str | None
-    ) -> None:
-        record = self.intake.record(identity)
-        if record is not None and record.state != "submitting":
-            if record.state == "submitted" and record.path == relative.as_posix():
-                self._queue_file(identity, record, path)  # submitted before a restart
-                return
-            if not self.rerun:
-                self._duplicate(path, relative, record)
-                return
-            self.intake.forget(identity)  # --rerun: the same content as a new campaign
-            record = None
-        try:
-            submitted = self._submit(path, relative, identity, folder_target, record)
-        except (InvalidFileError, EvalrelayError) as exc:
-            self.intake.forget(identity)
-            if time.time() - path.stat().st_mtime < self.settler.settle:
-                self.settler.touched(path)  # maybe a writer that reopens the file: wait and see
-                return
-            self.inbox.fail(path, _error_text(exc))
-            log.warning("watcher %s: %s is invalid; moved to failed/", self.name, relative)
-            return
-        except (redis.RedisError, OSError):
-            raise  # not the file's fault: it stays, and its submission goes on next time
-        except Exception as exc:  # a file that breaks the loader must not break the watcher
-            self.intake.forget(identity)
-            log.exception("watcher %s: %s could not be read", self.name, relative)
-            why = f"evalrelay could not read this file ({type(exc).__name__}: {exc}); report it"
-            self.inbox.fail(path, str(Diagnostic(path, 1, 1, why)))
-            return
-        if submitted is None:
-            return
-        record = submitted.model_copy(update={"state": "submitted"})
-        self.intake.update(identity, record)
-        self._queue_file(identity, record, path)
-
-    def _duplicate(self, path: Path, relative: Path, record: IntakeRecord) -> None:
-        moved = self.inbox.move(path, "done")
-        moved.with_name(moved.name + ".duplicate.txt").write_text(
-            f"The same content already ran as campaign {record.campaign_id} "
-            f"(dropped as {record.path}); it was not run again. Edit the file, or run the "
-            "watcher with --rerun, to run it again.\n",
-            encoding="utf-8",
-        )
-        log.info(
-            "watcher %s: %s duplicates campaign %s; moved to done/",
-            self.name,
-            relative,
-            record.campaign_id,
-        )
-        self._tell("duplicate", relative.as_posix(), record.campaign_id)
-
-    def _submit(
-        self,
-        path: Path,
-        relative: Path,
-        identity: str,
-        folder_target: str | None,
-        unfinished: IntakeRecord | None,
-    ) -> IntakeRecord | None:
-        """Submit the file as a new campaign, or finish the unfinished submission of it.
-
-        The record names the campaign before any job is sent, so a watcher killed halfway
-        leaves the next one the same campaign to finish, not a second one to start. None
-        when another watcher took the file meanwhile.
-        """
-        loaded = load_eval_file(path)
-        self.intake.renew(identity)  # a large file takes a while to load
-        if unfinished is None:
-            fresh = self.intake.new_record(new_campaign_id([loaded]), relative)
-            if not self.intake.create(identity, fresh):
-                # Another watcher's lock lapsed while it loaded: it or we finish its campaign.
-                unfinished = self.intake.record(identity)
-                if unfinished is None or unfinished.state != "submitting":
-                    return None  # it is done; the next scan sees the file as it is now
-            record = unfinished or fresh
-        else:
-            record = unfinished
-        if unfinished is not None:
-            log.warning(
-                "watcher %s: %s: finishing the submission of campaign %s, cut short earlier",
-                self.name, relative, record.campaign_id,
-            )  # fmt: skip
-        campaign_id = record.campaign_id
-        jobs = plan_jobs(
-            campaign_id, [loaded], None, None, fallback_target=folder_target or self.default_target
-        )
-        info = CampaignInfo.for_jobs(campaign_id, jobs, [str(path)], str(self.out_dir), "watch")
-        self.client.hset(watch_campaigns_key(self.inbox_id), campaign_id, "")
-        submit(
-            self.client,
-            self.queue,
-            info,
-            jobs,
-            [loaded],
-            resuming=unfinished is not None,
-            after_chunk=lambda: self.intake.renew(identity),
-        )
-        self.submitted += 1
-        log.info(
-            "watcher %s: %s is campaign %s (%d jobs)", self.name, path.name, campaign_id, len(jobs)
-        )
-        self._tell("queued", relative.as_posix(), campaign_id, jobs=len(jobs))
-        return record
-
-    def _queue_file(self, identity: str, record: IntakeRecord, path: Path) -> None:
-        queued = self.inbox.move(path, "queued").relative_to(self.inbox.root).as_posix()
-        self.intake.update(
-            identity, record.model_copy(update={"state": "queued", "queued_path": queued})
-        )
-        if record.campaign_id:
-            self.client.hset(watch_campaigns_key(self.inbox_id), record.campaign_id, queued)
 
     def _follow(self) -> None:
         """Collect the inbox's campaigns; move each file to `done/` when its campaign is."""
@@ -423,14 +274,8 @@ class Watcher:
                     "seen": now,
                     "last_scan": now - (time.monotonic() - self.last_scan),
                     "backlog": backlog,
-                    "submitted": self.submitted,
+                    "submitted": self.taker.submitted,
                     "active_campaigns": self.client.hlen(watch_campaigns_key(self.inbox_id)),
                 }
             ),
         )
-
-
-def _error_text(exc: Exception) -> str:
-    if isinstance(exc, InvalidFileError):
-        return "\n".join(str(d) for d in exc.diagnostics)
-    return str(exc)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from bridge.inbox.taker import Taker
 from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.keys import campaigns_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
@@ -149,16 +150,16 @@ def test_restart_between_submit_and_move_submits_nothing_twice(
     inbox: Path, client: redis.Redis, redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (inbox / "once.yaml").write_text(CASE.format(name="once"))
-    original: Callable[..., None] = Watcher._queue_file
+    original: Callable[..., str] = Taker._move_to_queued
 
-    def crash(self: Watcher, *args: object) -> None:
+    def crash(self: Taker, *args: object) -> str:
         raise OSError("simulated crash before the move")
 
-    monkeypatch.setattr(Watcher, "_queue_file", crash)
+    monkeypatch.setattr(Taker, "_move_to_queued", crash)
     with watching(client, redis_url, inbox):
         wait_for(lambda: campaigns(client) == 1, 20, "the first campaign")
     assert (inbox / "once.yaml").exists()
-    monkeypatch.setattr(Watcher, "_queue_file", original)
+    monkeypatch.setattr(Taker, "_move_to_queued", original)
     with watching(client, redis_url, inbox):
         wait_for(lambda: (inbox / "queued" / "once.yaml").exists(), 20, "the file to be queued")
     assert campaigns(client) == 1
