@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -22,16 +24,15 @@ from bridge.reports.campaign import CampaignResults, find_results
 from bridge.reports.compare import (
     SCORE_CHANGE,
     CaseChange,
+    CaseState,
     Change,
-    TargetChange,
-    compare,
+    case_changes,
+    case_order,
     split_target,
-    target_changes,
-    verdict,
 )
-from bridge.reports.markdown import markdown_report
+from bridge.reports.markdown import markdown_summary
+from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
 from bridge.reports.writer import report_path, write_report
-from bridge.results.result import Result
 from bridge.results.results_file import results_path
 
 EXIT_REGRESSED = 1
@@ -77,7 +78,7 @@ def report_command(
         if path is not None:
             click.echo(f"{kind}: {write_report(loaded, kind, path)}")
     if not markdown_file:
-        click.echo(markdown_report(loaded).split("\n\n## ")[0])
+        click.echo(markdown_summary(loaded))
 
 
 @click.command("compare")
@@ -120,14 +121,17 @@ def compare_command(
     pair = None
     if old_target or new_target:
         pair = (old_target or new_target or "", new_target or old_target or "")
-    changes = compare(old, new, tolerance, targets=pair)
+    counts, listed = ChangeCounts(), []
+    for change in case_changes(old, new, tolerance, targets=pair):
+        counts.add(change)
+        if show_all or change.change is not Change.SAME:
+            listed.append(change)
     console = Console()
     title = f"{_label(old.campaign_id, old_target)} → {_label(new.campaign_id, new_target)}"
-    console.print(target_table(title, target_changes(old, new, changes, pair)))
-    cases = case_table(changes, show_all)
-    console.print(cases if cases.row_count else "no case changed")
-    console.print(verdict(changes, tolerance))
-    if any(c.change is Change.REGRESSED for c in changes):
+    console.print(target_table(title, target_changes(old, new, counts, pair)))
+    click.echo("\n".join(case_lines(sorted(listed, key=case_order))) or "no case changed")
+    console.print(verdict(counts, tolerance))
+    if counts.kinds[Change.REGRESSED]:
         sys.exit(EXIT_REGRESSED)
 
 
@@ -200,29 +204,45 @@ def target_table(title: str, rows: list[TargetChange]) -> Table:
     return table
 
 
-def case_table(changes: list[CaseChange], show_all: bool) -> Table:
-    table = Table("case", "target", "change", "before", "after")
-    for change in changes:
-        if show_all or change.change is not Change.SAME:
-            table.add_row(
-                change.case_id + (f" #{change.repeat}" if change.repeat else ""),
-                change.target,
-                change.change.value,
-                _state(change.before),
-                _state(change.after),
-            )
-    return table
+CASE_COLUMNS = ("case", "target", "change", "before", "after")
+
+
+def case_lines(changes: Sequence[CaseChange]) -> list[str]:
+    """The cases in aligned columns. Not a rich Table: it takes a third of a millisecond
+    a row, half a minute for 100,000 cases."""
+    rows = [
+        (
+            change.case_id + (f" #{change.repeat}" if change.repeat else ""),
+            change.target,
+            change.change.value,
+            _state(change.before),
+            _state(change.after),
+        )
+        for change in changes
+    ]
+    if not rows:
+        return []
+    widths = [max(map(cell_len, column)) for column in zip(CASE_COLUMNS, *rows, strict=True)]
+    rule = tuple("─" * width for width in widths)
+    return [_aligned(row, widths) for row in (CASE_COLUMNS, rule, *rows)]
+
+
+def _aligned(cells: Sequence[str], widths: Sequence[int]) -> str:
+    padded = (
+        cell + " " * (width - cell_len(cell)) for cell, width in zip(cells, widths, strict=True)
+    )
+    return "  ".join(padded).rstrip()
 
 
 def _label(campaign_id: str, target: str | None) -> str:
     return f"{campaign_id}:{target}" if target else campaign_id
 
 
-def _state(result: Result | None) -> str:
-    if result is None:
+def _state(state: CaseState | None) -> str:
+    if state is None:
         return "-"
-    score = "" if result.score is None else f" {result.score:.2f}"
-    return f"{result.status.value}{score}"
+    score = "" if state.score is None else f" {state.score:.2f}"
+    return f"{state.status.value}{score}"
 
 
 def _rate(value: float | None) -> str:

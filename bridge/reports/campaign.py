@@ -1,17 +1,24 @@
-"""A campaign's results as the reports see them: one outcome per result, stats per target."""
+"""A campaign's results as the reports see them: one outcome per result, stats per target.
+
+A campaign may hold 100,000 results, so none is kept: `load` reads the JSONL once, for the
+summary and the report order of its lines, and `results()` reads them back in that order
+(target, dataset, case id, repeat), one result at a time.
+"""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
+from bridge.reports.lines import ReportOrder, ResultHead
 from bridge.results.result import Result, Status
-from bridge.results.results_file import read_results
 from bridge.results.summary import CampaignSummary
 
 SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "__pycache__", "site-packages"})
@@ -27,7 +34,7 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"
 
 
-def outcome(result: Result) -> Outcome:
+def outcome(result: Result | ResultHead) -> Outcome:
     if result.status is Status.CANCELLED:
         return Outcome.CANCELLED
     if not result.status.is_scored:
@@ -43,22 +50,54 @@ def is_cached(result: Result) -> bool:
     return result.artifacts.get("cached") is True
 
 
-class CampaignResults(BaseModel):
-    campaign_id: str
-    path: Path
-    results: list[Result]
-    summary: CampaignSummary
+@dataclass
+class TargetTally:
+    """What a report must say of a target before listing its results (JUnit's suite)."""
+
+    outcomes: Counter[Outcome] = field(default_factory=Counter)
+    duration_ms: int = 0
+    first_started: datetime | None = None
+
+    def add(self, result: ResultHead) -> None:
+        self.outcomes[outcome(result)] += 1
+        self.duration_ms += result.duration_ms
+        if self.first_started is None or result.started_at < self.first_started:
+            self.first_started = result.started_at
+
+
+class CampaignResults:
+    def __init__(self, path: Path) -> None:
+        """Only `load` makes one."""
+        self.campaign_id = path.name.removesuffix(".jsonl")
+        self.path = path
+        self.summary = CampaignSummary(campaign_id=self.campaign_id)
+        self.tallies: dict[str, TargetTally] = {}
+        self.cached = 0
+        """Results answered from the response cache."""
+        self.order = ReportOrder.scan(path, self._add)
 
     @classmethod
     def load(cls, path: Path) -> CampaignResults:
-        campaign_id = path.name.removesuffix(".jsonl")
-        results = sorted(
-            read_results(path), key=lambda r: (r.target, r.dataset, r.case_id, r.repeat)
-        )
-        summary = CampaignSummary(campaign_id=campaign_id)
-        for result in results:
-            summary.add(result)
-        return cls(campaign_id=campaign_id, path=path, results=results, summary=summary)
+        return cls(path)
+
+    def _add(self, head: ResultHead) -> None:
+        self.summary.add(head)
+        tally = self.tallies.get(head.target)
+        if tally is None:
+            tally = self.tallies[head.target] = TargetTally()
+        tally.add(head)
+        self.cached += head.cached
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def results(self, target: str | None = None) -> Iterator[Result]:
+        """Every result (or `target`'s), by target, dataset, case id and repeat."""
+        return self.order.read(target)
+
+    def heads(self, target: str | None = None) -> Iterator[ResultHead]:
+        """`results()`, of which only the fields that count and compare them."""
+        return self.order.read_heads(target)
 
 
 def find_results(campaign: str, results_dir: Path | None = None) -> Path:

@@ -9,15 +9,15 @@ comparing two targets, by dataset, case id and repeat.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator
 from enum import StrEnum
-
-from pydantic import BaseModel
+from itertools import chain
+from typing import NamedTuple
 
 from bridge.errors import EvalrelayError
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
-from bridge.results.result import Result
-from bridge.results.summary import CampaignSummary, TargetSummary
+from bridge.reports.lines import ResultHead
+from bridge.results.result import Status
 
 SCORE_CHANGE = 0.05
 """The default tolerance: a score moving by this much or less counts as unchanged."""
@@ -36,29 +36,36 @@ class Change(StrEnum):
     GONE = "gone"
 
 
-class CaseChange(BaseModel):
+class CaseState(NamedTuple):
+    """What a comparison needs of one result: a campaign's worth of them stays small."""
+
+    status: Status
+    score: float | None
+    outcome: Outcome
+
+    @classmethod
+    def of(cls, result: ResultHead) -> CaseState:
+        return cls(result.status, result.score, outcome(result))
+
+
+Key = tuple[str, str, str, int]
+"""Target (or `BASELINE → CANDIDATE`), dataset, case id, repeat: the order results are
+read in, so two campaigns are matched by walking both once."""
+
+
+class CaseChange(NamedTuple):
     dataset: str
     case_id: str
     target: str
     """The target's name, or `BASELINE → CANDIDATE` when two targets are compared."""
     repeat: int
-    before: Result | None
-    after: Result | None
+    before: CaseState | None
+    after: CaseState | None
     change: Change
 
     @property
     def no_longer_passes(self) -> bool:
         return _passed(self.before) and not _passed(self.after) and self.after is not None
-
-
-class TargetChange(BaseModel):
-    """One row of the per-target table: the target's stats before and after."""
-
-    target: str
-    before: TargetSummary | None
-    after: TargetSummary | None
-    regressed: int
-    improved: int
 
 
 def split_target(text: str) -> tuple[str, str | None]:
@@ -74,21 +81,6 @@ def split_target(text: str) -> tuple[str, str | None]:
     return campaign, target
 
 
-def one_target(results: CampaignResults, target: str) -> CampaignResults:
-    """Only the results of one of the campaign's targets."""
-    chosen = [r for r in results.results if r.target == target]
-    if not chosen:
-        known = ", ".join(sorted(results.summary.targets)) or "none"
-        raise EvalrelayError(
-            f"campaign {results.campaign_id} has no results of target '{target}'; "
-            f"its targets: {known}"
-        )
-    summary = CampaignSummary(campaign_id=results.campaign_id)
-    for result in chosen:
-        summary.add(result)
-    return results.model_copy(update={"results": chosen, "summary": summary})
-
-
 def compare(
     before: CampaignResults,
     after: CampaignResults,
@@ -96,87 +88,82 @@ def compare(
     *,
     targets: tuple[str, str] | None = None,
 ) -> list[CaseChange]:
-    """Every case of either side, with how it changed. With `targets`, the first target's
-    results in `before` are set against the second's in `after`."""
-    label = None
-    if targets is not None:
-        before, after = one_target(before, targets[0]), one_target(after, targets[1])
-        label = targets[0] if targets[0] == targets[1] else f"{targets[0]} → {targets[1]}"
-    old = {_key(r, label): r for r in before.results}
-    new = {_key(r, label): r for r in after.results}
-    changes = []
-    for key in sorted(old.keys() | new.keys()):
-        a, b = old.get(key), new.get(key)
-        dataset, case_id, target, repeat = key
-        changes.append(
-            CaseChange(
-                dataset=dataset,
-                case_id=case_id,
-                target=target,
-                repeat=repeat,
-                before=a,
-                after=b,
-                change=_change(a, b, tolerance),
-            )
-        )
-    return changes
+    """Every case of either side, with how it changed, by dataset, case id, target and
+    repeat. With `targets`, the first target's results in `before` are set against the
+    second's in `after`."""
+    return sorted(case_changes(before, after, tolerance, targets=targets), key=case_order)
 
 
-def target_changes(
+def case_changes(
     before: CampaignResults,
     after: CampaignResults,
-    changes: Sequence[CaseChange],
+    tolerance: float = SCORE_CHANGE,
+    *,
     targets: tuple[str, str] | None = None,
-) -> list[TargetChange]:
-    """A row per target (one row `BASELINE → CANDIDATE` when two targets are compared)."""
-    if targets is None:
-        pairs = [
-            (name, name)
-            for name in sorted(before.summary.targets.keys() | after.summary.targets.keys())
-        ]
-    else:
-        pairs = [targets]
-    rows = []
-    for old, new in pairs:
-        label = old if old == new else f"{old} → {new}"
-        mine = [c for c in changes if c.target == label]
-        rows.append(
-            TargetChange(
-                target=label,
-                before=before.summary.targets.get(old),
-                after=after.summary.targets.get(new),
-                regressed=sum(c.change is Change.REGRESSED for c in mine),
-                improved=sum(c.change is Change.IMPROVED for c in mine),
-            )
+) -> Iterator[CaseChange]:
+    """`compare`, a case at a time, by target, dataset, case id and repeat: the cases
+    that did not change need not be kept."""
+    label = None
+    if targets is not None:
+        _has_target(before, targets[0])
+        _has_target(after, targets[1])
+        label = targets[0] if targets[0] == targets[1] else f"{targets[0]} → {targets[1]}"
+    old = _states(before, targets[0] if targets else None, label)
+    new = _states(after, targets[1] if targets else None, label)
+    for key, a, b in _matched(old, new):
+        yield CaseChange(key[1], key[2], key[0], key[3], a, b, _change(a, b, tolerance))
+
+
+def case_order(change: CaseChange) -> tuple[str, str, str, int]:
+    """How changes are listed: a case's targets together."""
+    return change.dataset, change.case_id, change.target, change.repeat
+
+
+def _has_target(results: CampaignResults, target: str) -> None:
+    if target not in results.summary.targets:
+        known = ", ".join(sorted(results.summary.targets)) or "none"
+        raise EvalrelayError(
+            f"campaign {results.campaign_id} has no results of target '{target}'; "
+            f"its targets: {known}"
         )
-    return rows
 
 
-def verdict(changes: Sequence[CaseChange], tolerance: float) -> str:
-    """One line for the end of the output: the regressions and why, or that there are none."""
-    counts = {kind: sum(c.change is kind for c in changes) for kind in Change}
-    others = ", ".join(
-        f"{counts[kind]} {kind.value}"
-        for kind in (Change.IMPROVED, Change.CHANGED, Change.NEW, Change.GONE)
-        if counts[kind]
-    )
-    regressed = [c for c in changes if c.change is Change.REGRESSED]
-    if not regressed:
-        return f"no regression in {len(changes)} cases" + (f" ({others})" if others else "")
-    failing = sum(c.no_longer_passes for c in regressed)
-    reasons = [
-        f"{failing} passed before and not now" if failing else "",
-        f"{len(regressed) - failing} scored more than {tolerance:g} lower"
-        if len(regressed) > failing
-        else "",
-    ]
-    why = "; ".join(r for r in reasons if r)
-    return f"{len(regressed)} of {len(changes)} cases regressed ({why})" + (
-        f"; also {others}" if others else ""
-    )
+def _states(
+    campaign: CampaignResults, target: str | None, label: str | None
+) -> Iterator[tuple[Key, CaseState]]:
+    """Each case's state in key order; of a case listed twice, the later line."""
+    last: tuple[Key, CaseState] | None = None
+    for result in campaign.heads(target):
+        key = (label or result.target, result.dataset, result.case_id, result.repeat)
+        if last is not None and last[0] != key:
+            yield last
+        last = key, CaseState.of(result)
+    if last is not None:
+        yield last
 
 
-def _change(before: Result | None, after: Result | None, tolerance: float) -> Change:
+def _matched(
+    old: Iterator[tuple[Key, CaseState]], new: Iterator[tuple[Key, CaseState]]
+) -> Iterator[tuple[Key, CaseState | None, CaseState | None]]:
+    """Both sides walked once, side by side, as a merge of two sorted lists."""
+    a, b = next(old, None), next(new, None)
+    while a is not None and b is not None:
+        if a[0] < b[0]:
+            yield a[0], a[1], None
+            a = next(old, None)
+        elif b[0] < a[0]:
+            yield b[0], None, b[1]
+            b = next(new, None)
+        else:
+            yield a[0], a[1], b[1]
+            a, b = next(old, None), next(new, None)
+    for key, state in chain([a] if a else [], old):
+        yield key, state, None
+    for key, state in chain([b] if b else [], new):
+        yield key, None, state
+
+
+def _change(before: CaseState | None, after: CaseState | None, tolerance: float) -> Change:
     if before is None:
         return Change.NEW
     if after is None:
@@ -187,14 +174,10 @@ def _change(before: Result | None, after: Result | None, tolerance: float) -> Ch
         delta = round(after.score - before.score, SCORE_DIGITS)
         if abs(delta) > tolerance:
             return Change.IMPROVED if delta > 0 else Change.REGRESSED
-    if outcome(before) != outcome(after) or before.status != after.status:
+    if before.outcome != after.outcome or before.status != after.status:
         return Change.CHANGED
     return Change.SAME
 
 
-def _passed(result: Result | None) -> bool:
-    return result is not None and outcome(result) is Outcome.PASSED
-
-
-def _key(result: Result, target: str | None) -> tuple[str, str, str, int]:
-    return (result.dataset, result.case_id, target or result.target, result.repeat)
+def _passed(state: CaseState | None) -> bool:
+    return state is not None and state.outcome is Outcome.PASSED

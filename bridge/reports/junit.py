@@ -7,43 +7,85 @@ cancelled jobs `<skipped>`: CI then tells "the model got worse" from "the run br
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from itertools import groupby
+from collections.abc import Iterator
 
-from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
+from bridge.reports.campaign import CampaignResults, Outcome, TargetTally, is_cached, outcome
 from bridge.results.result import Result
 
 CACHED = "answer served from the response cache (run --cache), not by a call of this job"
+INDENT = "  "
 
 
 def junit_xml(campaign: CampaignResults) -> str:
-    root = ET.Element("testsuites", name=campaign.campaign_id)
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
-    for target, group in groupby(campaign.results, key=lambda r: r.target):
-        results = list(group)
-        outcomes = [outcome(r) for r in results]
-        counts = {
-            "tests": len(results),
-            "failures": outcomes.count(Outcome.FAILED),
-            "errors": outcomes.count(Outcome.ERROR),
-            "skipped": outcomes.count(Outcome.CANCELLED),
-            "time": sum(r.duration_ms for r in results) / 1000,
-        }
+    return "".join(junit_chunks(campaign))
+
+
+def junit_chunks(campaign: CampaignResults) -> Iterator[str]:
+    """The document a test case at a time: the counts each `<testsuite>` opens with were
+    taken when the campaign was loaded."""
+    suites = {target: _counts(tally) for target, tally in sorted(campaign.tallies.items())}
+    totals: dict[str, float] = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0, "time": 0.0}
+    for counts in suites.values():
         for key, value in counts.items():
             totals[key] += value
-        attributes = {k: _number(v) for k, v in counts.items()}
-        attributes["timestamp"] = min(r.started_at for r in results).strftime("%Y-%m-%dT%H:%M:%S")
-        suite = ET.SubElement(root, "testsuite", {"name": target, **attributes})
-        for result in results:
-            _testcase(suite, result)
-    root.attrib.update({k: _number(v) for k, v in totals.items()})
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    root = _attributes({"name": campaign.campaign_id, **totals})
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n'
+    if not suites:
+        yield f"<testsuites{root} />\n"
+        return
+    yield f"<testsuites{root}>\n"
+    for target, counts in suites.items():
+        timestamp = campaign.tallies[target].first_started
+        attributes: dict[str, str | float] = {"name": target, **counts}
+        if timestamp is not None:
+            attributes["timestamp"] = timestamp.strftime("%Y-%m-%dT%H:%M:%S")
+        yield f"{INDENT}<testsuite{_attributes(attributes)}>\n"
+        for result in campaign.results(target):
+            case = _testcase(result)
+            ET.indent(case, space=INDENT, level=2)
+            yield INDENT * 2 + ET.tostring(case, encoding="unicode") + "\n"
+        yield f"{INDENT}</testsuite>\n"
+    yield "</testsuites>\n"
 
 
-def _testcase(suite: ET.Element, result: Result) -> None:
+def _counts(tally: TargetTally) -> dict[str, float]:
+    return {
+        "tests": tally.outcomes.total(),
+        "failures": tally.outcomes[Outcome.FAILED],
+        "errors": tally.outcomes[Outcome.ERROR],
+        "skipped": tally.outcomes[Outcome.CANCELLED],
+        "time": tally.duration_ms / 1000,
+    }
+
+
+def _attributes(values: dict[str, str | float]) -> str:
+    """` name="value"` each, escaped as ElementTree escapes them."""
+    return "".join(
+        f' {name}="{_escaped(value if isinstance(value, str) else _number(value))}"'
+        for name, value in values.items()
+    )
+
+
+def _escaped(text: str) -> str:
+    for raw, escaped in ATTRIBUTE_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
+
+
+ATTRIBUTE_ESCAPES = (
+    ("&", "&amp;"),
+    ("<", "&lt;"),
+    (">", "&gt;"),
+    ('"', "&quot;"),
+    ("\r", "&#13;"),
+    ("\n", "&#10;"),
+    ("\t", "&#09;"),
+)
+
+
+def _testcase(result: Result) -> ET.Element:
     name = result.case_id + (f" #{result.repeat}" if result.repeat else "")
-    case = ET.SubElement(
-        suite,
+    case = ET.Element(
         "testcase",
         name=name,
         classname=f"{result.dataset}.{result.target}",
@@ -68,6 +110,7 @@ def _testcase(suite: ET.Element, result: Result) -> None:
         )
     if result.answer:
         ET.SubElement(case, "system-out").text = result.answer
+    return case
 
 
 def _number(value: float) -> str:

@@ -7,6 +7,7 @@ spread: n identical rows would only hide the other cases.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 
 from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
@@ -14,8 +15,33 @@ from bridge.results.result import Result
 
 WHY_CHARS = 200
 
+PROBLEMS_HEADER = [
+    "",
+    "## Failures and errors",
+    "",
+    "One row per case and target; its repeats are counted in `runs`.",
+    "",
+    "| case | target | runs | passed | score | outcome | status | why |",
+    "|---|---|---:|---:|---:|---|---|---|",
+]
+
 
 def markdown_report(campaign: CampaignResults) -> str:
+    return "".join(markdown_chunks(campaign))
+
+
+def markdown_chunks(campaign: CampaignResults) -> Iterator[str]:
+    """The summary, then a row per case with a problem, read one case at a time."""
+    yield markdown_summary(campaign) + "\n"
+    problems = (g for g in _by_case(campaign.results()) if any(map(_is_problem, g)))
+    for count, group in enumerate(problems):
+        if not count:
+            yield "\n".join(PROBLEMS_HEADER) + "\n"
+        yield _problem_row(group) + "\n"
+
+
+def markdown_summary(campaign: CampaignResults) -> str:
+    """The counts and the table of targets, without the failures: `report` prints it."""
     summary = campaign.summary
     statuses = sorted(summary.counts)
     lines = [
@@ -34,27 +60,14 @@ def markdown_report(campaign: CampaignResults) -> str:
             f"| {_cell(name)} | {target.results} | {target.passed}/{target.scored} | {rate} "
             f"| {mean} | {counts} |"
         )
-    cached = sum(is_cached(r) for r in campaign.results)
-    if cached:
-        lines += ["", f"{cached} answered from the response cache (`run --cache`)."]
-    problems = [g for g in _by_case(campaign.results) if any(map(_is_problem, g))]
-    if problems:
-        lines += [
-            "",
-            "## Failures and errors",
-            "",
-            "One row per case and target; its repeats are counted in `runs`.",
-            "",
-            "| case | target | runs | passed | score | outcome | status | why |",
-            "|---|---|---:|---:|---:|---|---|---|",
-        ]
-        lines += [_problem_row(group) for group in problems]
-    return "\n".join(lines) + "\n"
+    if campaign.cached:
+        lines += ["", f"{campaign.cached} answered from the response cache (`run --cache`)."]
+    return "\n".join(lines)
 
 
-def _by_case(results: list[Result]) -> list[list[Result]]:
-    """The repeats of each case on each target together."""
-    return [list(group) for _, group in groupby(sorted(results, key=_case), key=_case)]
+def _by_case(results: Iterable[Result]) -> Iterator[list[Result]]:
+    """The repeats of each case on each target together: they come one after another."""
+    return (list(group) for _, group in groupby(results, key=_case))
 
 
 def _case(result: Result) -> tuple[str, str, str]:

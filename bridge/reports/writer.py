@@ -1,16 +1,30 @@
-"""Writing a campaign's reports: the one place that names the report files."""
+"""Writing a campaign's reports: the one place that names the report files.
+
+Each report is written as it is made, piece by piece, so a campaign of 100,000 results is
+never held whole, nor is its report.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bridge.reports.campaign import CampaignResults
-from bridge.reports.html import html_report
-from bridge.reports.junit import junit_xml
-from bridge.reports.markdown import markdown_report
-from bridge.results.summary import write_atomically
+from bridge.reports.html import html_chunks, html_report
+from bridge.reports.junit import junit_chunks, junit_xml
+from bridge.reports.markdown import markdown_chunks, markdown_report
+from bridge.results.summary import write_chunks_atomically
 
-RENDERERS = {"html": html_report, "junit": junit_xml, "markdown": markdown_report}
+RENDERERS: dict[str, Callable[[CampaignResults], str]] = {
+    "html": html_report,
+    "junit": junit_xml,
+    "markdown": markdown_report,
+}
+PIECES: dict[str, Callable[[CampaignResults], Iterator[str]]] = {
+    "html": html_chunks,
+    "junit": junit_chunks,
+    "markdown": markdown_chunks,
+}
 SUFFIXES = {"html": ".html", "junit": ".junit.xml", "markdown": ".md"}
 
 
@@ -20,7 +34,7 @@ def report_path(folder: Path, campaign_id: str, kind: str) -> Path:
 
 def write_report(campaign: CampaignResults, kind: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, RENDERERS[kind](campaign))
+    write_chunks_atomically(path, PIECES[kind](campaign))
     return path
 
 

@@ -86,10 +86,15 @@ def read_results(path: Path) -> Iterator[Result]:
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if line.strip():
-                try:
-                    yield Result.model_validate_json(line)
-                except ValidationError as exc:
-                    raise ValueError(f"{path}:{number}: not a result line: {exc}") from None
+                yield result_of_line(line, f"{path}:{number}")
+
+
+def result_of_line(line: str | bytes, where: str) -> Result:
+    """One line of a results file; `where` (`path:line`) names it when it is not a result."""
+    try:
+        return Result.model_validate_json(line)
+    except ValidationError as exc:
+        raise ValueError(f"{where}: not a result line: {exc}") from None
 
 
 def _drop_torn_tail(path: Path) -> None:

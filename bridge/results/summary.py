@@ -4,13 +4,42 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.results.result import Result, Status
+from bridge.results.result import ErrorInfo, Status
+
+
+class Counted(Protocol):
+    """What a summary reads of a result: a whole `Result`, or the lighter reading of its
+    line that reports make of 100,000 of them (`bridge.reports.lines.ResultHead`)."""
+
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def passed(self) -> bool | None: ...
+    @property
+    def misses(self) -> list[str]: ...
+    @property
+    def started_at(self) -> datetime: ...
+    @property
+    def finished_at(self) -> datetime: ...
+    @property
+    def duration_ms(self) -> int: ...
+    @property
+    def error(self) -> ErrorInfo | None: ...
 
 
 class TargetSummary(BaseModel):
@@ -60,17 +89,19 @@ class CampaignSummary(BaseModel):
     failures: list[FailedCase] = Field(default_factory=list)
     """The first `MAX_LISTED_FAILURES` of them."""
 
-    def add(self, result: Result) -> None:
+    def add(self, result: Counted) -> None:
         self._count(result)
         if result.status is not Status.OK or result.passed is False:
             self.failed += 1
             if len(self.failures) < MAX_LISTED_FAILURES:
                 self.failures.append(_failure(result))
 
-    def _count(self, result: Result) -> None:
+    def _count(self, result: Counted) -> None:
         self.results += 1
-        self.counts = dict(Counter(self.counts) + Counter({result.status.value: 1}))
-        target = self.targets.setdefault(result.target, TargetSummary())
+        self.counts[result.status.value] = self.counts.get(result.status.value, 0) + 1
+        target = self.targets.get(result.target)
+        if target is None:
+            target = self.targets[result.target] = TargetSummary()
         target.results += 1
         target.counts[result.status.value] = target.counts.get(result.status.value, 0) + 1
         if result.score is not None and Status(result.status).is_scored:
@@ -82,7 +113,8 @@ class CampaignSummary(BaseModel):
         if self.last_finished_at is None or result.finished_at > self.last_finished_at:
             self.last_finished_at = result.finished_at
         self.total_duration_ms += result.duration_ms
-        self.max_duration_ms = max(self.max_duration_ms, result.duration_ms)
+        if result.duration_ms > self.max_duration_ms:
+            self.max_duration_ms = result.duration_ms
 
     def mean_score(self) -> float | None:
         scored = sum(t.scored for t in self.targets.values())
@@ -111,7 +143,7 @@ class CampaignSummary(BaseModel):
         return data
 
 
-def _failure(result: Result) -> FailedCase:
+def _failure(result: Counted) -> FailedCase:
     if result.error is not None:
         reason = f"{result.error.kind}: {result.error.message}"
     elif result.passed is False:
@@ -133,11 +165,17 @@ def write_atomically(path: Path, text: str) -> None:
     """Readers see the old file or the new one, never half of one. The temporary file is
     opened as any new file is (0666 less the umask, 0644 as a rule): `mkstemp`'s 0600
     would hide reports and results from the colleague or web server they are meant for."""
+    write_chunks_atomically(path, (text,))
+
+
+def write_chunks_atomically(path: Path, chunks: Iterable[str]) -> None:
+    """`write_atomically` of a text made piece by piece, never held whole (a report of
+    100,000 results)."""
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines(chunks)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)

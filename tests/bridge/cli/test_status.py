@@ -11,7 +11,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import watchers_key, workers_key
+from bridge.keys import collected_key, manifest_key, watchers_key, workers_key
 from bridge.queue.holders import GONE_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -88,3 +88,16 @@ def test_status_of_one_campaign_takes_latest_a_prefix_or_a_name(
     unknown = evalrelay("status", "nope", env=env, cwd=tmp_path)
     assert unknown.returncode == 1
     assert "error: no campaign 'nope' in this Redis; the newest:" in unknown.stderr
+
+
+def test_status_of_one_campaign_counts_its_jobs_without_a_result(
+    client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """Counted by id, over more ids than one round trip asks about: an id collected that
+    the campaign does not list is none of its jobs."""
+    campaign = "geo-20260301-120000-aaaa"
+    add_campaign(client, campaign, 0, total=2500)
+    client.sadd(manifest_key(campaign), *[f"job-{i}" for i in range(2500)])
+    client.sadd(collected_key(campaign), *[f"job-{i}" for i in range(0, 2500, 2)], "job-other")
+    shown = status(redis_url, tmp_path, campaign).stdout
+    assert "(1250 without a result)" in shown

@@ -20,7 +20,7 @@ def result(case_id: str, target: str, status: Status, **fields: Any) -> Result:
         campaign_id="camp",
         job_id=fields.pop("job_id", f"{case_id}-{target}"),
         case_id=case_id,
-        dataset="geo",
+        dataset=fields.pop("dataset", "geo"),
         target=target,
         status=status,
         raw_request=fields.pop(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.compare import Change, compare, split_target, verdict
+from bridge.reports.campaign import CampaignResults, Outcome
+from bridge.reports.compare import CaseState, Change, compare, split_target
+from bridge.reports.verdict import ChangeCounts, verdict
 from bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result, write_campaign
 
@@ -47,7 +48,7 @@ def test_a_regression_is_a_pass_lost_or_a_score_drop_beyond_the_tolerance(
         "slightly": Change.SAME,
         "broke": Change.CHANGED,  # it did not pass before, and has no score now
     }
-    assert verdict(changes, 0.05) == (
+    assert verdict(ChangeCounts.of(changes), 0.05) == (
         "3 of 5 cases regressed (2 passed before and not now; 1 scored more than 0.05 "
         "lower); also 1 changed"
     )
@@ -62,3 +63,20 @@ def test_campaign_colon_target_splits_but_paths_do_not() -> None:
     assert split_target("camp") == ("camp", None)
     assert split_target(r"C:\results\camp.jsonl") == (r"C:\results\camp.jsonl", None)
     assert split_target("camp:") == ("camp:", None)
+
+
+def test_a_case_listed_twice_is_compared_by_its_later_line(tmp_path: Path) -> None:
+    before = CampaignResults.load(write_campaign(tmp_path, [graded("a", "t", 0.9)], "before"))
+    after = CampaignResults.load(
+        write_campaign(
+            tmp_path,
+            [graded("a", "t", 0.9, job_id="first"), graded("a", "t", 0.2, job_id="again")],
+            "after",
+        )
+    )
+    (change,) = compare(before, after)
+    assert (change.case_id, change.change, change.after) == (
+        "a",
+        Change.REGRESSED,
+        CaseState(Status.OK, 0.2, Outcome.FAILED),
+    )

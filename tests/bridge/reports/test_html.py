@@ -1,9 +1,11 @@
 """The HTML report: what each target was sent, tool calls apart from text, every filter
-value from the address, expanding and collapsing the cases, and cached answers. What the
-page's script does is checked in headless Chromium."""
+value from the address, expanding and collapsing the cases, cached answers, and a page of
+rows at a time of a big campaign. The page's script makes the cases, so every check of
+them is on the page as headless Chromium shows it."""
 
 from __future__ import annotations
 
+import random
 import re
 from html import unescape
 from pathlib import Path
@@ -14,7 +16,8 @@ from bridge.evalfile.schema import ToolCall
 from bridge.prompt.build import PromptRequest
 from bridge.prompt.messages import ChatMessage
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
-from bridge.reports.html import API_NOTE, QUESTION_NOTE, html_report
+from bridge.reports.html import html_report
+from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
 from bridge.results.result import Result, Status
 from tests.bridge.reports.reporting import CAMPAIGN, graded, rendered, result, write_campaign
 
@@ -31,10 +34,15 @@ def page_of(tmp_path: Path, results: list[Result]) -> Path:
     return page
 
 
-def cases_of(html: str) -> dict[str, str]:
+def dom_of(tmp_path: Path, results: list[Result], fragment: str = "") -> str:
+    return rendered(page_of(tmp_path, results), fragment, tmp_path)
+
+
+def cases_of(dom: str) -> dict[str, str]:
     """Each case's part of the page, unescaped, by `case target`."""
     cases = {}
-    for part in html.split('<tbody class="case"')[1:]:
+    table = dom[dom.index('<table id="cases">') : dom.index("</table>\n<script")]
+    for part in table.split('<tbody class="case"')[1:]:
         cells = re.search(r"<td>([^<]*)</td><td>([^<]*)</td>", part)
         assert cells is not None
         cases[" ".join(cells.groups())] = unescape(part)
@@ -56,7 +64,7 @@ def test_the_question_is_not_called_the_task_an_agent_received(tmp_path: Path) -
         result("q", "vscode", Status.OK, answer="42", artifacts={"vscode": {"request": task}}),
         result("q", "gpt", Status.OK, answer="42"),
     ]
-    cases = cases_of(html_report(campaign_of(tmp_path, results)))
+    cases = cases_of(dom_of(tmp_path, results))
     assert not any("the task the" in part for part in cases.values())
     agent = cases["q codex"]
     assert "<h3>Question</h3>" in agent and QUESTION_NOTE in agent
@@ -97,7 +105,7 @@ def test_tool_calls_are_labelled_blocks_apart_from_the_text(tmp_path: Path) -> N
         raw_request=request,
         artifacts={"tool_calls": [{"id": "c2", "name": "forecast", "arguments": {"days": 2}}]},
     )
-    page = cases_of(html_report(campaign_of(tmp_path, [answered])))["w gpt"]
+    page = cases_of(dom_of(tmp_path, [answered]))["w gpt"]
     assert re.search(
         r'<div class="role">assistant</div><pre>Let me look\.</pre>\s*'
         r'<div class="role">tool call · weather · id c1</div>'
@@ -130,7 +138,7 @@ def test_a_filter_in_the_address_shows_exactly_its_results(
     campaign = campaign_of(tmp_path, CAMPAIGN)
     page = tmp_path / "camp.html"
     page.write_text(html_report(campaign))
-    want = sum(value_of(r, field) == value for r in campaign.results)
+    want = sum(value_of(r, field) == value for r in campaign.results())
 
     dom = rendered(page, f"#{field}={value}", tmp_path)
 
@@ -160,22 +168,20 @@ def test_expand_all_opens_the_shown_cases_and_collapse_all_closes_them(tmp_path:
         )
         return sorted(found)
 
-    assert after_clicking() == [("claude", "")] * 2 + [("gpt", "")] * 4
-    assert after_clicking("expand-all") == [("claude", "")] * 2 + [("gpt", ' open=""')] * 4
+    assert after_clicking() == [("gpt", "")] * 4  # claude's cases are not in the document
+    assert after_clicking("expand-all") == [("gpt", ' open=""')] * 4
     assert after_clicking("expand-all", "collapse-all") == after_clicking()
 
 
 def test_a_cached_answer_is_marked_and_its_first_call_figures_explained(tmp_path: Path) -> None:
     first_call = {"cached": True, "latency_ms": 812, "request_id": "req-first"}
     cases = cases_of(
-        html_report(
-            campaign_of(
-                tmp_path,
-                [
-                    graded("capital", "gpt", 0.3, artifacts=first_call),
-                    graded("river", "gpt", 0.9, artifacts={"latency_ms": 640}),
-                ],
-            )
+        dom_of(
+            tmp_path,
+            [
+                graded("capital", "gpt", 0.3, artifacts=first_call),
+                graded("river", "gpt", 0.9, artifacts={"latency_ms": 640}),
+            ],
         )
     )
     cached, fresh = cases["capital gpt"], cases["river gpt"]
@@ -183,3 +189,90 @@ def test_a_cached_answer_is_marked_and_its_first_call_figures_explained(tmp_path
     assert "Answered from the response cache (<code>run --cache</code>)" in cached
     assert "those of the earlier call that filled the cache" in cached
     assert "cached" not in fresh
+
+
+TARGETS = ("claude", "gpt", "mistral")
+SYSTEM = "Answer as a careful geographer, in one sentence. " * 30
+NEEDLE = ("case-0906", "gpt")
+
+
+def many_results(count: int = 3000) -> list[Result]:
+    """`count` results over three targets, written in no order; every seventh case failed,
+    and one answer (NEEDLE's) is the only one that says 'needle'."""
+    results = []
+    for i in range(count):
+        case_id, target = f"case-{i // 3:04d}", TARGETS[i % 3]
+        answer = "a needle in the haystack" if (case_id, target) == NEEDLE else f"Paris {i}"
+        request = PromptRequest(question=f"Question of {case_id}?", system_prompt=SYSTEM)
+        score = 0.3 if (i // 3) % 7 == 0 else 0.9
+        results.append(graded(case_id, target, score, answer=answer, raw_request=request))
+    random.Random(17).shuffle(results)
+    return results
+
+
+ROW = re.compile(r'<tbody class="case" data-target="(\w+)"[^>]*><tr class="row"><td>([^<]*)</td>')
+PAGES = re.compile(r'<span id="pages" class="muted">([^<]*)</span>')
+
+
+def shown_rows(dom: str) -> list[tuple[str, str]]:
+    """(case, target) of each case in the document, in order."""
+    return [(case, target) for target, case in ROW.findall(dom)]
+
+
+def with_script(page: Path, script: str) -> Path:
+    """The page with `script` run after its own: what a user's clicks and typing do."""
+    acted = page.with_name("acted.html")
+    acted.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
+    return acted
+
+
+def test_a_big_campaign_puts_one_page_of_cases_in_the_document_and_shared_text_once(
+    tmp_path: Path,
+) -> None:
+    page = page_of(tmp_path, many_results())
+    dom = rendered(page, "", tmp_path)
+    rows = shown_rows(dom)
+    assert len(rows) == dom.count('<tbody class="case"') == PAGE_ROWS
+    assert rows[:2] == [("case-0000", "claude"), ("case-0001", "claude")]  # by target, case
+    assert SHOWN.search(dom).group(1) == "showing 3000 of 3000"  # type: ignore[union-attr]
+    assert PAGES.search(dom).group(1) == "of 30 · cases 1 to 100"  # type: ignore[union-attr]
+    html = page.read_text()
+    assert html.count(SYSTEM) == 1  # sent to all 3,000 results, in the page once
+    assert html.count("Question of case-0042?") == 1  # asked of three targets
+
+
+def test_a_case_on_a_later_page_is_reached_by_paging_by_typing_or_by_filters(
+    tmp_path: Path,
+) -> None:
+    results = many_results()
+    page = page_of(tmp_path, results)
+    by_target = sorted((r.target, r.case_id) for r in results)
+
+    last = rendered(page, "#page=30", tmp_path)
+    assert shown_rows(last)[-1] == ("case-0999", "mistral")
+    assert PAGES.search(last).group(1) == "of 30 · cases 2901 to 3000"  # type: ignore[union-attr]
+
+    clicked = 'document.getElementById("next").click();' * 2
+    third = shown_rows(rendered(with_script(page, clicked), "", tmp_path))
+    assert third == [(case, target) for target, case in by_target[200:300]]
+
+    typed = (
+        'const n = document.getElementById("page-number"); n.value = "12";'
+        'n.dispatchEvent(new Event("change"));'
+    )
+    twelfth = shown_rows(rendered(with_script(page, typed), "", tmp_path))
+    assert twelfth == [(case, target) for target, case in by_target[1100:1200]]
+
+    searched = (
+        'const t = document.getElementById("f-text"); t.value = "NEEDLE";'
+        't.dispatchEvent(new Event("input"));'
+    )
+    found = rendered(with_script(page, searched), "", tmp_path)
+    assert shown_rows(found) == [NEEDLE]
+    assert '<pre class="answer">a needle in the haystack</pre>' in found
+
+    failures = sorted(r.case_id for r in results if r.target == "gpt" and not r.passed)
+    second = rendered(page, "#target=gpt&outcome=failed&page=2", tmp_path)
+    assert len(failures) == 143
+    assert shown_rows(second) == [(case, "gpt") for case in failures[100:]]
+    assert SHOWN.search(second).group(1) == "showing 143 of 3000"  # type: ignore[union-attr]

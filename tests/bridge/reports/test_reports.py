@@ -29,7 +29,7 @@ def campaign(tmp_path: Path) -> CampaignResults:
 
 
 def test_outcomes_separate_the_model_from_the_infrastructure(campaign: CampaignResults) -> None:
-    assert {(r.case_id, r.target): outcome(r) for r in campaign.results} == {
+    assert {(r.case_id, r.target): outcome(r) for r in campaign.results()} == {
         ("capital", "gpt"): Outcome.PASSED,
         ("river", "gpt"): Outcome.FAILED,
         ("mountain", "gpt"): Outcome.ERROR,
@@ -103,21 +103,15 @@ def test_html_report_in_a_real_browser(campaign: CampaignResults, tmp_path: Path
         dom,
     )
     assert "showing 6 of 6" in dom
-    assert dom.count("<script") == 1  # the answer's <script> stayed text
+    assert dom.count("<script") == 2  # the page's data and code: the answer's stayed text
     assert "&lt;script&gt;alert('x')&lt;/script&gt; The Thames" in dom
     assert "connection refused by 127.0.0.1:9" in dom
     assert '<div class="role">system</div><pre>Be brief.</pre>' in dom  # as the provider got it
 
     failed = rendered(page, "#outcome=failed&target=gpt", tmp_path)
     assert "showing 2 of 6" in failed
-    visible = re.findall(
-        r'<tbody class="case" data-target="(\w+)" data-outcome="(\w+)"[^>]*?'
-        r'data-text="[^"]*">',
-        failed,
-    )
-    hidden = re.findall(r'<tbody class="case"[^>]*hidden[^>]*>', failed)
-    assert sorted(visible) == [("gpt", "failed"), ("gpt", "failed")]
-    assert len(hidden) == 4
+    shown = re.findall(r'<tbody class="case" data-target="(\w+)" data-outcome="(\w+)"', failed)
+    assert sorted(shown) == [("gpt", "failed"), ("gpt", "failed")]  # the others not there
 
 
 def test_compare_names_what_got_better_and_worse(tmp_path: Path) -> None:

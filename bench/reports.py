@@ -1,0 +1,307 @@
+"""What `report --html`, `status CAMPAIGN` and `compare` cost on a big campaign, at two sizes
+side by side, so that time and memory can be seen to stay flat (issue 17).
+
+Each size gets two synthetic campaigns (`before` and `after`, a few outcomes apart) of
+results made with the real `Result` model, written as the collector writes them (one
+line per job, in no particular order), and announced in Redis as `run` leaves them: the
+campaign's info, its jobs, the collected ids and the counts. Each command then runs as
+its own process, from a folder that holds nothing, so it finds the campaign as a user's
+would: through Redis. For each: wall time, peak RSS (the child's `ru_maxrss`) and the
+size of what it wrote.
+
+    python bench/reports.py [--results 100000] [--redis redis://127.0.0.1:6379/15]
+
+The smaller size is a tenth of `--results`. Redis database `--redis` is emptied before
+and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import NamedTuple
+
+import redis
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bridge.prompt.build import PromptRequest  # noqa: E402
+from bridge.prompt.messages import ChatMessage  # noqa: E402
+from bridge.queue.campaigns import CampaignInfo, announce, store_jobs  # noqa: E402
+from bridge.queue.jobs import Job, TargetRef, job_id  # noqa: E402
+from bridge.results.collector import mirror_to_redis  # noqa: E402
+from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage  # noqa: E402
+from bridge.results.results_file import ResultsFile  # noqa: E402
+
+TARGETS = ("gpt-4o-mini", "claude-sonnet", "local-qwen")
+DATASETS = ("geography", "arithmetic")
+START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+SYSTEM_PROMPT = (
+    "You are a careful assistant answering questions for an evaluation. Answer in one short "
+    "paragraph, state the answer first, then give the reasoning that supports it. If you are "
+    "not sure, say so plainly instead of guessing. Do not use Markdown headings. "
+)
+WORDS = ("the", "capital", "river", "border", "coast", "because", "north", "city", "trade", "old")
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def _request(case: int) -> PromptRequest:
+    """The same request for a case on every target, as `plan_jobs` builds it."""
+    question = f"Question {case}: " + _text(random.Random(case), 40)
+    return PromptRequest(
+        question=question,
+        chat_prompt=[
+            ChatMessage(role="system", content=SYSTEM_PROMPT),
+            ChatMessage(role="user", content=question),
+        ],
+        system_prompt=SYSTEM_PROMPT,
+    )
+
+
+def synthetic_result(campaign_id: str, index: int, drift: int) -> Result:
+    """Result `index` of a campaign of API targets: mostly graded answers, some failures
+    and errors. `drift` changes the outcome of about one result in twenty."""
+    case, target = divmod(index, len(TARGETS))
+    rng = random.Random(index * 7919 + (drift if index % 20 == 0 else 0))
+    roll = rng.random()
+    dataset = DATASETS[case % len(DATASETS)]
+    started = START + timedelta(milliseconds=index * 37)
+    duration = rng.randint(400, 9000)
+    fields: dict[str, object] = {}
+    if roll < 0.85:
+        score = round(rng.random() ** 0.3, 3)
+        passed = score >= 0.8
+        fields = {
+            "status": Status.OK,
+            "answer": _text(rng, 70),
+            "score": score,
+            "passed": passed,
+            "hits": ["names the place"] if passed else [],
+            "misses": [] if passed else ["does not name the place", "reasoning is circular"],
+            "reasoning": _text(rng, 25),
+            "evaluator_results": [
+                EvaluatorResult(name="contains", type="contains", score=1.0 if passed else 0.0),
+                EvaluatorResult(
+                    name="judge",
+                    type="llm_judge",
+                    score=score,
+                    reasoning=_text(rng, 25),
+                    details={"model": "gpt-4o", "attempts": 1},
+                ),
+            ],
+            "usage": Usage(input_tokens=rng.randint(150, 400), output_tokens=rng.randint(40, 200)),
+        }
+    elif roll < 0.9:
+        fields = {"status": Status.MODEL_FAILURE, "answer": "", "error": "empty answer"}
+    elif roll < 0.96:
+        fields = {"status": Status.INFRA_ERROR, "error": "connection refused by 10.0.0.7:443"}
+    elif roll < 0.99:
+        fields = {"status": Status.TIMEOUT, "error": "the job's time limit ran out"}
+    else:
+        fields = {"status": Status.RATE_LIMITED, "error": "429 Too Many Requests, 3 times"}
+    error = fields.pop("error", None)
+    status = fields["status"]
+    return Result.model_validate(
+        {
+            "campaign_id": campaign_id,
+            "job_id": job_id(campaign_id, dataset, f"case-{case:06d}", TARGETS[target], 0),
+            "case_id": f"case-{case:06d}",
+            "dataset": dataset,
+            "target": TARGETS[target],
+            "metadata": {"tags": [dataset]},
+            "expected_outcome": "Names the right place and says why.",
+            "reference_answer": f"The answer to question {case}.",
+            "raw_request": _request(case),
+            "started_at": started,
+            "finished_at": started + timedelta(milliseconds=duration),
+            "duration_ms": duration,
+            "worker": f"worker-{index % 4}@host",
+            "error": ErrorInfo(kind=str(status), message=str(error)) if error else None,
+            "artifacts": {
+                "model": TARGETS[target],
+                "finish_reason": "stop",
+                "request_id": f"req-{rng.getrandbits(64):016x}",
+                "latency_ms": duration - 20,
+                "calls": [{"attempt": 1, "status": "ok", "duration_ms": duration - 25}],
+            },
+            **fields,
+        }
+    )
+
+
+def write_campaign(folder: Path, campaign_id: str, count: int, drift: int) -> Path:
+    """The JSONL in the order jobs finish (shuffled), one line per result, never all held."""
+    order = list(range(count))
+    random.Random(count).shuffle(order)
+    path = folder / f"{campaign_id}.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for index in order:
+            handle.write(synthetic_result(campaign_id, index, drift).model_dump_json() + "\n")
+    return path
+
+
+def announce_campaign(
+    client: redis.Redis, folder: Path, campaign_id: str, count: int, jobs_too: bool
+) -> None:
+    """What `run` and its collector leave in Redis: the info, every job (`jobs_too`: only
+    for the campaign `status` shows, to spare the shared server), collected ids and counts
+    (`mirror_to_redis`, as `retry` does, from the file)."""
+    target = {
+        name: TargetRef(name=name, kind="openai", queue="api", settings={"model": name})
+        for name in TARGETS
+    }
+    jobs = []
+    for index in range(count if jobs_too else 0):
+        case, t = divmod(index, len(TARGETS))
+        dataset, case_id = DATASETS[case % len(DATASETS)], f"case-{case:06d}"
+        jobs.append(
+            Job(
+                campaign_id=campaign_id,
+                job_id=job_id(campaign_id, dataset, case_id, TARGETS[t], 0),
+                case_id=case_id,
+                dataset=dataset,
+                target=target[TARGETS[t]],
+                request=_request(case),
+                timeout_seconds=300,
+            )
+        )
+        if len(jobs) == 1000:
+            store_jobs(client, jobs)
+            jobs = []
+    store_jobs(client, jobs)
+    info = CampaignInfo(
+        campaign_id=campaign_id,
+        created_at=datetime.now(UTC),
+        sources=["evals/big.yaml"],
+        targets=sorted(TARGETS),
+        total=count,
+        out_dir=str(folder),
+    )
+    announce(client, info, [])
+    results = ResultsFile(folder, campaign_id, expected=count)
+    results.close()
+    mirror_to_redis(client, campaign_id, results)
+
+
+class Measured(NamedTuple):
+    seconds: float
+    peak_mib: float
+    output_bytes: int
+    exit_code: int
+
+
+LAUNCHER = """
+import os, sys, time
+began = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    print(time.perf_counter() - began, usage.ru_maxrss, os.waitstatus_to_exitcode(status), file=out)
+"""
+"""Starts the command from a process that holds almost nothing: a child forked straight
+from this one (which holds the synthetic campaigns' Redis work) would count this one's
+pages in its own peak until it execs."""
+
+
+def measure(args: list[str], env: dict[str, str], cwd: Path, written: Path | None) -> Measured:
+    """One CLI process: its wall time, its peak RSS (`ru_maxrss` of that child alone,
+    from `wait4`), and the size of `written` (a file, or a folder's files) or else of
+    what it printed."""
+    out, figures = cwd / "stdout.txt", cwd / "figures.txt"
+    command = [sys.executable, "-m", "bridge.cli.main", *args]
+    with out.open("wb") as stdout:
+        subprocess.run(
+            [sys.executable, "-c", LAUNCHER, str(figures), *command],
+            env=env,
+            cwd=cwd,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            check=True,
+        )
+    seconds, peak_kib, code = figures.read_text().split()
+    files = sorted(written.iterdir()) if written and written.is_dir() else [written or out]
+    size = sum(f.stat().st_size for f in files)
+    return Measured(float(seconds), int(peak_kib) / 1024, size, int(code))
+
+
+def commands(before: str, after: str, out: Path) -> Iterator[tuple[str, list[str], Path | None]]:
+    """(label, arguments, file written) for one size."""
+    html = out / "report.html"
+    yield "python startup (--help)", ["--help"], None
+    yield "report --html", ["report", after, "--html", str(html)], html
+    yield "report (all three)", ["report", after, "--out", str(out / "all")], out / "all"
+    yield "status", ["status"], None
+    yield "status CAMPAIGN", ["status", after], None
+    yield "compare BEFORE AFTER", ["compare", before, after], None
+
+
+def run_size(
+    client: redis.Redis, folder: Path, count: int, env: dict[str, str]
+) -> dict[str, Measured]:
+    results = folder / f"results-{count}"
+    results.mkdir()
+    before, after = f"before-{count}", f"after-{count}"
+    began = time.perf_counter()
+    for campaign_id, drift in ((before, 0), (after, 1)):
+        write_campaign(results, campaign_id, count, drift)
+        announce_campaign(client, results, campaign_id, count, jobs_too=bool(drift))
+    size = (results / f"{after}.jsonl").stat().st_size
+    print(
+        f"{count:,} results: written and announced in {time.perf_counter() - began:.0f} s "
+        f"(JSONL {size / 1e6:.1f} MB)",
+        flush=True,
+    )
+    cwd = folder / f"cwd-{count}"
+    cwd.mkdir()
+    measured = {}
+    for label, args, written in commands(before, after, cwd):
+        measured[label] = measure(args, env, cwd, written)
+        print(f"  {label}: {_cell(measured[label])}", flush=True)
+    return measured
+
+
+def _cell(m: Measured) -> str:
+    size = f"{m.output_bytes / 1e6:.1f} MB" if m.output_bytes >= 1e5 else f"{m.output_bytes} B"
+    code = f" exit {m.exit_code}" if m.exit_code else ""
+    return f"{m.seconds:6.2f} s {m.peak_mib:6.0f} MiB {size:>9}{code}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--results", type=int, default=100_000)
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/15")
+    args = parser.parse_args()
+    sizes = (args.results // 10, args.results)
+    client = redis.Redis.from_url(args.redis)
+    client.flushdb()
+    env = {**os.environ, "EVALRELAY_REDIS_URL": args.redis, "COLUMNS": "120"}
+    try:
+        with tempfile.TemporaryDirectory(prefix="evalrelay-bench-") as folder:
+            runs = {count: run_size(client, Path(folder), count, env) for count in sizes}
+    finally:
+        client.flushdb()
+    small, big = (runs[count] for count in sizes)
+    print()
+    print(f"{'command':<24} {f'{sizes[0]:,} results':>34}   {f'{sizes[1]:,} results':>34}")
+    for label in small:
+        print(f"{label:<24} {_cell(small[label]):>34}   {_cell(big[label]):>34}")
+    print("(time, peak RSS, size of the report written or of the output printed)")
+
+
+if __name__ == "__main__":
+    main()
