@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -231,8 +231,8 @@ class Collector:
     def _acknowledge(self, campaign_id: str, entry_ids: list[str], new: list[Result]) -> None:
         stream = results_stream_key(campaign_id)
         pipe = self.client.pipeline(transaction=True)
-        for result in new:
-            pipe.hincrby(counts_key(campaign_id), result.status.value, 1)
+        for status, count in Counter(result.status.value for result in new).items():
+            pipe.hincrby(counts_key(campaign_id), status, count)
         if new:
             pipe.sadd(collected_key(campaign_id), *[r.job_id for r in new])
         pipe.xack(stream, COLLECTOR_GROUP, *entry_ids)
