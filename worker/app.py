@@ -17,24 +17,19 @@ from typing import Any
 
 import redis
 from celery import Celery, signals
+from celery.concurrency.thread import TaskPool as ThreadPool
 from kombu import Queue  # type: ignore[attr-defined]
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
 from bridge.queue.celery_queue import QUEUES, RUN_CASE, JobQueue
 from bridge.queue.connection import broker_url, client_for, configured_url
-from bridge.queue.holders import (
-    ALIVE_SECONDS,
-    declare_dead,
-    forget_gone,
-    hold,
-    keep_alive,
-    new_process_name,
-)
+from bridge.queue.holders import ALIVE_SECONDS, declare_dead, forget_gone, hold, keep_alive
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
+from worker.holds import forget_process, note_hold, process_name
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
@@ -90,19 +85,6 @@ def redis_client(url: str) -> redis.Redis:
 _background: dict[str, tuple[threading.Event, redis.Redis]] = {}
 """The stop switch of each worker's background threads, by worker name."""
 
-_processes: dict[str, str] = {}
-"""This process's unique name for each worker it runs, by worker name (see `holders`)."""
-_processes_lock = threading.Lock()
-
-
-def process_name(client: redis.Redis, worker: str) -> str:
-    """The name the worker's held messages are recorded under; alive from its first use."""
-    with _processes_lock:
-        if worker not in _processes:
-            _processes[worker] = new_process_name(worker)
-            keep_alive(client, _processes[worker])
-        return _processes[worker]
-
 
 @signals.task_received.connect
 def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None:
@@ -114,7 +96,10 @@ def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None
     except (IndexError, KeyError, TypeError):
         return  # not a job: `run_case` itself will say so
     client = redis_client(sender.app.conf.evalrelay_redis_url)
-    hold(client, job_id, request.id, process_name(client, request.hostname))
+    if isinstance(sender.pool, ThreadPool):  # the task runs in this process: see `holds`
+        note_hold(client, request.hostname, job_id, request.id)
+    else:
+        hold(client, job_id, request.id, process_name(client, request.hostname))
 
 
 @signals.worker_ready.connect
@@ -172,8 +157,7 @@ def stop_background(name: str) -> None:
         # Redis going away is a usual reason for a worker to stop.
         with contextlib.suppress(redis.RedisError):
             client.hdel(workers_key(), name)
-            with _processes_lock:
-                process = _processes.pop(name, None)
+            process = forget_process(name)
             if process is not None:
                 declare_dead(client, process)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import redis
 
-from bridge.keys import cancel_key, done_key, inflight_key, lease_key
+from bridge.keys import cancel_key, done_key, holders_key, inflight_key, lease_key
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,11 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
 if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'running-elsewhere' end
 redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[5], ARGV[5], ARGV[6]) end
 return 'leased'
 """
-"""One round trip: skip a cancelled, finished or running job, else take its lease."""
+"""One round trip: skip a cancelled, finished or running job, else take its lease (and
+write that this worker holds its message, when that is still to be written)."""
 
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -78,10 +80,21 @@ class Lease:
         campaign_id: str = "",
         attempt: int = 1,
         seconds: float = LEASE_SECONDS,
+        holder: str = "",
     ) -> tuple[str, Lease | None]:
-        """(`leased`, the lease), or (`cancelled` | `duplicate` | `running-elsewhere`, None)."""
+        """(`leased`, the lease), or (`cancelled` | `duplicate` | `running-elsewhere`, None).
+
+        `holder` is the record that this worker holds the job's message (`worker.holds`),
+        written with the lease; a job that does not run needs none.
+        """
         token = f"{owner}:{uuid.uuid4().hex}"
-        keys = (cancel_key(campaign_id), done_key(job_id), lease_key(job_id), inflight_key())
+        keys = (
+            cancel_key(campaign_id),
+            done_key(job_id),
+            lease_key(job_id),
+            inflight_key(),
+            holders_key(),
+        )
         outcome = str(
             client.eval(
                 _BEGIN,
@@ -92,6 +105,7 @@ class Lease:
                 int(seconds * 1000),
                 _expiry_ms(seconds),
                 job_id,
+                holder,
             )
         )
         return outcome, (cls(client, job_id, token, seconds) if outcome == "leased" else None)

@@ -16,6 +16,7 @@ from bridge.queue.jobs import Job
 from bridge.queue.outstanding import mark_finished
 from bridge.results.result import Status
 from worker.execute import execute, never_started
+from worker.holds import take_hold
 from worker.lease import Lease
 from worker.providers.base import NoCapacity
 from worker.publish import publish
@@ -69,9 +70,20 @@ def wait_for_capacity(
 def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
     """Run the job unless it is cancelled, done, or running elsewhere; say which. The worker
     no longer holds `message` when this returns, unless it raised `NoCapacity`."""
-    outcome, lease = Lease.begin(
-        client, job.job_id, worker, campaign_id=job.campaign_id, attempt=job.attempt
-    )
+    noted = take_hold(job.job_id, message) if message else None
+    try:
+        outcome, lease = Lease.begin(
+            client,
+            job.job_id,
+            worker,
+            campaign_id=job.campaign_id,
+            attempt=job.attempt,
+            holder=noted[1] if noted else "",
+        )
+    except BaseException:
+        if noted:
+            noted[0].put_back(job.job_id, noted[1])  # still held: written later
+        raise
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
         if outcome == "cancelled":

@@ -1,0 +1,43 @@
+"""Held messages noted in memory: written soon by a thread, or by the job with its lease."""
+
+from __future__ import annotations
+
+import redis
+
+from bridge.keys import done_key, holders_key
+from bridge.queue.holders import messages_held
+from tests.conftest import wait_for
+from worker.holds import note_hold, take_hold
+from worker.lease import Lease
+
+
+def test_a_noted_hold_is_written_soon_when_no_task_takes_it(client: redis.Redis) -> None:
+    note_hold(client, "w1@test", "job-a", "msg-a")
+    wait_for(lambda: messages_held(client, ["job-a"]) == ["msg-a"], 2, "the hold written")
+    assert take_hold("job-a", "msg-a") is None  # written already: nothing left to take
+
+
+def test_a_task_takes_its_own_note_and_writes_it_with_its_lease(client: redis.Redis) -> None:
+    note_hold(client, "w2@test", "job-b", "msg-b")
+    assert take_hold("job-b", "another message") is None
+    noted = take_hold("job-b", "msg-b")
+    assert noted is not None and noted[1].startswith("msg-b ")
+    assert take_hold("job-b", "msg-b") is None  # taken once, and never written by the thread
+    outcome, lease = Lease.begin(client, "job-b", "w2@test", holder=noted[1])
+    assert outcome == "leased" and lease is not None
+    assert client.hget(holders_key(), "job-b") == noted[1]
+
+
+def test_a_job_that_does_not_run_writes_no_hold(client: redis.Redis) -> None:
+    client.set(done_key("job-c"), 1)
+    outcome, lease = Lease.begin(client, "job-c", "w3@test", holder="msg-c w3/host/1/x")
+    assert outcome == "duplicate" and lease is None
+    assert client.hget(holders_key(), "job-c") is None
+
+
+def test_a_note_put_back_is_written_by_the_thread(client: redis.Redis) -> None:
+    note_hold(client, "w4@test", "job-d", "msg-d")
+    noted = take_hold("job-d", "msg-d")
+    assert noted is not None
+    noted[0].put_back("job-d", noted[1])  # its lease could not be taken: Redis failed
+    wait_for(lambda: messages_held(client, ["job-d"]) == ["msg-d"], 2, "the hold written")
