@@ -7,7 +7,13 @@ line per job, in no particular order), and announced in Redis as `run` leaves th
 campaign's info, its jobs, the collected ids and the counts. Each command then runs as
 its own process, from a folder that holds nothing, so it finds the campaign as a user's
 would: through Redis. For each: wall time, peak RSS (the child's `ru_maxrss`) and the
-size of what it wrote.
+size of what it wrote: the HTML page apart from the parts folder beside it.
+
+The page `report --html` wrote is then opened in headless Chromium (when it is
+installed), next to an empty page as the baseline: when the page is ready (its script
+has put the first rows in, by `performance.now()`), the browser's wall time, and the
+peak memory of all its processes (proportional set size, sampled); then the same for
+expanding the hundred rows of its last page, which reads their details.
 
     python bench/reports.py [--results 100000] [--redis redis://127.0.0.1:6379/15]
 
@@ -18,8 +24,11 @@ and after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
 
+import psutil
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,6 +209,9 @@ class Measured(NamedTuple):
     seconds: float
     peak_mib: float
     output_bytes: int
+    """Of the report written (but its parts folder), or else of what was printed."""
+    parts_bytes: int
+    """Of the HTML report's parts folder."""
     exit_code: int
 
 
@@ -234,9 +247,18 @@ def measure(args: list[str], env: dict[str, str], cwd: Path, written: Path | Non
             check=True,
         )
     seconds, peak_kib, code = figures.read_text().split()
-    files = sorted(written.iterdir()) if written and written.is_dir() else [written or out]
-    size = sum(f.stat().st_size for f in files)
-    return Measured(float(seconds), int(peak_kib) / 1024, size, int(code))
+    size, parts = written_bytes(written or out)
+    return Measured(float(seconds), int(peak_kib) / 1024, size, parts, int(code))
+
+
+def written_bytes(written: Path) -> tuple[int, int]:
+    """The bytes of `written` (a file, or a folder's files) and of the parts folders of
+    the HTML reports among them, apart."""
+    pages = [written] if written.is_file() else [p for p in written.iterdir() if p.is_file()]
+    size = sum(p.stat().st_size for p in pages)
+    folders = [p.with_name(p.name + ".parts") for p in pages if p.suffix == ".html"]
+    parts = sum(f.stat().st_size for d in folders if d.is_dir() for f in d.iterdir())
+    return size, parts
 
 
 def commands(before: str, after: str, out: Path) -> Iterator[tuple[str, list[str], Path | None]]:
@@ -252,7 +274,7 @@ def commands(before: str, after: str, out: Path) -> Iterator[tuple[str, list[str
 
 def run_size(
     client: redis.Redis, folder: Path, count: int, env: dict[str, str]
-) -> dict[str, Measured]:
+) -> tuple[dict[str, Measured], dict[str, Browsed]]:
     results = folder / f"results-{count}"
     results.mkdir()
     before, after = f"before-{count}", f"after-{count}"
@@ -272,13 +294,98 @@ def run_size(
     for label, args, written in commands(before, after, cwd):
         measured[label] = measure(args, env, cwd, written)
         print(f"  {label}: {_cell(measured[label])}", flush=True)
-    return measured
+    return measured, (browse_report(cwd, count) if _has_chromium() else {})
+
+
+def _has_chromium() -> bool:
+    return bool(shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
 def _cell(m: Measured) -> str:
-    size = f"{m.output_bytes / 1e6:.1f} MB" if m.output_bytes >= 1e5 else f"{m.output_bytes} B"
+    size = _bytes(m.output_bytes)
+    parts = f"+ {_bytes(m.parts_bytes)}" if m.parts_bytes else ""
     code = f" exit {m.exit_code}" if m.exit_code else ""
-    return f"{m.seconds:6.2f} s {m.peak_mib:6.0f} MiB {size:>9}{code}"
+    return f"{m.seconds:6.2f} s {m.peak_mib:6.0f} MiB {size:>9} {parts:>10}{code}"
+
+
+def _bytes(count: int) -> str:
+    return f"{count / 1e6:.1f} MB" if count >= 1e5 else f"{count} B"
+
+
+class Browsed(NamedTuple):
+    ready_ms: float | None
+    """From the start of navigation to the end of the page's own script."""
+    seconds: float
+    """The browser's wall time, start to exit."""
+    peak_mib: float
+    """The largest sum of the proportional set sizes of the browser's processes."""
+    answers: int
+    """Answers shown in the document: the details of opened rows."""
+
+
+READY = "<script>document.body.setAttribute('data-ready', performance.now().toFixed(0));</script>"
+EXPAND = "<script>document.getElementById('expand-all').click();</script>"
+
+
+def browse(page: Path, script: str, fragment: str = "", wait: bool = False) -> Browsed:
+    """`page` with `script` run after its own, in headless Chromium as the report tests
+    open it; `wait` lets it read what the script asked for (virtual time) before the DOM
+    is taken."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
+    timed = page.with_name("timed-" + page.name)  # beside the page: its parts folder is there
+    timed.write_bytes(page.read_bytes().replace(b"</body>", script.encode() + b"</body>"))
+    dom = page.with_name("dom.html")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dump-dom"]
+    flags += [f"--user-data-dir={page.parent / 'chromium-profile'}"]
+    flags += ["--virtual-time-budget=5000"] if wait else []
+    began = time.perf_counter()
+    with dom.open("wb") as out:
+        browser = subprocess.Popen(
+            [chromium, *flags, timed.as_uri() + fragment], stdout=out, stderr=subprocess.DEVNULL
+        )
+        peak = _watch_memory(browser)
+    seconds = time.perf_counter() - began
+    text = dom.read_text(errors="replace")
+    ready = re.search(r'data-ready="(\d+)"', text)
+    answers = text.count('<pre class="answer">')
+    timed.unlink()
+    return Browsed(float(ready.group(1)) if ready else None, seconds, peak / 2**20, answers)
+
+
+def _watch_memory(browser: subprocess.Popen[bytes]) -> int:
+    """The peak total PSS of `browser` and its children, every 50 ms until it exits."""
+    root, peak = psutil.Process(browser.pid), 0
+    while browser.poll() is None:
+        total = 0
+        with contextlib.suppress(psutil.Error):  # a process that ended as it was read
+            for process in [root, *root.children(recursive=True)]:
+                total += process.memory_full_info().pss
+        peak = max(peak, total)
+        time.sleep(0.05)
+    browser.wait()
+    return peak
+
+
+def browse_report(cwd: Path, count: int) -> dict[str, Browsed]:
+    """The report `report --html` wrote, opened, and its last page of rows expanded."""
+    page = cwd / "report.html"
+    empty = cwd / "empty.html"
+    empty.write_text("<!DOCTYPE html><html><body></body></html>")
+    last = (count + 99) // 100
+    browsed = {
+        "empty page (baseline)": browse(empty, READY),
+        "open the report": browse(page, READY),
+        "expand the last page": browse(page, READY + EXPAND, f"#page={last}", wait=True),
+    }
+    for label, b in browsed.items():
+        print(f"  browser, {label}: {_browsed(b)}", flush=True)
+    return browsed
+
+
+def _browsed(b: Browsed) -> str:
+    ready = "-" if b.ready_ms is None else f"{b.ready_ms:.0f} ms"
+    return f"ready {ready:>8}, {b.seconds:5.2f} s, {b.peak_mib:5.0f} MiB, {b.answers} answers"
 
 
 def main() -> None:
@@ -295,12 +402,22 @@ def main() -> None:
             runs = {count: run_size(client, Path(folder), count, env) for count in sizes}
     finally:
         client.flushdb()
-    small, big = (runs[count] for count in sizes)
+    (small, small_browsed), (big, big_browsed) = (runs[count] for count in sizes)
     print()
-    print(f"{'command':<24} {f'{sizes[0]:,} results':>34}   {f'{sizes[1]:,} results':>34}")
+    print(f"{'command':<24} {f'{sizes[0]:,} results':>45}   {f'{sizes[1]:,} results':>45}")
     for label in small:
-        print(f"{label:<24} {_cell(small[label]):>34}   {_cell(big[label]):>34}")
-    print("(time, peak RSS, size of the report written or of the output printed)")
+        print(f"{label:<24} {_cell(small[label]):>45}   {_cell(big[label]):>45}")
+    print("(time, peak RSS, size of the report written or of the output printed, + its parts)")
+    if not small_browsed:
+        print("no chromium: the page was not opened")
+    for label in small_browsed:
+        print(
+            f"{label:<24} {_browsed(small_browsed[label]):>45}   {_browsed(big_browsed[label]):>45}"
+        )
+    if small_browsed:
+        print(
+            "(Chromium: page ready after, wall time, peak PSS of all its processes, answers shown)"
+        )
 
 
 if __name__ == "__main__":

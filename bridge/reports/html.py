@@ -1,10 +1,12 @@
-"""One self-contained HTML file: no network, no assets, nothing of the results parsed as HTML.
+"""The HTML report: no network, no assets, nothing of the results parsed as HTML.
 
-It must open in a browser at 100,000 results. The summary and the targets table are HTML
-made here; the cases travel once, as compact JSON in the page (a text many results share,
-such as a system prompt, a question put to every target or an error message, only once),
-and the page's script puts one page of rows for the filters in force into the document.
-Filters are by target, outcome, status and text, and can come from the address
+It must open in a browser at 100,000 results, and stay small. The summary and the
+targets table are HTML made here. The page's data is an index of every result, as
+compact JSON, holding what the table, the filters and the text search need; the page's
+script puts one page of rows for the filters in force into the document. What an opened
+row shows (the messages sent, the whole answer, evaluators, artifacts) is in parts the
+page reads only then (`html_parts`): inline in a small report, in a folder beside a big
+one. Filters are by target, outcome, status and text, and can come from the address
 (`report.html#outcome=failed&target=gpt&page=2`), so a link can point at what matters.
 
 The page is written as it is made, a thousand results at a time: `html_chunks`.
@@ -15,19 +17,36 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from importlib import resources
+from pathlib import Path
 
 from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup
 
 from bridge.reports.campaign import CampaignResults, Outcome
-from bridge.reports.html_cases import page_data
+from bridge.reports.html_cases import OUTCOMES, PAGE_ROWS, PREVIEW_CHARS, STATUSES, index_row
+from bridge.reports.html_folder import PartsFolder
+from bridge.reports.html_parts import Parts
+from bridge.reports.html_texts import SharedTexts, script_json
 from bridge.results.result import Status
+
+BATCH_ROWS = 1000
+"""Results encoded per piece of the index written."""
 
 
 def html_report(campaign: CampaignResults) -> str:
-    return "".join(html_chunks(campaign))
+    """The page as one text, with every part inline however big: for benchmarks and tests
+    that want it in memory. `write_html` writes what users get."""
+    return "".join(html_chunks(campaign, Parts(None)))
 
 
-def html_chunks(campaign: CampaignResults) -> Iterator[str]:
+def write_html(campaign: CampaignResults, path: Path) -> Path:
+    """The page at `path`, with the folder of its parts beside it if it needs one."""
+    folder = PartsFolder(path)
+    folder.publish(html_chunks(campaign, Parts(folder)))
+    return path
+
+
+def html_chunks(campaign: CampaignResults, parts: Parts) -> Iterator[str]:
     environment = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True)
     template = environment.from_string(
         resources.files("bridge.reports").joinpath("report.html.j2").read_text(encoding="utf-8")
@@ -42,5 +61,37 @@ def html_chunks(campaign: CampaignResults) -> Iterator[str]:
         filter_statuses=[s.value for s in Status],
         outcomes=[o.value for o in Outcome],
         targets=sorted(summary.targets.items()),
-        data=page_data(campaign),
+        preview_chars=PREVIEW_CHARS,
+        data=index_data(campaign, parts),
+        parts=parts,
     )
+
+
+def index_data(campaign: CampaignResults, parts: Parts) -> Iterator[Markup]:
+    """`[meta, [texts, rows], [texts, rows], ...]`: each piece brings the shared texts its
+    rows are the first to use, so the page's script has every text a row names. Each
+    result's details go to `parts` on the way."""
+    meta = {
+        "outcomes": [o.value for o in OUTCOMES],
+        "statuses": [s.value for s in STATUSES],
+        "page": PAGE_ROWS,
+    }
+    yield Markup("[" + script_json(meta))
+    shared = SharedTexts()
+    rows: list[object] = []
+    for number, result in enumerate(campaign.results()):
+        rows.append(index_row(result, shared))
+        parts.add(result, number)
+        if len(rows) == BATCH_ROWS:
+            yield _piece(shared, rows, parts)
+            rows = []
+    if rows:
+        yield _piece(shared, rows, parts)
+    parts.finish()
+    yield Markup("]")
+
+
+def _piece(shared: SharedTexts, rows: list[object], parts: Parts) -> Markup:
+    piece = "," + script_json([shared.take_new(), rows])
+    parts.count(piece)
+    return Markup(piece)

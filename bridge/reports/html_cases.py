@@ -1,20 +1,15 @@
-"""The cases of the HTML report, as its script reads them: JSON written a thousand results
-at a time, in which a text that many results share (a system prompt, a question put to
-every target, an error message) is sent once and named by its number.
+"""A result as the HTML report's script reads it: a row of the index, which the page holds
+for every result, and the details of the row, which it reads only when the row is opened.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterator
 from typing import Any, NamedTuple
-
-from markupsafe import Markup
 
 from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
-from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
+from bridge.reports.campaign import Outcome, is_cached, outcome
+from bridge.reports.html_texts import SharedTexts
 from bridge.results.result import EvaluatorResult, Result, Status
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")
@@ -33,72 +28,39 @@ API_NOTE = (
 PAGE_ROWS = 100
 """Cases in the document at once; the others wait in the page's data."""
 
-BATCH_ROWS = 1000
-"""Results encoded per piece of the page written."""
-
-SHARED_KEY_CHARS = 64
-"""Longer shared texts are remembered by a digest, not whole, while the page is written."""
+PREVIEW_CHARS = 60
+"""The start of each answer that the page's index holds, for its text search. Half of the
+index of `bench/reports.py` (5 of 10 MB at 100,000 results); the whole answers would make
+it four times as big."""
 
 OUTCOMES = {o: number for number, o in enumerate(Outcome)}
 STATUSES = {s: number for number, s in enumerate(Status)}
 """A row's outcome and status are numbers in these, which the page gets once."""
 
 
-def page_data(campaign: CampaignResults) -> Iterator[Markup]:
-    """`[meta, [texts, rows], [texts, rows], ...]`: each piece brings the shared texts its
-    rows are the first to use, so the page's script has every text a row names."""
-    meta = {
-        "outcomes": [o.value for o in OUTCOMES],
-        "statuses": [s.value for s in STATUSES],
-        "page": PAGE_ROWS,
-    }
-    yield _json(meta, "[")
-    shared = SharedTexts()
-    rows = []
-    for result in campaign.results():
-        rows.append(_row(result, shared))
-        if len(rows) == BATCH_ROWS:
-            yield _json([shared.take_new(), rows], ",")
-            rows = []
-    if rows:
-        yield _json([shared.take_new(), rows], ",")
-    yield Markup("]")
+def index_row(result: Result, shared: SharedTexts) -> list[Any]:
+    """What the table, the filters and the text search need of a result (see `R` in the
+    page's script); shared texts are numbers."""
+    preview = None if result.answer is None else result.answer[:PREVIEW_CHARS]
+    return [
+        result.case_id,
+        result.repeat,
+        shared(result.target),
+        OUTCOMES[outcome(result)],
+        STATUSES[result.status],
+        result.score,
+        result.duration_ms,
+        shared(result.error.message) if result.error else None,
+        [shared(m) for m in result.misses],
+        int(is_cached(result)),
+        preview,
+        shared(result.dataset),
+    ]
 
 
-def _json(value: object, before: str) -> Markup:
-    """JSON that cannot end its <script> element: every `<` is written `\\u003c`."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return Markup(before + text.replace("<", "\\u003c"))
-
-
-class SharedTexts:
-    """Numbers for texts that many results share, each text sent once."""
-
-    def __init__(self) -> None:
-        self.numbers: dict[str | bytes, int] = {}
-        self.new: list[str] = []
-
-    def __call__(self, text: str | None) -> int | None:
-        if text is None:
-            return None
-        key: str | bytes = text
-        if len(text) > SHARED_KEY_CHARS:
-            key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        number = self.numbers.get(key)
-        if number is None:
-            number = self.numbers[key] = len(self.numbers)
-            self.new.append(text)
-        return number
-
-    def take_new(self) -> list[str]:
-        """The texts numbered since the last call, in the order of their numbers."""
-        new, self.new = self.new, []
-        return new
-
-
-def _row(result: Result, shared: SharedTexts) -> list[Any]:
-    """One case as the page's script reads it (see `R` and `D` there); shared texts are
-    numbers."""
+def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
+    """What an opened row shows (see `D` in the page's script), loaded only then; shared
+    texts are numbers, of texts apart from the index's."""
     agent = next((name for name in AGENT_ARTIFACTS if name in result.artifacts), None)
     sent = _agent_sent(result, agent) if agent else _api_sent(result)
     artifacts = {
@@ -107,7 +69,7 @@ def _row(result: Result, shared: SharedTexts) -> list[Any]:
         if k not in AGENT_ARTIFACTS and k not in SHOWN_APART
     }
     usage = result.usage.model_dump(mode="json", exclude_none=True) if result.usage else None
-    detail = [
+    return [
         shared(sent.title),
         shared(sent.note),
         [[shared(m.role), shared(m.content), m.tool_calls, m.tool_call_id] for m in sent.messages],
@@ -123,20 +85,7 @@ def _row(result: Result, shared: SharedTexts) -> list[Any]:
         shared(agent),
         (result.artifacts.get(agent) or None) if agent else None,
         artifacts or None,
-    ]
-    return [
-        result.case_id,
-        result.repeat,
-        shared(result.target),
-        OUTCOMES[outcome(result)],
-        STATUSES[result.status],
-        result.score,
-        result.duration_ms,
-        shared(result.error.message) if result.error else None,
-        [shared(m) for m in result.misses],
-        int(is_cached(result)),
         result.answer,
-        detail,
     ]
 
 

@@ -1,7 +1,8 @@
 """Writing a campaign's reports: the one place that names the report files.
 
 Each report is written as it is made, piece by piece, so a campaign of 100,000 results is
-never held whole, nor is its report.
+never held whole, nor is its report. The HTML report of a big campaign is a page and a
+folder of parts beside it (`html_parts`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bridge.reports.campaign import CampaignResults
-from bridge.reports.html import html_chunks, html_report
+from bridge.reports.html import html_report, write_html
 from bridge.reports.junit import junit_chunks, junit_xml
 from bridge.reports.markdown import markdown_chunks, markdown_report
 from bridge.results.summary import write_chunks_atomically
@@ -21,7 +22,6 @@ RENDERERS: dict[str, Callable[[CampaignResults], str]] = {
     "markdown": markdown_report,
 }
 PIECES: dict[str, Callable[[CampaignResults], Iterator[str]]] = {
-    "html": html_chunks,
     "junit": junit_chunks,
     "markdown": markdown_chunks,
 }
@@ -34,6 +34,8 @@ def report_path(folder: Path, campaign_id: str, kind: str) -> Path:
 
 def write_report(campaign: CampaignResults, kind: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "html":
+        return write_html(campaign, path)
     write_chunks_atomically(path, PIECES[kind](campaign))
     return path
 

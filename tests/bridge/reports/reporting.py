@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -99,3 +100,46 @@ def rendered(page: Path, fragment: str, tmp_path: Path) -> str:
         check=True,
     )
     return done.stdout
+
+
+OPEN_ALL = 'document.getElementById("expand-all").click();'
+"""Opens every row shown, which reads their details."""
+
+
+def with_script(page: Path, script: str) -> Path:
+    """The page with `script` run after its own: what a user's clicks and typing do. The
+    copy sits beside the page, so it finds the page's parts folder."""
+    acted = page.with_name("acted.html")
+    acted.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
+    return acted
+
+
+TARGETS = ("claude", "gpt", "mistral")
+SYSTEM = "Answer as a careful geographer, in one sentence. " * 30
+NEEDLE = ("case-0906", "gpt")
+
+
+def many_results(count: int = 3000) -> list[Result]:
+    """`count` results over three targets, written in no order; every seventh case failed,
+    and one answer (NEEDLE's) is the only one that says 'needle'."""
+    results = []
+    for i in range(count):
+        case_id, target = f"case-{i // 3:04d}", TARGETS[i % 3]
+        answer = "a needle in the haystack" if (case_id, target) == NEEDLE else f"Paris {i}"
+        request = PromptRequest(question=f"Question of {case_id}?", system_prompt=SYSTEM)
+        score = 0.3 if (i // 3) % 7 == 0 else 0.9
+        results.append(graded(case_id, target, score, answer=answer, raw_request=request))
+    random.Random(17).shuffle(results)
+    return results
+
+
+FILLER = "The city lies on a river and has been the capital for centuries. " * 45
+
+
+def long_answers(results: list[Result]) -> list[Result]:
+    """Each answer made some 3 KB, ending in words of its own: 3,000 of them (9 MB of
+    details) outgrow a report of one file, and 2,000 too."""
+    return [
+        r.model_copy(update={"answer": f"{r.answer}. {FILLER}(end of {r.case_id} {r.target})"})
+        for r in results
+    ]

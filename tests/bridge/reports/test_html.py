@@ -1,14 +1,17 @@
 """The HTML report: what each target was sent, tool calls apart from text, every filter
-value from the address, expanding and collapsing the cases, cached answers, and a page of
-rows at a time of a big campaign. The page's script makes the cases, so every check of
-them is on the page as headless Chromium shows it."""
+value from the address, expanding and collapsing the cases, cached answers, a page of rows
+at a time of a big campaign, and the details of a row read only when it is opened (from
+the page, or from the parts folder beside a big one). The page's script makes the cases,
+so every check of them is on the page as headless Chromium shows it."""
 
 from __future__ import annotations
 
-import random
+import json
 import re
+from bisect import bisect_right
 from html import unescape
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +21,21 @@ from bridge.prompt.messages import ChatMessage
 from bridge.reports.campaign import CampaignResults, Outcome, outcome
 from bridge.reports.html import html_report
 from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
+from bridge.reports.writer import write_report
 from bridge.results.result import Result, Status
-from tests.bridge.reports.reporting import CAMPAIGN, graded, rendered, result, write_campaign
+from tests.bridge.reports.reporting import (
+    CAMPAIGN,
+    NEEDLE,
+    OPEN_ALL,
+    SYSTEM,
+    graded,
+    long_answers,
+    many_results,
+    rendered,
+    result,
+    with_script,
+    write_campaign,
+)
 
 SHOWN = re.compile(r'<span id="shown" class="muted">([^<]*)</span>')
 
@@ -35,7 +51,8 @@ def page_of(tmp_path: Path, results: list[Result]) -> Path:
 
 
 def dom_of(tmp_path: Path, results: list[Result], fragment: str = "") -> str:
-    return rendered(page_of(tmp_path, results), fragment, tmp_path)
+    """The page with every shown row opened."""
+    return rendered(with_script(page_of(tmp_path, results), OPEN_ALL), fragment, tmp_path)
 
 
 def cases_of(dom: str) -> dict[str, str]:
@@ -160,9 +177,7 @@ def test_expand_all_opens_the_shown_cases_and_collapse_all_closes_them(tmp_path:
 
     def after_clicking(*buttons: str) -> list[tuple[str, str]]:
         clicks = "".join(f'document.getElementById("{b}").click();' for b in buttons)
-        clicked = tmp_path / "clicked.html"
-        clicked.write_text(page.read_text().replace("</body>", f"<script>{clicks}</script></body>"))
-        dom = rendered(clicked, "#target=gpt", tmp_path)
+        dom = rendered(with_script(page, clicks), "#target=gpt", tmp_path)
         found = re.findall(
             r'<tbody class="case" data-target="(\w+)".*?<details( open="")?>', dom, re.S
         )
@@ -191,25 +206,6 @@ def test_a_cached_answer_is_marked_and_its_first_call_figures_explained(tmp_path
     assert "cached" not in fresh
 
 
-TARGETS = ("claude", "gpt", "mistral")
-SYSTEM = "Answer as a careful geographer, in one sentence. " * 30
-NEEDLE = ("case-0906", "gpt")
-
-
-def many_results(count: int = 3000) -> list[Result]:
-    """`count` results over three targets, written in no order; every seventh case failed,
-    and one answer (NEEDLE's) is the only one that says 'needle'."""
-    results = []
-    for i in range(count):
-        case_id, target = f"case-{i // 3:04d}", TARGETS[i % 3]
-        answer = "a needle in the haystack" if (case_id, target) == NEEDLE else f"Paris {i}"
-        request = PromptRequest(question=f"Question of {case_id}?", system_prompt=SYSTEM)
-        score = 0.3 if (i // 3) % 7 == 0 else 0.9
-        results.append(graded(case_id, target, score, answer=answer, raw_request=request))
-    random.Random(17).shuffle(results)
-    return results
-
-
 ROW = re.compile(r'<tbody class="case" data-target="(\w+)"[^>]*><tr class="row"><td>([^<]*)</td>')
 PAGES = re.compile(r'<span id="pages" class="muted">([^<]*)</span>')
 
@@ -217,13 +213,6 @@ PAGES = re.compile(r'<span id="pages" class="muted">([^<]*)</span>')
 def shown_rows(dom: str) -> list[tuple[str, str]]:
     """(case, target) of each case in the document, in order."""
     return [(case, target) for target, case in ROW.findall(dom)]
-
-
-def with_script(page: Path, script: str) -> Path:
-    """The page with `script` run after its own: what a user's clicks and typing do."""
-    acted = page.with_name("acted.html")
-    acted.write_text(page.read_text().replace("</body>", f"<script>{script}</script></body>"))
-    return acted
 
 
 def test_a_big_campaign_puts_one_page_of_cases_in_the_document_and_shared_text_once(
@@ -266,6 +255,7 @@ def test_a_case_on_a_later_page_is_reached_by_paging_by_typing_or_by_filters(
     searched = (
         'const t = document.getElementById("f-text"); t.value = "NEEDLE";'
         't.dispatchEvent(new Event("input"));'
+        'setTimeout(() => document.getElementById("expand-all").click(), 200);'
     )
     found = rendered(with_script(page, searched), "", tmp_path)
     assert shown_rows(found) == [NEEDLE]
@@ -276,3 +266,148 @@ def test_a_case_on_a_later_page_is_reached_by_paging_by_typing_or_by_filters(
     assert len(failures) == 143
     assert shown_rows(second) == [(case, "gpt") for case in failures[100:]]
     assert SHOWN.search(second).group(1) == "showing 143 of 3000"  # type: ignore[union-attr]
+
+
+def layout_of(page: Path) -> dict[str, Any]:
+    """Where the page looks for its parts: `{token, folder, starts}`."""
+    found = re.search(
+        r'<script type="application/json" id="report-parts">([^<]*)<', page.read_text()
+    )
+    assert found is not None
+    layout: dict[str, Any] = json.loads(found.group(1))
+    return layout
+
+
+def watched(opened: int | None) -> str:
+    """Opens the row at `opened` on the page shown, and writes the part files the page
+    loaded into `<body data-loaded>`."""
+    return (
+        "const loaded = [];"
+        "new MutationObserver(changes => { for (const c of changes) for (const n of c.addedNodes)"
+        '  if (n.src) loaded.push(n.getAttribute("src")); })'
+        ".observe(document.head, {childList: true});"
+        + (
+            ""
+            if opened is None
+            else f'document.querySelectorAll("tbody.case details")[{opened}].open = true;'
+        )
+        + 'setTimeout(() => document.body.setAttribute("data-loaded", loaded.join(" ")), 500);'
+    )
+
+
+@pytest.fixture(scope="module")
+def big_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Result]]:
+    """A page and its parts folder, as `report` writes them for 3,000 results of 3 KB."""
+    folder = tmp_path_factory.mktemp("big")
+    results = long_answers(many_results())
+    page = write_report(campaign_of(folder, results), "html", folder / "camp.html")
+    return page, results
+
+
+def test_a_big_report_reads_a_rows_details_from_its_parts_folder_when_it_is_opened(
+    big_report: tuple[Path, list[Result]], tmp_path: Path
+) -> None:
+    page, results = big_report
+    layout = layout_of(page)
+    files = sorted(p.name for p in page.with_name("camp.html.parts").iterdir())
+    assert layout["folder"] == "camp.html.parts"
+    assert files == [f"{n:04d}.js" for n in range(len(layout["starts"]))]
+    assert len(files) > 30
+    by_target = sorted((r.target, r.case_id) for r in results)
+    target, case = by_target[1104]  # the fifth row of page 12
+    assert f"(end of {case} {target})" not in page.read_text()
+
+    def part(row: int) -> str:
+        return f"camp.html.parts/{bisect_right(layout['starts'], row) - 1:04d}.js"
+
+    closed = rendered(with_script(page, watched(None)), "#page=12", tmp_path)
+    assert 'data-loaded=""' in closed  # nothing read until a row is opened
+
+    dom = rendered(with_script(page, watched(4)), "#page=12", tmp_path)
+    shown = cases_of(dom)[f"{case} {target}"]
+    assert f"(end of {case} {target})</pre>" in shown
+    assert '<div class="role">user</div><pre>Question of case-0104?</pre>' in shown
+    loaded = re.search(r'data-loaded="([^"]*)"', dom).group(1).split()  # type: ignore[union-attr]
+    # Its own part, and those that first carried the texts it shares: the system prompt
+    # (row 0) and its question (asked of claude first, row 104).
+    assert sorted(loaded) == sorted({part(1104), part(104), part(0)})
+
+
+def test_expanding_a_page_of_rows_from_many_parts_shows_each_ones_answer(
+    big_report: tuple[Path, list[Result]], tmp_path: Path
+) -> None:
+    page, _ = big_report
+    # Failures of gpt and mistral: a page of them comes from some twenty parts, more than
+    # the page keeps read at once (KEPT_PARTS), all read together.
+    dom = rendered(with_script(page, OPEN_ALL), "#outcome=failed&page=3", tmp_path)
+    cases = cases_of(dom)
+    assert len(cases) == PAGE_ROWS
+    for shown, part in cases.items():
+        case, target = shown.split()
+        assert f"(end of {case} {target})</pre>" in part, shown
+
+
+def test_a_big_reports_page_without_its_folder_says_where_the_details_are(
+    big_report: tuple[Path, list[Result]], tmp_path: Path
+) -> None:
+    alone = tmp_path / "camp.html"
+    alone.write_bytes(big_report[0].read_bytes())
+    dom = rendered(with_script(alone, watched(0)), "", tmp_path)
+    assert (
+        '<p class="error">This row\'s details are in camp.html.parts/0000.js, which could not '
+        "be read: the folder camp.html.parts must be beside this page.</p>"
+    ) in dom
+    assert "showing 3000 of 3000" in dom  # the rest of the page works
+
+
+def test_a_small_report_is_one_file_that_shows_every_detail_alone(tmp_path: Path) -> None:
+    page = write_report(campaign_of(tmp_path, CAMPAIGN), "html", tmp_path / "camp.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["camp.html", "results"]
+    assert layout_of(page)["folder"] is None
+    mailed = tmp_path / "mailed" / "camp.html"
+    mailed.parent.mkdir()
+    mailed.write_bytes(page.read_bytes())
+    cases = cases_of(rendered(with_script(mailed, OPEN_ALL), "", tmp_path))
+    assert len(cases) == len(CAMPAIGN)
+    assert '<pre class="answer">Answer to capital</pre>' in cases["capital gpt"]
+    assert '<div class="role">system</div><pre>Be brief.</pre>' in cases["river claude"]
+
+
+def test_a_rewritten_report_replaces_its_parts_folder_whole(tmp_path: Path) -> None:
+    page, folder = tmp_path / "camp.html", tmp_path / "camp.html.parts"
+    results = long_answers(many_results())
+    write_report(campaign_of(tmp_path, results), "html", page)
+    first = sorted(p.name for p in folder.iterdir())
+
+    write_report(campaign_of(tmp_path, results[:2000]), "html", page)
+    layout = layout_of(page)
+    files = sorted(folder.iterdir())
+    assert len(first) > len(files) == len(layout["starts"])
+    assert all(f.read_text().startswith(f'evalrelayPart("{layout["token"]}",') for f in files)
+
+    write_report(campaign_of(tmp_path, CAMPAIGN), "html", page)
+    assert layout_of(page)["folder"] is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["camp.html", "results"]  # nothing hidden
+
+
+def test_a_report_that_fails_midway_leaves_the_old_one_whole(tmp_path: Path) -> None:
+    page, folder = tmp_path / "camp.html", tmp_path / "camp.html.parts"
+    results = long_answers(many_results())
+    campaign = campaign_of(tmp_path, results)
+    write_report(campaign, "html", page)
+    before = {p.name: p.read_bytes() for p in [page, *folder.iterdir()]}
+    # The last result in the report's order, spoilt in place after the campaign was read.
+    data = campaign.path.read_bytes()
+    line = next(
+        line
+        for line in data.splitlines(keepends=True)
+        if b'"case_id":"case-0999","dataset":"geo","target":"mistral"' in line
+    )
+    with campaign.path.open("r+b") as handle:
+        handle.seek(data.index(line))
+        handle.write(b"x" * (len(line) - 1))
+
+    with pytest.raises(ValueError, match="not a result line"):
+        write_report(campaign, "html", page)
+    assert {p.name: p.read_bytes() for p in [page, *folder.iterdir()]} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["camp.html", "camp.html.parts", "results"]

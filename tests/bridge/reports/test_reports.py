@@ -18,7 +18,15 @@ from bridge.reports.junit import junit_xml
 from bridge.reports.markdown import markdown_report
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.result import Status
-from tests.bridge.reports.reporting import CAMPAIGN, graded, rendered, result, write_campaign
+from tests.bridge.reports.reporting import (
+    CAMPAIGN,
+    OPEN_ALL,
+    graded,
+    rendered,
+    result,
+    with_script,
+    write_campaign,
+)
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
 
@@ -103,10 +111,15 @@ def test_html_report_in_a_real_browser(campaign: CampaignResults, tmp_path: Path
         dom,
     )
     assert "showing 6 of 6" in dom
-    assert dom.count("<script") == 2  # the page's data and code: the answer's stayed text
-    assert "&lt;script&gt;alert('x')&lt;/script&gt; The Thames" in dom
     assert "connection refused by 127.0.0.1:9" in dom
-    assert '<div class="role">system</div><pre>Be brief.</pre>' in dom  # as the provider got it
+    assert "<pre>Be brief.</pre>" not in dom  # details are shown when a row is opened
+
+    opened = rendered(with_script(page, OPEN_ALL), "", tmp_path)
+    # The index, the one part of details, where the parts are, and the code: the answer
+    # stayed text.
+    assert opened.count("<script") == 5  # and the opening script
+    assert "&lt;script&gt;alert('x')&lt;/script&gt; The Thames" in opened
+    assert opened.count('<div class="role">system</div><pre>Be brief.</pre>') == 6  # as sent
 
     failed = rendered(page, "#outcome=failed&target=gpt", tmp_path)
     assert "showing 2 of 6" in failed

@@ -11,7 +11,7 @@ import pytest
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.writer import RENDERERS, report_path, write_report
 from bridge.results.results_file import ResultsFile
-from tests.bridge.reports.reporting import CAMPAIGN
+from tests.bridge.reports.reporting import CAMPAIGN, long_answers, many_results, write_campaign
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
@@ -40,3 +40,26 @@ def test_reports_get_the_mode_the_results_file_gets(umask: int, mode: int, tmp_p
         "camp.junit.xml",
         "camp.md",
     ]  # no temporary file left behind
+
+
+@pytest.mark.parametrize(
+    ("umask", "file_mode", "folder_mode"), [(0o022, 0o644, 0o755), (0o077, 0o600, 0o700)]
+)
+def test_the_parts_of_a_big_html_report_get_those_modes_too(
+    umask: int, file_mode: int, folder_mode: int, tmp_path: Path
+) -> None:
+    campaign = CampaignResults.load(write_campaign(tmp_path, long_answers(many_results())))
+    previous = os.umask(umask)
+    try:
+        write_report(campaign, "html", tmp_path / "camp.html")
+    finally:
+        os.umask(previous)
+    folder = tmp_path / "camp.html.parts"
+    assert stat.S_IMODE(folder.stat().st_mode) == folder_mode
+    assert {stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()} == {file_mode}
+    assert stat.S_IMODE((tmp_path / "camp.html").stat().st_mode) == file_mode
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "camp.html",
+        "camp.html.parts",
+        "camp.jsonl",
+    ]
