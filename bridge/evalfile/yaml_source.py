@@ -25,7 +25,8 @@ MAX_DEPTH = 64
 limit on a few thousand `[`."""
 
 MAX_EXPANDED_NODES = 200_000
-"""A file whose aliases expand to more values than this is refused (a "billion laughs")."""
+"""A file whose aliases add more values than this to what is written is refused (a "billion
+laughs"); a file may be as large as it likes without them."""
 
 
 if TYPE_CHECKING:
@@ -416,18 +417,26 @@ def _place(exc: yaml.MarkedYAMLError) -> str:
 
 
 def _check_expansion(root: yaml.Node) -> None:
-    """Refuse a document whose aliases would expand it past `MAX_EXPANDED_NODES` values."""
-    sizes: dict[int, int] = {}
+    """Refuse a document whose aliases would add more than `MAX_EXPANDED_NODES` values to
+    what is written (a "billion laughs"), or that contains itself through an alias.
 
-    def size(node: yaml.Node) -> int:
-        if id(node) not in sizes:
-            children: list[yaml.Node] = []
-            if isinstance(node, yaml.SequenceNode):
-                children = list(node.value)
-            elif isinstance(node, yaml.MappingNode):
-                children = [n for pair in node.value for n in pair]
-            sizes[id(node)] = 1 + sum(size(child) for child in children)
-            if sizes[id(node)] > MAX_EXPANDED_NODES:
+    One pass over the nodes as written, without recursion: each node's expanded size is
+    computed once, and every further reference to a node (an alias) adds its size.
+    """
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    """The nodes whose size is being computed: the ancestors of the node at hand."""
+    added = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        if closing:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+        elif key in sizes:
+            added += sizes[key]
+            if added > MAX_EXPANDED_NODES:
                 raise yaml.composer.ComposerError(
                     None,
                     None,
@@ -435,9 +444,26 @@ def _check_expansion(root: yaml.Node) -> None:
                     "write the data out or use fewer aliases",
                     node.start_mark,
                 )
-        return sizes[id(node)]
+        elif key in open_nodes:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "an alias here stands for a value that contains it, which never ends; "
+                "refer to another value",
+                node.start_mark,
+            )
+        else:
+            open_nodes.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node))
 
-    size(root)
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
 
 
 def _line_column(text: str, position: int) -> tuple[int, int]:

@@ -28,6 +28,7 @@ HOSTILE: dict[str, bytes] = {
     "closed-brackets.yaml": b"evalcases: " + b"[" * 200_000 + b"]" * 200_000,
     "deep-mapping.yaml": "".join(f"{'  ' * i}k{i}:\n" for i in range(300)).encode(),
     "alias-bomb.yaml": BOMB.encode(),
+    "recursive-alias.yaml": b"evalcases: &cases [*cases]\n",
     "latin1.yaml": ONE_CASE.format(content="caf\xe9").encode("latin-1"),
     "long-name.yaml": ONE_CASE.format(content=f"[{{type: file, value: {'n' * 300}.txt}}]").encode(),
     **{

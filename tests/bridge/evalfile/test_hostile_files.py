@@ -51,6 +51,7 @@ def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
     assert "nested more than 64 levels deep" in said["closed-brackets.yaml"]
     assert "nested more than 64 levels deep" in said["deep-mapping.yaml"]
     assert "aliases expand to more than 200000 values" in said["alias-bomb.yaml"]
+    assert "stands for a value that contains it" in said["recursive-alias.yaml"]
     assert "not UTF-8 text" in said["latin1.yaml"]
     assert "File name too long" in said["long-name.yaml"]
     assert "not a regular file" in said["fifo.yaml"]

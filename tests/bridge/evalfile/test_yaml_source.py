@@ -78,3 +78,17 @@ def test_an_error_found_by_libyaml_is_explained_in_pyyaml_s_words(tmp_path: Path
 def test_duplicate_keys_are_found_on_the_fast_path() -> None:
     with pytest.raises(Exception, match=r"x.yaml:2:1: duplicate key 'a'"):
         load_yaml(Path("x.yaml"), "a: 1\na: 2\n")
+
+
+def test_a_large_file_without_aliases_is_not_taken_for_an_alias_bomb() -> None:
+    """300,000 values written out: only what aliases add counts against the limit."""
+    data = load_yaml(Path("x.yaml"), one_turn_cases(30_000)).data
+    assert len(data["evalcases"]) == 30_000
+
+
+def test_aliases_are_counted_by_what_they_add() -> None:
+    values = ", ".join(f"v{i}" for i in range(1000))
+    text = f"base: &b [{values}]\n" + "".join(f"k{i}: *b\n" for i in range(199))
+    assert len(load_yaml(Path("x.yaml"), text).data) == 200  # 199,000 values added: allowed
+    with pytest.raises(Exception, match="aliases expand to more than 200000 values"):
+        load_yaml(Path("x.yaml"), text + "k199: *b\nk200: *b\n")
