@@ -2,7 +2,10 @@
 fixed delay, next to what a user would otherwise write, in one run: a bare
 `openai.AsyncOpenAI` loop holding the same number of requests open (a semaphore).
 
-    python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128]
+    python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128] [--workers 1 2]
+
+With `--workers 2`, two worker processes each hold `concurrency` requests open, against
+the same peer: twice its rate is the ceiling of two processes.
 
 The server (`bench/slow_openai.py`) runs on an asyncio loop in its own process, so it is
 not what is measured. The ceiling is concurrency / delay.
@@ -33,14 +36,22 @@ from tests.conftest import free_port, one_turn_cases  # noqa: E402
 
 
 def measure(
-    client: redis.Redis, folder: Path, url: str, cases: int, concurrency: int, env: dict[str, str]
+    client: redis.Redis,
+    folder: Path,
+    url: str,
+    cases: int,
+    concurrency: int,
+    env: dict[str, str],
+    processes: int = 1,
 ) -> float:
     client.flushdb()
     (folder / "targets.yaml").write_text(
         f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
         f"base_url: '{url}/v1'}}\n"
     )
-    worker = evalrelay_worker(client, concurrency, env)
+    workers = [
+        evalrelay_worker(client, concurrency, env, f"bench{n}@host") for n in range(processes)
+    ]
     try:
         campaign = f"api-{concurrency}"
         jobs = plan_jobs(campaign, [load_eval_file(folder / "bench.yaml")], "slow", None)
@@ -49,7 +60,8 @@ def measure(
         wait(lambda: client.xlen(results_stream_key(campaign)) >= cases, 900)
         return cases / (time.monotonic() - started)
     finally:
-        stop(worker)
+        for worker in workers:
+            stop(worker)
 
 
 async def bare_async_openai(url: str, cases: int, concurrency: int) -> float:
@@ -77,6 +89,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2)
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1])
     args = parser.parse_args()
     env = {
         **os.environ,
@@ -107,13 +120,16 @@ def main() -> None:
             (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
             for concurrency in args.concurrency:
                 peer = asyncio.run(bare_async_openai(url, args.cases, concurrency))
-                rate = measure(client, folder, url, args.cases, concurrency, env)
-                ceiling = concurrency / args.delay
-                print(
-                    f"concurrency {concurrency:>4}: evalrelay {rate:6.1f}/s, bare AsyncOpenAI "
-                    f"{peer:6.1f}/s, ceiling {ceiling:6.1f}/s; ratio to the peer "
-                    f"{rate / peer:.2f}, to the ceiling {rate / ceiling:.2f}"
-                )
+                for processes in args.workers:
+                    rate = measure(client, folder, url, args.cases, concurrency, env, processes)
+                    ceiling = processes * concurrency / args.delay
+                    print(
+                        f"concurrency {concurrency:>4} x {processes} worker(s): evalrelay "
+                        f"{rate:6.1f}/s, bare AsyncOpenAI {peer:6.1f}/s, ceiling "
+                        f"{ceiling:6.1f}/s; ratio to the peer {rate / peer:.2f}, to the "
+                        f"ceiling {rate / ceiling:.2f}",
+                        flush=True,
+                    )
     finally:
         server.terminate()
         server.wait()

@@ -26,6 +26,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.reports import cell, measure  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
@@ -125,7 +126,7 @@ def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInf
 
 
 def evalrelay_worker(
-    client: redis.Redis, concurrency: int, env: dict[str, str]
+    client: redis.Redis, concurrency: int, env: dict[str, str], name: str = "bench@host"
 ) -> subprocess.Popen[bytes]:
     worker = start(
         [
@@ -136,13 +137,13 @@ def evalrelay_worker(
             "-c",
             str(concurrency),
             "-n",
-            "bench@host",
+            name,
             "-l",
             "WARNING",
         ],
         env,
     )
-    wait(lambda: client.hexists(workers_key(), "bench@host"), 60)
+    wait(lambda: client.hexists(workers_key(), name), 60)
     return worker
 
 
@@ -163,10 +164,17 @@ def pipeline(client: redis.Redis, jobs: int, concurrency: int, env: dict[str, st
 
 
 def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[str, str]) -> None:
+    """A campaign of `count` cases from one eval file: loaded, planned and enqueued, run by
+    one worker, collected by `evalrelay collect`; then `status`, `report --html` and
+    `compare` on it, each timed with its peak RSS."""
     client.flushdb()
     worker = evalrelay_worker(client, concurrency, env)
     try:
         with tempfile.TemporaryDirectory() as folder:
+            began = time.monotonic()
+            path = eval_file(Path(folder), count)
+            load_eval_file(path)
+            load_seconds = time.monotonic() - began
             started = time.monotonic()
             info, enqueue_seconds = campaign(client, Path(folder), count)
             collect = start(
@@ -187,14 +195,28 @@ def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[st
             peak_kb = max(peak_kb, _vm_hwm_kb(collect.pid))
             finished = time.monotonic() - started
             stop(collect)
-            lines = sum(1 for _ in (Path(info.out_dir) / f"{info.campaign_id}.jsonl").open())
+            results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
+            lines = sum(1 for _ in results.open())
+            print(
+                f"campaign of {count} cases: file loaded in {load_seconds:.1f} s; planned and "
+                f"enqueued in {enqueue_seconds:.1f} s ({count / enqueue_seconds:.0f}/s); "
+                f"all collected {finished:.1f} s after the enqueueing began "
+                f"({count / finished:.0f}/s), {lines} lines, "
+                f"collector peak RSS {peak_kb / 1024:.0f} MiB",
+                flush=True,
+            )
+            cwd = Path(folder) / "commands"
+            cwd.mkdir()
+            html = cwd / "report.html"
+            for label, args, written in (
+                ("status CAMPAIGN", ["status", info.campaign_id], None),
+                ("report --html", ["report", str(results), "--html", str(html)], html),
+                ("compare CAMPAIGN CAMPAIGN", ["compare", str(results), str(results)], None),
+            ):
+                measured = measure(args, env, cwd, written)
+                print(f"  {label}: {cell(measured)}", flush=True)
     finally:
         stop(worker)
-    print(
-        f"campaign of {count} cases: enqueue {enqueue_seconds:.1f} s "
-        f"({count / enqueue_seconds:.0f}/s), finished in {finished:.1f} s "
-        f"({count / finished:.0f}/s), {lines} lines, collector peak RSS {peak_kb / 1024:.0f} MiB"
-    )
 
 
 def _vm_hwm_kb(pid: int) -> int:

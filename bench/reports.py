@@ -293,7 +293,7 @@ def run_size(
     measured = {}
     for label, args, written in commands(before, after, cwd):
         measured[label] = measure(args, env, cwd, written)
-        print(f"  {label}: {_cell(measured[label])}", flush=True)
+        print(f"  {label}: {cell(measured[label])}", flush=True)
     return measured, (browse_report(cwd, count) if _has_chromium() else {})
 
 
@@ -301,7 +301,7 @@ def _has_chromium() -> bool:
     return bool(shutil.which("chromium") or shutil.which("chromium-browser"))
 
 
-def _cell(m: Measured) -> str:
+def cell(m: Measured) -> str:
     size = _bytes(m.output_bytes)
     parts = f"+ {_bytes(m.parts_bytes)}" if m.parts_bytes else ""
     code = f" exit {m.exit_code}" if m.exit_code else ""
@@ -406,7 +406,7 @@ def main() -> None:
     print()
     print(f"{'command':<24} {f'{sizes[0]:,} results':>45}   {f'{sizes[1]:,} results':>45}")
     for label in small:
-        print(f"{label:<24} {_cell(small[label]):>45}   {_cell(big[label]):>45}")
+        print(f"{label:<24} {cell(small[label]):>45}   {cell(big[label]):>45}")
     print("(time, peak RSS, size of the report written or of the output printed, + its parts)")
     if not small_browsed:
         print("no chromium: the page was not opened")
