@@ -22,7 +22,13 @@ from bridge.evalfile.evaluators import (
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
-from bridge.evalfile.schema import EvalCase, EvalFile, FileSegment
+from bridge.evalfile.schema import (
+    AssistantMessage,
+    EvalCase,
+    EvalFile,
+    FileSegment,
+    ToolMessage,
+)
 from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.validation import diagnostics
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
@@ -256,13 +262,15 @@ def _load_case(
                 else Text(seg.value)
                 for s, seg in enumerate(message.content)
             ]
+            # isinstance, not getattr with a default: pydantic's fallback for a missing
+            # attribute is slow enough to show on a file of 100,000 cases.
+            asked = message.tool_calls if isinstance(message, AssistantMessage) else ()
             calls = [
                 call if call.id else call.model_copy(update={"id": f"call_{m + 1}_{n + 1}"})
-                for n, call in enumerate(getattr(message, "tool_calls", ()))
+                for n, call in enumerate(asked)
             ]
-            out.append(
-                ResolvedMessage(message.role, parts, calls, getattr(message, "tool_call_id", None))
-            )
+            answers = message.tool_call_id if isinstance(message, ToolMessage) else None
+            out.append(ResolvedMessage(message.role, parts, calls, answers))
         return out
 
     return LoadedCase(

@@ -41,10 +41,14 @@ class _StrictRules(_Loader):
 
     duplicates: list[yaml.Node]
     depth = 0
+    aliased = False
+    """Whether the document uses an alias: without one, nothing can expand."""
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         self.depth += 1
         try:
+            if self.check_event(yaml.AliasEvent):
+                self.aliased = True
             if self.depth > MAX_DEPTH:
                 raise yaml.composer.ComposerError(
                     None,
@@ -233,7 +237,7 @@ def _load(path: Path, text: str, loader: StrictSafeLoader | FastStrictLoader) ->
     loader.duplicates = []
     try:
         root = loader.get_single_node()
-        if root is not None:
+        if root is not None and loader.aliased:
             _check_expansion(root)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
