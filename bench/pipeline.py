@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
@@ -112,15 +111,7 @@ def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInf
     started = time.monotonic()
     campaign_id = f"bench-{time.time_ns()}"
     jobs = plan_jobs(campaign_id, [loaded], "mock", None)
-    info = CampaignInfo(
-        campaign_id=campaign_id,
-        created_at=datetime.now(UTC),
-        sources=[],
-        targets=["mock"],
-        total=count,
-        out_dir=str(folder / "results"),
-        collector="service",
-    )
+    info = CampaignInfo.for_jobs(campaign_id, jobs, [], str(folder / "results"), "service")
     submit(client, JobQueue.connect(URL), info, jobs, [loaded])
     return info, time.monotonic() - started
 

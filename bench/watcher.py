@@ -19,7 +19,6 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
@@ -79,15 +78,7 @@ def submit_directly(path: Path, folder: Path, queue: JobQueue, client: redis.Red
     loaded = load_eval_file(path)
     campaign_id = new_campaign_id([loaded])
     jobs = plan_jobs(campaign_id, [loaded], "mock", None)
-    info = CampaignInfo(
-        campaign_id=campaign_id,
-        created_at=datetime.now(UTC),
-        sources=[],
-        targets=["mock"],
-        total=1,
-        out_dir=str(folder),
-        collector="service",
-    )
+    info = CampaignInfo.for_jobs(campaign_id, jobs, [], str(folder), "service")
     submit(client, queue, info, jobs, [loaded])
 
 
