@@ -23,6 +23,9 @@ from tests.conftest import WriteFiles, embedded_env, one_turn_cases, read_jsonl
 
 pytestmark = pytest.mark.soak
 
+FINISHED = (0, 1, 2)
+"""The exit codes of a run that finished (`bridge.cli.outcome`), whatever its cases did."""
+
 RUNS = int(os.environ.get("SOAK_RUNS", "6"))
 CASES = int(os.environ.get("SOAK_CASES", "80"))
 KILLS = int(os.environ.get("SOAK_KILLS", "4"))
@@ -65,7 +68,9 @@ def test_concurrent_embedded_runs_with_kills_lose_and_double_nothing(
     for n, process in runs.items():
         _, stderr = process.communicate(timeout=600)
         if n not in killed:
-            assert process.returncode == 0, f"run {n} failed: {stderr}"
+            # A finished run: 1 or 2 say cases failed or ended without an answer, as the
+            # mock's injected failures make them (`bridge.cli.outcome`); not a crash.
+            assert process.returncode in FINISHED, f"run {n} failed: {stderr}"
 
     resumed_at = time.monotonic()
     for n in sorted(killed):
@@ -77,7 +82,7 @@ def test_concurrent_embedded_runs_with_kills_lose_and_double_nothing(
             else command("run", f"evals/s{n}.yaml", "--target", "mock")
         )
         _, stderr = again.communicate(timeout=600)
-        assert again.returncode == 0, stderr
+        assert again.returncode in FINISHED, stderr
     finished = time.monotonic()
 
     lines_per_campaign = {}

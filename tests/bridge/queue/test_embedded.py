@@ -3,7 +3,12 @@ in-process worker that leaves nothing running behind it."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -12,7 +17,15 @@ import redis
 from bridge.keys import workers_key
 from bridge.queue.embedded import embedded_redis
 from bridge.queue.local_worker import local_worker
-from tests.conftest import wait_for
+from tests.conftest import WriteFiles, embedded_env, one_turn_cases, wait_for
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def answers(url: str) -> bool:
@@ -40,7 +53,12 @@ def test_local_worker_reports_itself_and_leaves_no_thread_behind(
     before = {t.name for t in threading.enumerate()}
     with local_worker(redis_url, ["api"], concurrency=2):
         wait_for(lambda: client.hlen(workers_key()) == 1, 10, "the worker's report")
+        (name, report), *_ = client.hgetall(workers_key()).items()
+        worker_pid = json.loads(report)["pid"]
+        assert name == f"embedded-{os.getpid()}@{os.uname().nodename}"
+        assert worker_pid != os.getpid()  # a process of its own: a core of its own
     assert client.hlen(workers_key()) == 0
+    assert not process_exists(worker_pid)
     wait_for(
         lambda: (
             not (
@@ -51,3 +69,30 @@ def test_local_worker_reports_itself_and_leaves_no_thread_behind(
         10,
         "the background threads to stop",
     )
+
+
+def test_a_run_killed_outright_leaves_no_worker_behind(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """SIGKILL gives the command no chance to stop its worker: the worker, in a process
+    of its own, sees the command gone, finishes the job it runs, and exits."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 500}\n",
+            "evals/slow.yaml": one_turn_cases(50),
+        }
+    )
+    command = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli.main", "run", "evals/slow.yaml", "--target", "slow"],
+        env=embedded_env(private_home), cwd=root,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"unix://{private_home / 'redis' / 'redis.sock'}"
+    shared = redis.Redis(unix_socket_path=url.removeprefix("unix://"), decode_responses=True)
+    wait_for(lambda: answers(url) and shared.hlen(workers_key()) == 1, 30, "the worker")
+    worker_pid = json.loads(next(iter(shared.hvals(workers_key()))))["pid"]
+    command.send_signal(signal.SIGKILL)
+    command.wait(10)
+    wait_for(lambda: not process_exists(worker_pid), 15, "the worker to exit")
+    assert not shared.hexists(workers_key(), f"embedded-{command.pid}@{os.uname().nodename}")
+    shared.shutdown(nosave=True)  # nothing else stops the private Redis of a killed command
