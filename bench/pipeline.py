@@ -105,15 +105,18 @@ def eval_file(folder: Path, count: int) -> Path:
     return path
 
 
-def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInfo, float]:
-    """Submit `count` mock cases; returns the campaign and the seconds enqueueing took."""
-    loaded = load_eval_file(eval_file(folder, count))
+def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInfo, float, float]:
+    """Submit `count` mock cases from one eval file; returns the campaign, the seconds the
+    file took to load, and the seconds planning and enqueueing took."""
+    path = eval_file(folder, count)
+    began = time.monotonic()
+    loaded = load_eval_file(path)
     started = time.monotonic()
     campaign_id = f"bench-{time.time_ns()}"
     jobs = plan_jobs(campaign_id, [loaded], "mock", None)
     info = CampaignInfo.for_jobs(campaign_id, jobs, [], str(folder / "results"), "service")
     submit(client, JobQueue.connect(URL), info, jobs, [loaded])
-    return info, time.monotonic() - started
+    return info, started - began, time.monotonic() - started
 
 
 def evalrelay_worker(
@@ -144,7 +147,7 @@ def pipeline(client: redis.Redis, jobs: int, concurrency: int, env: dict[str, st
     try:
         with tempfile.TemporaryDirectory() as folder:
             started = time.monotonic()
-            info, _ = campaign(client, Path(folder), jobs)
+            info, _, _ = campaign(client, Path(folder), jobs)
             collector = Collector(client, "bench", lambda _: Path(info.out_dir))
             while not progress(client, info.campaign_id).finished:
                 collector.poll([info.campaign_id], block_ms=100)
@@ -162,12 +165,8 @@ def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[st
     worker = evalrelay_worker(client, concurrency, env)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            began = time.monotonic()
-            path = eval_file(Path(folder), count)
-            load_eval_file(path)
-            load_seconds = time.monotonic() - began
-            started = time.monotonic()
-            info, enqueue_seconds = campaign(client, Path(folder), count)
+            info, load_seconds, enqueue_seconds = campaign(client, Path(folder), count)
+            started = time.monotonic() - enqueue_seconds  # when the enqueueing began
             collect = start(
                 [
                     sys.executable,
