@@ -214,15 +214,17 @@ class Renewals:
 
 
 _renewals: dict[int, Renewals] = {}
+_renewals_lock = threading.Lock()
 
 
 def renewals() -> Renewals:
     """This process's renewals (a forked child starts its own: threads do not survive a fork)."""
     pid = os.getpid()
-    if pid not in _renewals:
-        _renewals.clear()
-        _renewals[pid] = Renewals()
-    return _renewals[pid]
+    with _renewals_lock:
+        if pid not in _renewals:
+            _renewals.clear()
+            _renewals[pid] = Renewals()
+        return _renewals[pid]
 
 
 def _expiry_ms(seconds: float) -> int:
