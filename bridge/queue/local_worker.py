@@ -46,7 +46,7 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
     ready_read, ready_write = os.pipe()
     stop_read, stop_write = os.pipe()
     child = os.fork()
-    if child == 0:  # pragma: no cover (runs in the child; its tests see what it does)
+    if child == 0:  # the child
         os.close(ready_read)
         os.close(stop_write)
         code = 1
