@@ -48,7 +48,7 @@ from bridge.prompt.build import PromptRequest  # noqa: E402
 from bridge.prompt.messages import ChatMessage  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, announce, store_jobs  # noqa: E402
 from bridge.queue.jobs import Job, TargetRef, job_id  # noqa: E402
-from bridge.results.collector import mirror_to_redis  # noqa: E402
+from bridge.results.collected import make_home  # noqa: E402
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage  # noqa: E402
 from bridge.results.results_file import ResultsFile  # noqa: E402
 
@@ -167,7 +167,7 @@ def announce_campaign(
 ) -> None:
     """What `run` and its collector leave in Redis: the info, every job (`jobs_too`: only
     for the campaign `status` shows, to spare the shared server), collected ids and counts
-    (`mirror_to_redis`, as `retry` does, from the file)."""
+    (`make_home`, as a collector opening the file does)."""
     target = {
         name: TargetRef(name=name, kind="openai", queue="api", settings={"model": name})
         for name in TARGETS
@@ -202,7 +202,7 @@ def announce_campaign(
     announce(client, info, [])
     results = ResultsFile(folder, campaign_id, expected=count)
     results.close()
-    mirror_to_redis(client, campaign_id, results)
+    make_home(client, campaign_id, results, "bench")
 
 
 class Measured(NamedTuple):

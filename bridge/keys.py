@@ -30,6 +30,11 @@ def collected_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:collected"
 
 
+def results_home_key(campaign_id: str) -> str:
+    """String: the host and path of the campaign's results file (a `ResultsHome`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:results-home"
+
+
 def collector_lease_key(campaign_id: str) -> str:
     """String with a TTL: the one collector writing this campaign's file right now."""
     return f"{PREFIX}:campaign:{campaign_id}:collector"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import redis
+from redis.retry import Retry
 
 from bridge.keys import (
     done_key,
@@ -12,10 +15,17 @@ from bridge.keys import (
     outstanding_key,
     results_stream_key,
 )
+from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
 
+log = logging.getLogger(__name__)
+
 DONE_TTL_SECONDS = 30 * 24 * 3600
+
+PUBLISH_TRIES = 120
+"""About ten minutes of tries, 5 s apart, before a result is given up for lost (and its
+job sent again by the reaper): a result paid for is not dropped for a Redis restart."""
 
 _PUBLISH = (
     LET_GO_LUA
@@ -43,7 +53,8 @@ def publish(
     client: redis.Redis, result: Result, queue: str, lease_token: str = "", message_id: str = ""
 ) -> bool:
     """Append the result unless this attempt (or a later one) is already published; in the
-    same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`)."""
+    same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`).
+    Tried again while Redis is out of reach: the script is safe to repeat."""
     keys = (
         done_key(result.job_id),
         results_stream_key(result.campaign_id),
@@ -52,15 +63,20 @@ def publish(
         outstanding_key(queue),
         holders_key(),
     )
-    added = client.eval(
-        _PUBLISH,
-        len(keys),
-        *keys,
+    args = (
         result.attempt,
         result.job_id,
         result.model_dump_json(),
         DONE_TTL_SECONDS,
         lease_token,
         message_id,
+    )
+
+    def waiting(error: Exception) -> None:
+        log.warning("job %s: Redis out of reach to publish its result (%s); retrying",
+                    result.job_id, error)  # fmt: skip
+
+    added = Retry(OUTAGE_BACKOFF, PUBLISH_TRIES).call_with_retry(
+        lambda: client.eval(_PUBLISH, len(keys), *keys, *args), waiting
     )
     return bool(added)

@@ -92,9 +92,9 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
             let_go(client, job.job_id, message)
         return outcome
     try:
-        with lease.heartbeat():
+        with lease.heartbeat():  # also while publishing waits for Redis
             result = execute(job, worker, client)
-        published = publish(client, result, job.target.queue, lease.token, message)
+            published = publish(client, result, job.target.queue, lease.token, message)
     except BaseException:
         lease.release()
         raise

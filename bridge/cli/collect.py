@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 from pathlib import Path
@@ -16,9 +17,12 @@ from bridge.queue.campaigns import (
     progress,
     resolve_campaign,
 )
+from bridge.queue.connection import RideOut
 from bridge.queue.runtime import open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
+
+log = logging.getLogger(__name__)
 
 
 @click.command("collect")
@@ -63,24 +67,31 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             lambda c: infos[c].total,
             ensure_html_beside,
         )
+        ride_out = RideOut(lambda text: log.warning("collect: %s", text))
+
+        def one_round() -> None:
+            if stopping:
+                raise KeyboardInterrupt
+            found = (
+                [load_info(runtime.client, c) for c in campaign_ids]
+                if campaign_ids
+                else [
+                    i
+                    for i in list_campaigns(runtime.client, limit=1000)
+                    if i.collector == "service"
+                ]
+            )
+            infos.update((i.campaign_id, i) for i in found)
+            active = [i.campaign_id for i in found if i.campaign_id not in finished]
+            collector.poll(active, block_ms=1000)
+            for campaign_id in active:
+                if progress(runtime.client, campaign_id).finished:
+                    collector.finish(campaign_id)
+                    finished.add(campaign_id)
+
         try:
             while not stopping:
-                found = (
-                    [load_info(runtime.client, c) for c in campaign_ids]
-                    if campaign_ids
-                    else [
-                        i
-                        for i in list_campaigns(runtime.client, limit=1000)
-                        if i.collector == "service"
-                    ]
-                )
-                infos.update((i.campaign_id, i) for i in found)
-                active = [i.campaign_id for i in found if i.campaign_id not in finished]
-                collector.poll(active, block_ms=1000)
-                for campaign_id in active:
-                    if progress(runtime.client, campaign_id).finished:
-                        collector.finish(campaign_id)
-                        finished.add(campaign_id)
+                ride_out(one_round)
         except KeyboardInterrupt:
             pass
         finally:

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import redis
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as Bar
 
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
-from bridge.queue.campaigns import CampaignInfo, progress, round_progress
+from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
+from bridge.queue.connection import RideOut
 from bridge.reports.writer import ensure_html_beside
+from bridge.results.collected import file_here
 from bridge.results.collector import Collector
-from bridge.results.results_file import results_path
+from bridge.results.results_file import read_results, results_path
 from bridge.results.summary import CampaignSummary
 
 NO_WORKER_WARNING_SECONDS = 30.0
@@ -32,16 +35,26 @@ def follow_campaign(
     consumer: str | None = None,
     sent: Sequence[str] | None = None,
 ) -> CampaignSummary:
-    """Collect the campaign's results until every job has one, or, given the ids of the jobs
-    a command `sent` again, until each of those has its new line; returns the summary."""
+    """Follow the campaign until every job has its line, or, given the ids of the jobs a
+    command `sent` again, until each of those has its new line; returns the summary.
+
+    A campaign `run` collects is collected here; one that a `collect` service or a watcher
+    writes is only watched (its file may be on another host). A Redis outage, however
+    long, only pauses the bar.
+    """
     out_dir = Path(info.out_dir)
-    collector = Collector(
-        client,
-        consumer or f"run-{info.campaign_id}",
-        lambda _: out_dir,
-        lambda _: info.total,
-        ensure_html_beside,
+    collector = (
+        Collector(
+            client,
+            consumer or f"run-{info.campaign_id}",
+            lambda _: out_dir,
+            lambda _: info.total,
+            ensure_html_beside,
+        )
+        if info.collector == "run"
+        else None
     )
+    ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"))
     started = time.monotonic()
     warned = False
     columns = (
@@ -52,21 +65,26 @@ def follow_campaign(
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
     )
+
+    def one_round() -> Progress:
+        polled = time.monotonic()
+        if collector is not None:
+            collector.poll([info.campaign_id], block_ms=250)
+        # Results that come one by one are taken a few at a time: one fsync and
+        # one progress query for several lines, a few ms later each.
+        time.sleep(max(0.0, polled + (MIN_POLL_SECONDS if collector else 0.25) - time.monotonic()))
+        return (
+            progress(client, info.campaign_id)
+            if sent is None
+            else round_progress(client, info.campaign_id, sent)
+        )
+
     try:
-        with Progress(*columns, console=console, transient=False) as bar:
+        with Bar(*columns, console=console, transient=False) as bar:
             total = info.total if sent is None else len(sent)
             task = bar.add_task("jobs", total=total, counts="", rate="")
             while True:
-                polled = time.monotonic()
-                collector.poll([info.campaign_id], block_ms=250)
-                # Results that come one by one are taken a few at a time: one fsync and
-                # one progress query for several lines, a few ms later each.
-                time.sleep(max(0.0, polled + MIN_POLL_SECONDS - time.monotonic()))
-                state = (
-                    progress(client, info.campaign_id)
-                    if sent is None
-                    else round_progress(client, info.campaign_id, sent)
-                )
+                state = ride_out(one_round)
                 rate = state.done / max(time.monotonic() - started, 1e-6)
                 bar.update(
                     task,
@@ -76,14 +94,33 @@ def follow_campaign(
                     rate=f"{rate:.1f}/s",
                 )
                 if not state.known:
-                    raise lost_campaign(info, collector.results_file(info.campaign_id).summary)
+                    raise lost_campaign(info, campaign_summary(client, info, collector))
                 if state.finished:
                     break
                 if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
-                    warned = warn_without_workers(client, console, info)
+                    warned = ride_out(lambda: warn_without_workers(client, console, info))
     finally:
-        summary = collector.results_file(info.campaign_id).summary
-        collector.close()
+        summary = ride_out(lambda: campaign_summary(client, info, collector))
+        if collector is not None:
+            collector.close()
+    return summary
+
+
+def campaign_summary(
+    client: redis.Redis, info: CampaignInfo, collector: Collector | None
+) -> CampaignSummary:
+    """From the file this command writes; else from the campaign's file if it is on this
+    host; else (on another host) from Redis's counts alone."""
+    if collector is not None and info.campaign_id in collector.files:
+        return collector.files[info.campaign_id].summary
+    summary = CampaignSummary(campaign_id=info.campaign_id, expected=info.total)
+    path = file_here(client, info.campaign_id, results_path(Path(info.out_dir), info.campaign_id))
+    if path is not None and path.exists():
+        for result in read_results(path):
+            summary.add(result)
+        return summary
+    summary.counts = progress(client, info.campaign_id).counts
+    summary.results = sum(summary.counts.values())
     return summary
 
 

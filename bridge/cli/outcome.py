@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import redis
 from rich.console import Console
 from rich.table import Table
 
 from bridge.cli.follow import STATUS_STYLES
 from bridge.queue.campaigns import CampaignInfo
 from bridge.reports.writer import report_path
+from bridge.results.collected import results_home, where_results_are
 from bridge.results.results_file import results_path
 from bridge.results.summary import CampaignSummary
 
@@ -19,7 +21,10 @@ SHOWN_FAILURES = 20
 EXIT_OK, EXIT_CASES_FAILED, EXIT_UNANSWERED = 0, 1, 2
 
 
-def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary) -> None:
+def print_summary(
+    console: Console, info: CampaignInfo, summary: CampaignSummary, where: str | None = None
+) -> None:
+    """`where`: the results file's host and path, when this command did not write it."""
     table = Table(title=f"campaign {info.campaign_id}")
     table.add_column("target", no_wrap=True)
     for column in ("results", "graded", "mean score", "passed"):
@@ -46,10 +51,21 @@ def print_summary(console: Console, info: CampaignInfo, summary: CampaignSummary
             f"graded ({', '.join(why)}): the mean score and passed count leave them out"
         )
     print_failures(console, summary)
+    if where is not None:
+        console.print(f"results: {where}")
+        return
     console.print(f"results: {results_path(Path(info.out_dir), info.campaign_id)}")
     report = report_path(Path(info.out_dir), info.campaign_id, "html")
     if report.exists():
         console.print(f"report: {report}")
+
+
+def results_location(client: redis.Redis, info: CampaignInfo) -> str | None:
+    """Where a campaign's results are, for a command that did not write them itself
+    (None when it did: a campaign `run` collects)."""
+    if info.collector == "run":
+        return None
+    return where_results_are(results_home(client, info.campaign_id), info.out_dir)
 
 
 def print_failures(console: Console, summary: CampaignSummary) -> None:

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 
 from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary
+from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.queue.campaigns import load_info, missing_jobs, resolve_campaign, uncancel
 from bridge.queue.runtime import open_runtime
 
@@ -36,7 +36,8 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             f"campaign [bold]{campaign}[/]: {len(missing)} of {info.total} jobs sent again"
         )
         summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in missing])
-    print_summary(console, info, summary)
+        where = results_location(runtime.client, info)
+    print_summary(console, info, summary, where)
     code, why = exit_status(summary, None)
     if why:
         console.print(why)

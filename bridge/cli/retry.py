@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from contextlib import closing
 from pathlib import Path
 
 import click
 from rich.console import Console
 
 from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary
+from bridge.cli.outcome import exit_status, print_summary, results_location
+from bridge.errors import EvalrelayError
 from bridge.queue.campaigns import (
     load_info,
     resolve_campaign,
@@ -19,14 +19,9 @@ from bridge.queue.campaigns import (
     uncancel,
 )
 from bridge.queue.runtime import open_runtime
-from bridge.results.collector import mirror_to_redis
+from bridge.results.collected import file_here, forget_results, results_home
 from bridge.results.result import Status
-from bridge.results.results_file import (
-    ResultsFile,
-    read_results,
-    remove_results,
-    results_path,
-)
+from bridge.results.results_file import read_results, remove_results, results_path
 
 
 @click.command("retry")
@@ -55,13 +50,17 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
-        out_dir = Path(info.out_dir)
-        chosen = {
-            r.job_id for r in read_results(results_path(out_dir, campaign)) if r.status in wanted
-        }
-        earlier = {r.job_id: r.summary() for r in remove_results(out_dir, campaign, chosen)}
-        with closing(ResultsFile(out_dir, campaign)) as file:
-            mirror_to_redis(runtime.client, campaign, file)  # those jobs have no line now
+        path = file_here(runtime.client, campaign, results_path(Path(info.out_dir), campaign))
+        if path is None:
+            raise EvalrelayError(
+                f"campaign {campaign}'s results file is "
+                f"{results_home(runtime.client, campaign)}; run `evalrelay retry` on that host"
+            )
+        out_dir = path.parent
+        chosen = {r.job_id for r in read_results(path) if r.status in wanted}
+        moved = remove_results(out_dir, campaign, chosen)
+        forget_results(runtime.client, campaign, moved)  # those jobs have no line now
+        earlier = {r.job_id: r.summary() for r in moved}
         jobs = [
             job.retried(earlier[job.job_id])
             for job in stored_jobs(runtime.client, campaign)
@@ -72,7 +71,8 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         runtime.queue.send(jobs)
         console.print(f"campaign [bold]{campaign}[/]: {len(jobs)} jobs sent again")
         summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in jobs])
-    print_summary(console, info, summary)
+        where = results_location(runtime.client, info)
+    print_summary(console, info, summary, where)
     code, why = exit_status(summary, None)
     if why:
         console.print(why)

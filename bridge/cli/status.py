@@ -32,6 +32,7 @@ from bridge.queue.campaigns import (
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.runtime import open_runtime
+from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
 
 RECENT_FINISHED = 5
 """Finished campaigns listed by default, newest first, after every unfinished one."""
@@ -87,7 +88,8 @@ def print_campaigns(console: Console, client: redis.Redis, show_all: bool, last:
     states = progress_many(client, [i.campaign_id for i in infos])
     shown = infos if show_all else recent(infos, states, last)
     if shown:
-        print_fitted(console, *campaign_tables(shown, states))
+        homes = results_homes(client, [i.campaign_id for i in shown])
+        print_fitted(console, *campaign_tables(shown, states, homes))
     hidden = len(infos) - len(shown)
     if hidden:
         console.print(f"{hidden} older finished campaigns not shown (--all lists them)")
@@ -106,7 +108,11 @@ CAMPAIGN_COLUMNS = ("campaign", "done", "statuses", "created", "targets", "resul
 """In the order they are kept when the terminal is narrow: the id always, whole."""
 
 
-def campaign_tables(infos: Sequence[CampaignInfo], states: dict[str, Progress]) -> Iterator[Table]:
+def campaign_tables(
+    infos: Sequence[CampaignInfo],
+    states: dict[str, Progress],
+    homes: dict[str, ResultsHome | None],
+) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
     for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
         table = Table(title="campaigns")
@@ -120,7 +126,7 @@ def campaign_tables(infos: Sequence[CampaignInfo], states: dict[str, Progress]) 
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
-                info.out_dir,
+                where_results_are(homes[info.campaign_id], info.out_dir),
             )
             table.add_row(*row[:count])
         yield table
@@ -139,7 +145,7 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         "done": f"{state.done}/{state.total} "
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
-        "results in": info.out_dir,
+        "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
         "sources": "\n".join(info.sources),
     }
     for field, value in rows.items():

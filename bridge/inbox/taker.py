@@ -289,8 +289,8 @@ class Taker:
         for group in _groups(together, WRITE_CHUNK):
             for drop in group:
                 assert drop.info is not None and drop.loaded is not None
-                announce(self.client, drop.info, [drop.loaded])
                 store_jobs(self.client, drop.jobs)
+                announce(self.client, drop.info, [drop.loaded], drop.jobs)
             self.queue.send([job for drop in group for job in drop.jobs])
             self._keep_locks()
         for drop in drops:

@@ -32,7 +32,7 @@ from bridge.keys import (
 from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
-from bridge.queue.outstanding import not_sent
+from bridge.queue.outstanding import mark_sent, not_sent, now_ms
 from bridge.targets.targets_file import Target, Targets
 
 JOB_TTL_SECONDS = 30 * 24 * 3600
@@ -203,23 +203,38 @@ def submit(
     resuming: bool = False,
     after_chunk: Callable[[], object] = lambda: None,
 ) -> None:
-    """Store the campaign, its manifest, jobs and files in Redis, then queue every job.
+    """Store every job, then make the campaign known, then queue its jobs.
 
-    `resuming` finishes a submission that was cut short (its submitter was killed): the
-    jobs already sent are not sent again.
+    A submitter killed while storing leaves no campaign (only jobs nobody asks for, which
+    expire); killed while queueing, a campaign whose every job is recorded as sent
+    (`announce`), so the reaper sends the ones that never went, without `resume`.
+    `resuming` finishes a submission cut short (a watcher killed): the jobs already sent
+    are not sent again.
     """
-    announce(client, info, files)
     for chunk in _chunks(jobs, WRITE_CHUNK):
         store_jobs(client, chunk)
-        queue.send(not_sent(client, chunk) if resuming else chunk)
+        after_chunk()
+    unsent = not_sent(client, jobs) if resuming else jobs
+    announce(client, info, files, jobs)
+    for chunk in _chunks(unsent, WRITE_CHUNK):
+        queue.send(chunk)
         after_chunk()
 
 
-def announce(client: redis.Redis, info: CampaignInfo, files: Sequence[LoadedEvalFile]) -> None:
-    """Make the campaign known, with its files and its number of jobs, before any job."""
-    pipe = client.pipeline(transaction=False)
+def announce(
+    client: redis.Redis,
+    info: CampaignInfo,
+    files: Sequence[LoadedEvalFile],
+    jobs: Sequence[Job] = (),
+) -> None:
+    """Make the campaign known, with its files and its number of jobs, and record its
+    stored `jobs` as sent (`bridge.queue.outstanding`), in one transaction."""
     for loaded in files:
-        store_blobs(client, (f for case in loaded.cases for f in case.files()), pipeline=pipe)
+        store_blobs(client, (f for case in loaded.cases for f in case.files()))
+    pipe = client.pipeline(transaction=True)
+    sent_ms = now_ms()
+    for queue in {job.target.queue for job in jobs}:
+        mark_sent(pipe, queue, [job.job_id for job in jobs if job.target.queue == queue], sent_ms)
     pipe.set(campaign_key(info.campaign_id), info.model_dump_json(), ex=JOB_TTL_SECONDS)
     pipe.zadd(campaigns_key(), {info.campaign_id: info.created_at.timestamp()})
     pipe.execute()

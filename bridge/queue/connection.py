@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import time
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -10,6 +14,10 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from bridge.errors import PrerequisiteError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 URL_VARIABLE = "EVALRELAY_REDIS_URL"
 
@@ -63,3 +71,30 @@ def connect(url: str) -> redis.Redis:
             f"{URL_VARIABLE}, or unset {URL_VARIABLE} to run on a private embedded Redis"
         ) from None
     return client_for(url)
+
+
+OUTAGE_BACKOFF = ExponentialBackoff(cap=5.0, base=0.5)
+"""Between two tries of a step while Redis is out of reach: soon, then every 5 s."""
+
+
+class RideOut:
+    """Runs a step of a long-lived loop (collecting, following a campaign) again until Redis
+    answers, however long it is away: a Redis restart, a failover or a network partition
+    must not end a command that is only waiting for results. Says once that Redis is out
+    of reach, and again when it is back."""
+
+    def __init__(self, say: Callable[[str], object] = log.warning) -> None:
+        self.say = say
+        self.down_since: float | None = None
+
+    def __call__(self, step: Callable[[], T]) -> T:
+        result = Retry(OUTAGE_BACKOFF, -1).call_with_retry(step, self._failed)
+        if self.down_since is not None:
+            self.say(f"Redis answers again after {time.monotonic() - self.down_since:.0f} s")
+            self.down_since = None
+        return result
+
+    def _failed(self, error: Exception) -> None:
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            self.say(f"Redis is out of reach ({error}); waiting for it, nothing is lost")

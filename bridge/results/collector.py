@@ -4,13 +4,18 @@ It reads each campaign's stream through one consumer group. An entry is acknowle
 only after its line is fsynced; entries left pending by a collector that died are
 claimed by another after `CLAIM_IDLE_MS`. Duplicates (a job delivered twice, an entry
 read twice) are dropped against the ids already in the file.
+
+One collector at a time writes a campaign (its collector lease). Entries stay in the
+stream until the campaign's file is complete, so a collector taking a campaign over on
+another host, or into another folder, first copies into its file what the one before
+wrote (`bridge.results.collected`): the file a campaign ends with is whole.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -18,13 +23,8 @@ from typing import Any, cast
 import redis
 from pydantic import ValidationError
 
-from bridge.keys import (
-    COLLECTOR_GROUP,
-    collected_key,
-    collector_lease_key,
-    counts_key,
-    results_stream_key,
-)
+from bridge.keys import COLLECTOR_GROUP, collector_lease_key, results_stream_key
+from bridge.results.collected import count, empty_stream, make_home
 from bridge.results.result import Result
 from bridge.results.results_file import ResultsFile, results_path
 
@@ -87,6 +87,15 @@ class Collector:
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
+        try:
+            return self._poll(campaigns, block_ms)
+        except (redis.ConnectionError, redis.TimeoutError):
+            # Lines may be written and not acknowledged, and the lease may lapse while
+            # Redis is away: the files are opened anew, which records such lines.
+            self._let_go_of_files()
+            raise
+
+    def _poll(self, campaigns: list[str], block_ms: int) -> int:
         campaigns = [c for c in campaigns if self._hold(c)]
         if not campaigns:
             time.sleep(block_ms / 1000)
@@ -113,6 +122,13 @@ class Collector:
         self._maybe_write_summaries()
         return written
 
+    def _let_go_of_files(self) -> None:
+        for file in self.files.values():
+            file.close()
+        self.files.clear()
+        self.held_at.clear()
+        self.own_pending_read.clear()
+
     def finish(self, campaign_id: str) -> None:
         """Write the campaign's final summary, close its file, and let other collectors have it."""
         file = self.files.pop(campaign_id, None)
@@ -121,6 +137,7 @@ class Collector:
             file.close()
             expected = file.summary.expected
             if expected is not None and file.summary.results >= expected:
+                empty_stream(self.client, campaign_id)
                 self._complete(file.path)
         else:
             # A collector killed between the last line and `on_complete` left it undone.
@@ -156,15 +173,25 @@ class Collector:
         return bool(held)
 
     def close(self) -> None:
-        for campaign_id in list(self.files):
-            self.finish(campaign_id)
+        """Finish every open campaign; with Redis out of reach, just close the files (the
+        lease lapses, and the lines not yet acknowledged are recorded at the next opening)."""
+        try:
+            for campaign_id in list(self.files):
+                self.finish(campaign_id)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning("collector %s: Redis out of reach while closing (%s)", self.consumer, exc)
+            self._let_go_of_files()
 
     def results_file(self, campaign_id: str) -> ResultsFile:
         if campaign_id not in self.files:
             file = ResultsFile(
                 self.out_dir_for(campaign_id), campaign_id, self.expected_for(campaign_id)
             )
-            mirror_to_redis(self.client, campaign_id, file)
+            try:
+                make_home(self.client, campaign_id, file, self.consumer)
+            except BaseException:
+                file.close()
+                raise
             self.files[campaign_id] = file
         return self.files[campaign_id]
 
@@ -231,12 +258,8 @@ class Collector:
     def _acknowledge(self, campaign_id: str, entry_ids: list[str], new: list[Result]) -> None:
         stream = results_stream_key(campaign_id)
         pipe = self.client.pipeline(transaction=True)
-        for status, count in Counter(result.status.value for result in new).items():
-            pipe.hincrby(counts_key(campaign_id), status, count)
-        if new:
-            pipe.sadd(collected_key(campaign_id), *[r.job_id for r in new])
+        count(self.client, campaign_id, {r.job_id: r.status.value for r in new}, 1, pipe)
         pipe.xack(stream, COLLECTOR_GROUP, *entry_ids)
-        pipe.xdel(stream, *entry_ids)
         pipe.execute()
 
     def _maybe_write_summaries(self, force: bool = False) -> None:
@@ -244,19 +267,6 @@ class Collector:
             for file in self.files.values():
                 file.write_summary()
             self.summary_written = time.monotonic()
-
-
-def mirror_to_redis(client: redis.Redis, campaign_id: str, file: ResultsFile) -> None:
-    """Make Redis's counts and collected ids agree with the file: a crash may have left the
-    file ahead of them, and `retry` takes lines out of it."""
-    pipe = client.pipeline(transaction=True)
-    pipe.delete(counts_key(campaign_id), collected_key(campaign_id))
-    for status, count in file.summary.counts.items():
-        pipe.hset(counts_key(campaign_id), status, count)
-    ids = sorted(file.job_ids)
-    for start in range(0, len(ids), 10_000):
-        pipe.sadd(collected_key(campaign_id), *ids[start : start + 10_000])
-    pipe.execute()
 
 
 def _parse(fields: dict[str, str]) -> Result | None:

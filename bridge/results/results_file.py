@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, KeysView
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -32,10 +32,11 @@ class ResultsFile:
         self.path = results_path(out_dir, campaign_id)
         self.summary_path = summary_path(out_dir, campaign_id)
         self.summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
-        self.job_ids: set[str] = set()
+        self.statuses: dict[str, str] = {}
+        """The status of each job with a line in the file."""
         _drop_torn_tail(self.path)
         for result in read_results(self.path):
-            self.job_ids.add(result.job_id)
+            self.statuses[result.job_id] = result.status.value
             self.summary.add(result)
         self.handle = self.path.open("a", encoding="utf-8")
 
@@ -43,16 +44,23 @@ class ResultsFile:
         """Write the results whose job has no line yet; durable on disk when this returns."""
         written = []
         for result in results:
-            if result.job_id in self.job_ids:
+            if result.job_id in self.statuses:
                 continue
             self.handle.write(result.model_dump_json() + "\n")
-            self.job_ids.add(result.job_id)
+            self.statuses[result.job_id] = result.status.value
             self.summary.add(result)
             written.append(result)
         if written:
             self.handle.flush()
             os.fsync(self.handle.fileno())
         return written
+
+    @property
+    def job_ids(self) -> KeysView[str]:
+        return self.statuses.keys()
+
+    def statuses_of(self, job_ids: Iterable[str]) -> dict[str, str]:
+        return {job_id: self.statuses[job_id] for job_id in job_ids}
 
     def write_summary(self) -> None:
         write_atomically(self.summary_path, json.dumps(self.summary.as_json(), indent=2) + "\n")

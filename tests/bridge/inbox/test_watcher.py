@@ -22,9 +22,9 @@ import redis
 
 from bridge.inbox.taker import Taker
 from bridge.inbox.watcher import InboxEvent, Watcher
-from bridge.keys import campaigns_key, outstanding_key
+from bridge.keys import campaigns_key, manifest_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
-from bridge.queue.celery_queue import MARK_BATCH, JobQueue
+from bridge.queue.celery_queue import JobQueue
 from bridge.queue.connection import client_for
 from tests.conftest import FAST_RECOVERY, PrivateRedis, Processes, WriteFiles, read_jsonl, wait_for
 
@@ -302,7 +302,10 @@ def test_status_shows_the_watchers_health(
 def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campaign(
     inbox: Path, processes: Processes, client: redis.Redis
 ) -> None:
-    """SIGKILL while the jobs go out; the restarted watcher sends the rest, once."""
+    """SIGKILL while the jobs go out. The campaign was whole from the start (every job
+    stored, and recorded as sent, before the campaign was announced); the restarted watcher
+    finishes the file's submission as the same campaign, and the jobs that never went are
+    sent by the reaper, once."""
     count = 3000
     cases = "".join(
         f"  - {{id: c{i}, input_messages: [{{role: user, content: '{'x' * 200} {i}'}}]}}\n"
@@ -313,21 +316,22 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
 
     def partly_sent() -> bool:
         ids = client.zrange(campaigns_key(), 0, -1)
-        return bool(ids) and 0 < client.zcard(outstanding_key("api")) < count
+        return bool(ids) and 0 < client.llen("api") < count
 
     wait_for(partly_sent, 60, "the submission to be under way")
     os.killpg(first.pid, signal.SIGKILL)
     first.wait()
-    sent_before = client.zcard(outstanding_key("api"))
+    sent_before = client.llen("api")
     assert 0 < sent_before < count
     (campaign_id,) = client.zrange(campaigns_key(), 0, -1)
+    assert client.scard(manifest_key(campaign_id)) == count
+    assert client.zcard(outstanding_key("api")) == count
 
     processes.start("watch", str(inbox), "--target", "mock", "--name", "w2", name="w2")
     wait_for(lambda: (inbox / "queued" / "big.yaml").exists(), 120, "the file to be queued")
     assert client.zrange(campaigns_key(), 0, -1) == [campaign_id]
     assert client.zcard(outstanding_key("api")) == count
-    # Nothing sent twice; at most one batch recorded but never sent, which the reaper finds.
-    assert count - MARK_BATCH <= client.llen("api") <= count
+    assert client.llen("api") == sent_before  # nothing sent twice
     assert "finishing the submission of campaign" in processes.log("w2")
     processes.worker(client, "w@test", "-c", "8", extra_env=FAST_RECOVERY)
     wait_for(lambda: (inbox / "done" / "big.yaml").exists(), 300, "the campaign to finish")
