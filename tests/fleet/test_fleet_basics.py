@@ -69,6 +69,14 @@ def test_detached_campaign_across_hosts_lands_once_on_the_collector(fleet: Fleet
     assert f"{CASES}/{CASES}" in status.stdout, status.stdout
     assert f"collector:{jsonl}" in status.stdout, status.stdout  # the host that has the file
 
+    # `resume` on a host without the file sends nothing and resets nothing.
+    resumed = workers[0].run("resume", campaign, env={"COLUMNS": "300"})
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"0 of {CASES} jobs sent again" in resumed.stderr, resumed.stderr
+    assert f"collector:{jsonl}" in resumed.stderr, resumed.stderr
+    again = submitter.run("status", campaign, env={"COLUMNS": "300"})
+    assert f"{CASES}/{CASES}" in again.stdout, again.stdout
+
     rows = read_jsonl(jsonl)
     ids = [row["job_id"] for row in rows]
     assert len(ids) == len(set(ids)) == CASES
