@@ -39,14 +39,15 @@ def html_report(campaign: CampaignResults) -> str:
     return "".join(html_chunks(campaign, Parts(None)))
 
 
-def write_html(campaign: CampaignResults, path: Path) -> Path:
-    """The page at `path`, with the folder of its parts beside it if it needs one."""
+def write_html(campaign: CampaignResults, path: Path, live: Markup | None = None) -> Path:
+    """The page at `path`, with the folder of its parts beside it if it needs one.
+    `live`: what `evalrelay serve` shows above the report while the campaign runs."""
     folder = PartsFolder(path)
-    folder.publish(html_chunks(campaign, Parts(folder)))
+    folder.publish(html_chunks(campaign, Parts(folder), live))
     return path
 
 
-def html_chunks(campaign: CampaignResults, parts: Parts) -> Iterator[str]:
+def html_chunks(campaign: CampaignResults, parts: Parts, live: Markup | None = None) -> Iterator[str]:
     environment = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True)
     template = environment.from_string(
         resources.files("bridge.reports").joinpath("report.html.j2").read_text(encoding="utf-8")
@@ -64,6 +65,7 @@ def html_chunks(campaign: CampaignResults, parts: Parts) -> Iterator[str]:
         preview_chars=PREVIEW_CHARS,
         data=index_data(campaign, parts),
         parts=parts,
+        live=live,
     )
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bridge.prompt.build import PromptRequest
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status
+from tests.browser import dom
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 
@@ -76,30 +75,7 @@ def write_campaign(folder: Path, results: list[Result], name: str = "camp") -> P
 
 def rendered(page: Path, fragment: str, tmp_path: Path) -> str:
     """The page's DOM after its scripts ran, from headless Chromium."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "the report test needs Debian's chromium (apt-get install chromium)"
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            f"--user-data-dir={tmp_path / 'chromium-profile'}",
-            "--virtual-time-budget=2000",
-            "--dump-dom",
-            page.as_uri() + fragment,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return done.stdout
+    return dom(page.as_uri() + fragment, tmp_path / "chromium-profile")
 
 
 OPEN_ALL = 'document.getElementById("expand-all").click();'

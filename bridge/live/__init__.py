@@ -1,0 +1,1 @@
+"""`evalrelay serve`: every campaign as a page in a browser, updated while it runs."""
