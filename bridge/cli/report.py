@@ -30,6 +30,7 @@ from bridge.reports.compare import (
     case_order,
     split_target,
 )
+from bridge.reports.compare_html import write_compare_html
 from bridge.reports.markdown import markdown_summary
 from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
 from bridge.reports.writer import report_path, write_report
@@ -99,6 +100,12 @@ def report_command(
     help="A score falling by more than this is a regression.",
 )
 @click.option("--all", "show_all", is_flag=True, help="List unchanged cases too.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the comparison as a page, regressions first.",
+)
 @results_option
 def compare_command(
     before: str,
@@ -106,6 +113,7 @@ def compare_command(
     targets: tuple[str, str] | None,
     tolerance: float,
     show_all: bool,
+    html_file: Path | None,
     results: Path | None,
 ) -> None:
     """What changed from BEFORE to AFTER, per case and per target; exit 1 on a regression.
@@ -128,9 +136,14 @@ def compare_command(
             listed.append(change)
     console = Console()
     title = f"{_label(old.campaign_id, old_target)} → {_label(new.campaign_id, new_target)}"
-    console.print(target_table(title, target_changes(old, new, counts, pair)))
+    rows = target_changes(old, new, counts, pair)
+    console.print(target_table(title, rows))
     click.echo("\n".join(case_lines(sorted(listed, key=case_order))) or "no case changed")
-    console.print(verdict(counts, tolerance))
+    conclusion = verdict(counts, tolerance)
+    console.print(conclusion)
+    if html_file is not None:
+        page = write_compare_html(html_file, title, listed, counts, rows, conclusion)
+        click.echo(f"html: {page}")
     if counts.kinds[Change.REGRESSED]:
         sys.exit(EXIT_REGRESSED)
 

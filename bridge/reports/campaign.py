@@ -12,42 +12,17 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
+from bridge.reports.distributions import Distributions
 from bridge.reports.lines import ReportOrder, ResultHead
-from bridge.results.result import Result, Status
+from bridge.reports.outcomes import Outcome, outcome
+from bridge.results.result import Result
 from bridge.results.summary import CampaignSummary
 
 SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "__pycache__", "site-packages"})
-
-
-class Outcome(StrEnum):
-    PASSED = "passed"
-    FAILED = "failed"
-    """The model's answer fell short: a low score or a model failure."""
-    ERROR = "error"
-    """Not the model's doing: infrastructure, limits, timeouts, grading."""
-    UNGRADED = "ungraded"
-    CANCELLED = "cancelled"
-
-
-def outcome(result: Result | ResultHead) -> Outcome:
-    if result.status is Status.CANCELLED:
-        return Outcome.CANCELLED
-    if not result.status.is_scored:
-        return Outcome.ERROR
-    if result.passed is None:
-        return Outcome.FAILED if result.status is Status.MODEL_FAILURE else Outcome.UNGRADED
-    return Outcome.PASSED if result.passed else Outcome.FAILED
-
-
-def is_cached(result: Result) -> bool:
-    """The answer came from the response cache (`run --cache`), not from a call of its own:
-    its `usage`, `request_id`, `latency_ms` and `calls` are those of the call that filled it."""
-    return result.artifacts.get("cached") is True
 
 
 @dataclass
@@ -58,8 +33,8 @@ class TargetTally:
     duration_ms: int = 0
     first_started: datetime | None = None
 
-    def add(self, result: ResultHead) -> None:
-        self.outcomes[outcome(result)] += 1
+    def add(self, result: ResultHead, result_outcome: Outcome) -> None:
+        self.outcomes[result_outcome] += 1
         self.duration_ms += result.duration_ms
         if self.first_started is None or result.started_at < self.first_started:
             self.first_started = result.started_at
@@ -74,6 +49,7 @@ class CampaignResults:
         self.tallies: dict[str, TargetTally] = {}
         self.cached = 0
         """Results answered from the response cache."""
+        self.distributions = Distributions()
         self.order = ReportOrder.scan(path, self._add)
 
     @classmethod
@@ -85,7 +61,9 @@ class CampaignResults:
         tally = self.tallies.get(head.target)
         if tally is None:
             tally = self.tallies[head.target] = TargetTally()
-        tally.add(head)
+        kind = outcome(head)
+        tally.add(head, kind)
+        self.distributions.add(head, kind)
         self.cached += head.cached
 
     def __len__(self) -> int:

@@ -15,8 +15,9 @@ from itertools import chain
 from typing import NamedTuple
 
 from bridge.errors import EvalrelayError
-from bridge.reports.campaign import CampaignResults, Outcome, outcome
+from bridge.reports.campaign import CampaignResults
 from bridge.reports.lines import ResultHead
+from bridge.reports.outcomes import Outcome, outcome
 from bridge.results.result import Status
 
 SCORE_CHANGE = 0.05

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
 
-from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup
 
-from bridge.reports.campaign import CampaignResults, Outcome
+from bridge.reports.campaign import CampaignResults
+from bridge.reports.charts import header_charts
 from bridge.reports.html_cases import OUTCOMES, PAGE_ROWS, PREVIEW_CHARS, STATUSES, index_row
 from bridge.reports.html_folder import PartsFolder
 from bridge.reports.html_parts import Parts
 from bridge.reports.html_texts import SharedTexts, script_json
+from bridge.reports.outcomes import Outcome
+from bridge.reports.templates import page_template
 from bridge.results.result import Status
 
 BATCH_ROWS = 1000
@@ -47,16 +48,17 @@ def write_html(campaign: CampaignResults, path: Path, live: Markup | None = None
     return path
 
 
-def html_chunks(campaign: CampaignResults, parts: Parts, live: Markup | None = None) -> Iterator[str]:
-    environment = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True)
-    template = environment.from_string(
-        resources.files("bridge.reports").joinpath("report.html.j2").read_text(encoding="utf-8")
-    )
+def html_chunks(
+    campaign: CampaignResults, parts: Parts, live: Markup | None = None
+) -> Iterator[str]:
     summary = campaign.summary
-    return template.generate(
+    outcomes = {target: tally.outcomes for target, tally in campaign.tallies.items()}
+    charts = header_charts(outcomes, summary.targets, summary.counts, campaign.distributions)
+    return page_template("report.html.j2").generate(
         campaign=campaign.campaign_id,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         summary=summary,
+        charts=charts,
         statuses=sorted(summary.counts),
         # Every status, present or not: `#status=timeout` must select it and show no row.
         filter_statuses=[s.value for s in Status],

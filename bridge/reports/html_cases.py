@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 
 from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
-from bridge.reports.campaign import Outcome, is_cached, outcome
 from bridge.reports.html_texts import SharedTexts
+from bridge.reports.outcomes import Outcome, is_cached, outcome
 from bridge.results.result import EvaluatorResult, Result, Status
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
-from bridge.reports.campaign import CampaignResults, Outcome, TargetTally, is_cached, outcome
+from bridge.reports.campaign import CampaignResults, TargetTally
+from bridge.reports.outcomes import Outcome, is_cached, outcome
 from bridge.results.result import Result
 
 CACHED = "answer served from the response cache (run --cache), not by a call of this job"

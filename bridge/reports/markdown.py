@@ -10,7 +10,8 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 
-from bridge.reports.campaign import CampaignResults, Outcome, is_cached, outcome
+from bridge.reports.campaign import CampaignResults
+from bridge.reports.outcomes import Outcome, is_cached, outcome
 from bridge.results.result import Result
 
 WHY_CHARS = 200

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.reports.campaign import CampaignResults, Outcome
+from bridge.reports.campaign import CampaignResults
 from bridge.reports.compare import CaseState, Change, compare, split_target
+from bridge.reports.outcomes import Outcome
 from bridge.reports.verdict import ChangeCounts, verdict
 from bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result, write_campaign

@@ -18,9 +18,10 @@ import pytest
 from bridge.evalfile.schema import ToolCall
 from bridge.prompt.build import PromptRequest
 from bridge.prompt.messages import ChatMessage
-from bridge.reports.campaign import CampaignResults, Outcome, outcome
+from bridge.reports.campaign import CampaignResults
 from bridge.reports.html import html_report
 from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
+from bridge.reports.outcomes import Outcome, outcome
 from bridge.reports.writer import write_report
 from bridge.results.result import Result, Status
 from tests.bridge.reports.reporting import (
@@ -58,7 +59,8 @@ def dom_of(tmp_path: Path, results: list[Result], fragment: str = "") -> str:
 def cases_of(dom: str) -> dict[str, str]:
     """Each case's part of the page, unescaped, by `case target`."""
     cases = {}
-    table = dom[dom.index('<table id="cases">') : dom.index("</table>\n<script")]
+    start = dom.index('<table id="cases">')
+    table = dom[start : dom.index("</table>\n</div>", start)]
     for part in table.split('<tbody class="case"')[1:]:
         cells = re.search(r"<td>([^<]*)</td><td>([^<]*)</td>", part)
         assert cells is not None
@@ -157,7 +159,7 @@ def test_a_filter_in_the_address_shows_exactly_its_results(
     page.write_text(html_report(campaign))
     want = sum(value_of(r, field) == value for r in campaign.results())
 
-    dom = rendered(page, f"#{field}={value}", tmp_path)
+    dom = rendered(page, f"#view=list&{field}={value}", tmp_path)
 
     shown = re.findall(r'<tbody class="case"(?![^>]*\bhidden\b)[^>]*>', dom)
     assert len(shown) == want
@@ -167,7 +169,7 @@ def test_a_filter_in_the_address_shows_exactly_its_results(
 
 
 def test_filters_that_each_match_but_not_together_say_so(tmp_path: Path) -> None:
-    dom = rendered(page_of(tmp_path, CAMPAIGN), "#target=claude&outcome=failed", tmp_path)
+    dom = rendered(page_of(tmp_path, CAMPAIGN), "#view=list&target=claude&outcome=failed", tmp_path)
     line = SHOWN.search(dom).group(1)  # type: ignore[union-attr]
     assert line == "showing 0 of 6 · no result matches all these filters"
 
@@ -177,7 +179,7 @@ def test_expand_all_opens_the_shown_cases_and_collapse_all_closes_them(tmp_path:
 
     def after_clicking(*buttons: str) -> list[tuple[str, str]]:
         clicks = "".join(f'document.getElementById("{b}").click();' for b in buttons)
-        dom = rendered(with_script(page, clicks), "#target=gpt", tmp_path)
+        dom = rendered(with_script(page, clicks), "#view=list&target=gpt", tmp_path)
         found = re.findall(
             r'<tbody class="case" data-target="(\w+)".*?<details( open="")?>', dom, re.S
         )
@@ -219,7 +221,7 @@ def test_a_big_campaign_puts_one_page_of_cases_in_the_document_and_shared_text_o
     tmp_path: Path,
 ) -> None:
     page = page_of(tmp_path, many_results())
-    dom = rendered(page, "", tmp_path)
+    dom = rendered(page, "#view=list", tmp_path)
     rows = shown_rows(dom)
     assert len(rows) == dom.count('<tbody class="case"') == PAGE_ROWS
     assert rows[:2] == [("case-0000", "claude"), ("case-0001", "claude")]  # by target, case
@@ -237,19 +239,19 @@ def test_a_case_on_a_later_page_is_reached_by_paging_by_typing_or_by_filters(
     page = page_of(tmp_path, results)
     by_target = sorted((r.target, r.case_id) for r in results)
 
-    last = rendered(page, "#page=30", tmp_path)
+    last = rendered(page, "#view=list&page=30", tmp_path)
     assert shown_rows(last)[-1] == ("case-0999", "mistral")
     assert PAGES.search(last).group(1) == "of 30 · cases 2901 to 3000"  # type: ignore[union-attr]
 
     clicked = 'document.getElementById("next").click();' * 2
-    third = shown_rows(rendered(with_script(page, clicked), "", tmp_path))
+    third = shown_rows(rendered(with_script(page, clicked), "#view=list", tmp_path))
     assert third == [(case, target) for target, case in by_target[200:300]]
 
     typed = (
         'const n = document.getElementById("page-number"); n.value = "12";'
         'n.dispatchEvent(new Event("change"));'
     )
-    twelfth = shown_rows(rendered(with_script(page, typed), "", tmp_path))
+    twelfth = shown_rows(rendered(with_script(page, typed), "#view=list", tmp_path))
     assert twelfth == [(case, target) for target, case in by_target[1100:1200]]
 
     searched = (
@@ -257,12 +259,12 @@ def test_a_case_on_a_later_page_is_reached_by_paging_by_typing_or_by_filters(
         't.dispatchEvent(new Event("input"));'
         'setTimeout(() => document.getElementById("expand-all").click(), 200);'
     )
-    found = rendered(with_script(page, searched), "", tmp_path)
+    found = rendered(with_script(page, searched), "#view=list", tmp_path)
     assert shown_rows(found) == [NEEDLE]
     assert '<pre class="answer">a needle in the haystack</pre>' in found
 
     failures = sorted(r.case_id for r in results if r.target == "gpt" and not r.passed)
-    second = rendered(page, "#target=gpt&outcome=failed&page=2", tmp_path)
+    second = rendered(page, "#view=list&target=gpt&outcome=failed&page=2", tmp_path)
     assert len(failures) == 143
     assert shown_rows(second) == [(case, "gpt") for case in failures[100:]]
     assert SHOWN.search(second).group(1) == "showing 143 of 3000"  # type: ignore[union-attr]
@@ -320,10 +322,10 @@ def test_a_big_report_reads_a_rows_details_from_its_parts_folder_when_it_is_open
     def part(row: int) -> str:
         return f"camp.html.parts/{bisect_right(layout['starts'], row) - 1:04d}.js"
 
-    closed = rendered(with_script(page, watched(None)), "#page=12", tmp_path)
+    closed = rendered(with_script(page, watched(None)), "#view=list&page=12", tmp_path)
     assert 'data-loaded=""' in closed  # nothing read until a row is opened
 
-    dom = rendered(with_script(page, watched(4)), "#page=12", tmp_path)
+    dom = rendered(with_script(page, watched(4)), "#view=list&page=12", tmp_path)
     shown = cases_of(dom)[f"{case} {target}"]
     assert f"(end of {case} {target})</pre>" in shown
     assert '<div class="role">user</div><pre>Question of case-0104?</pre>' in shown
@@ -339,7 +341,7 @@ def test_expanding_a_page_of_rows_from_many_parts_shows_each_ones_answer(
     page, _ = big_report
     # Failures of gpt and mistral: a page of them comes from some twenty parts, more than
     # the page keeps read at once (KEPT_PARTS), all read together.
-    dom = rendered(with_script(page, OPEN_ALL), "#outcome=failed&page=3", tmp_path)
+    dom = rendered(with_script(page, OPEN_ALL), "#view=list&outcome=failed&page=3", tmp_path)
     cases = cases_of(dom)
     assert len(cases) == PAGE_ROWS
     for shown, part in cases.items():
@@ -352,7 +354,7 @@ def test_a_big_reports_page_without_its_folder_says_where_the_details_are(
 ) -> None:
     alone = tmp_path / "camp.html"
     alone.write_bytes(big_report[0].read_bytes())
-    dom = rendered(with_script(alone, watched(0)), "", tmp_path)
+    dom = rendered(with_script(alone, watched(0)), "#view=list", tmp_path)
     assert (
         '<p class="error">This row\'s details are in camp.html.parts/0000.js, which could not '
         "be read: the folder camp.html.parts must be beside this page.</p>"
@@ -367,7 +369,7 @@ def test_a_small_report_is_one_file_that_shows_every_detail_alone(tmp_path: Path
     mailed = tmp_path / "mailed" / "camp.html"
     mailed.parent.mkdir()
     mailed.write_bytes(page.read_bytes())
-    cases = cases_of(rendered(with_script(mailed, OPEN_ALL), "", tmp_path))
+    cases = cases_of(rendered(with_script(mailed, OPEN_ALL), "#view=list", tmp_path))
     assert len(cases) == len(CAMPAIGN)
     assert '<pre class="answer">Answer to capital</pre>' in cases["capital gpt"]
     assert '<div class="role">system</div><pre>Be brief.</pre>' in cases["river claude"]

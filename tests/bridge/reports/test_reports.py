@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from bridge.reports.campaign import CampaignResults, Outcome, outcome
+from bridge.reports.campaign import CampaignResults
 from bridge.reports.compare import Change, compare
 from bridge.reports.html import html_report
 from bridge.reports.junit import junit_xml
 from bridge.reports.markdown import markdown_report
+from bridge.reports.outcomes import Outcome, outcome
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.result import Status
 from tests.bridge.reports.reporting import (
@@ -102,7 +103,7 @@ def test_html_report_in_a_real_browser(campaign: CampaignResults, tmp_path: Path
     page = tmp_path / "camp.html"
     page.write_text(html_report(campaign))
 
-    dom = rendered(page, "", tmp_path)
+    dom = rendered(page, "#view=list", tmp_path)
     assert "<h1>Campaign camp</h1>" in dom
     assert re.search(
         r'<tr data-target="gpt"><td>gpt</td><td class="num">4</td>\s*'
@@ -114,14 +115,14 @@ def test_html_report_in_a_real_browser(campaign: CampaignResults, tmp_path: Path
     assert "connection refused by 127.0.0.1:9" in dom
     assert "<pre>Be brief.</pre>" not in dom  # details are shown when a row is opened
 
-    opened = rendered(with_script(page, OPEN_ALL), "", tmp_path)
+    opened = rendered(with_script(page, OPEN_ALL), "#view=list", tmp_path)
     # The index, the one part of details, where the parts are, and the code: the answer
     # stayed text.
     assert opened.count("<script") == 5  # and the opening script
     assert "&lt;script&gt;alert('x')&lt;/script&gt; The Thames" in opened
     assert opened.count('<div class="role">system</div><pre>Be brief.</pre>') == 6  # as sent
 
-    failed = rendered(page, "#outcome=failed&target=gpt", tmp_path)
+    failed = rendered(page, "#view=list&outcome=failed&target=gpt", tmp_path)
     assert "showing 2 of 6" in failed
     shown = re.findall(r'<tbody class="case" data-target="(\w+)" data-outcome="(\w+)"', failed)
     assert sorted(shown) == [("gpt", "failed"), ("gpt", "failed")]  # the others not there

@@ -1,0 +1,276 @@
+"""The report's charts and matrix and the comparison page, of campaigns run for real
+(`evalrelay run` on the embedded Redis, its own worker), as headless Chromium shows them:
+each test takes a screenshot, checks its pixels, and checks the page's content against
+the results file.
+
+With `EVALRELAY_SCREENSHOT_DIR=docs/images` the screenshots are kept for the README."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.bridge.reports.pictures import FAILED_RED, PASSED_GREEN, picture
+from tests.browser import dom
+from tests.conftest import embedded_env, read_jsonl
+
+CAPITALS = [
+    ("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Peru", "Lima"),
+    ("Kenya", "Nairobi"), ("Japan", "Tokyo"), ("Chile", "Santiago"), ("Egypt", "Cairo"),
+    ("Norway", "Oslo"), ("Canada", "Ottawa"), ("Ghana", "Accra"), ("Laos", "Vientiane"),
+]  # fmt: skip
+
+
+def targets_yaml(wrong_for_atlas: int) -> str:
+    """Three mock targets: one right but for its first `wrong_for_atlas` cases, one that
+    names only the city, one that echoes the question and times out a third of the time."""
+    atlas = {
+        f"capital-{country.lower()}": (
+            "I do not know." if n < wrong_for_atlas else f"The capital of {country} is {city}."
+        )
+        for n, (country, city) in enumerate(CAPITALS)
+    }
+    guesser = {
+        f"capital-{country.lower()}": city if n % 3 else f"{city}, the capital of {country}."
+        for n, (country, city) in enumerate(CAPITALS)
+    }
+    return json.dumps(
+        {
+            "targets": [
+                {"name": "atlas", "provider": "mock", "responses": atlas, "latency_ms": 5},
+                {"name": "guesser", "provider": "mock", "responses": guesser, "latency_ms": 20},
+                {
+                    "name": "flaky",
+                    "provider": "mock",
+                    "echo": True,
+                    "latency_ms": 60,
+                    "failure_rate": 0.35,
+                    "failure_kind": "timeout",
+                },
+            ]
+        }
+    )
+
+
+def eval_file(target: str) -> str:
+    """The same cases for each target, in one dataset: a row of the matrix per case."""
+    cases = [
+        {
+            "id": f"capital-{country.lower()}",
+            "input_messages": [
+                {"role": "system", "content": "Answer in one sentence."},
+                {"role": "user", "content": f"What is the capital of {country}?"},
+            ],
+            "evaluators": [
+                {"name": "city", "type": "contains", "value": city},
+                {"name": "country", "type": "contains", "value": country},
+                {"name": "capital", "type": "icontains", "value": "capital"},
+            ],
+            **({"repeats": 2} if n < 2 else {}),
+        }
+        for n, (country, city) in enumerate(CAPITALS)
+    ]
+    return json.dumps({"dataset": "capitals", "target": target, "evalcases": cases})
+
+
+def run_campaign(root: Path, name: str, wrong_for_atlas: int, home: Path) -> Path:
+    (root / "targets.yaml").write_text(targets_yaml(wrong_for_atlas))
+    for target in ("atlas", "guesser", "flaky"):
+        (root / "evals" / f"{target}.yaml").write_text(eval_file(target))
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "run", "evals", "--name", name],
+        cwd=root,
+        env=embedded_env(home),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    # 1: some cases failed; 2: some jobs ended without an answer (the timeouts)
+    assert done.returncode in (0, 1, 2), done.stdout + done.stderr
+    (results,) = [p for p in (root / "results").glob("*.jsonl") if name in p.name]
+    return results
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two runs of the same cases: in the second, atlas gets its first three wrong."""
+    root = tmp_path_factory.mktemp("project")
+    (root / "evalrelay.yaml").write_text("{}\n")
+    (root / "evals").mkdir()
+    home = tmp_path_factory.mktemp("home")
+    return (
+        run_campaign(root, "before", 0, home),
+        run_campaign(root, "after", 3, home),
+    )
+
+
+def outcome_of(line: dict[str, object]) -> str:
+    if line["status"] not in ("ok", "model_failure"):
+        return "error"
+    return "passed" if line["passed"] else "failed"
+
+
+def test_the_report_header_charts_the_campaign(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    results, _ = campaigns
+    page = results.with_suffix(".html")  # written by `run`
+    lines = read_jsonl(results)
+    shown = dom(page.as_uri(), tmp_path / "profile")
+
+    for target in ("atlas", "guesser", "flaky"):
+        mine = [line for line in lines if line["target"] == target]
+        outcomes = Counter(outcome_of(line) for line in mine)
+        for outcome, count in outcomes.items():
+            share = f"{count / len(mine):.0%}"
+            assert f"<title>{target}: {count} {outcome} of {len(mine)} ({share})</title>" in shown
+        graded = [
+            line for line in mine if line["score"] is not None and outcome_of(line) != "error"
+        ]
+        rate = sum(bool(line["passed"]) for line in graded) / len(graded)
+        assert f"<title>{target}: pass rate {rate:.0%}</title>" in shown
+    statuses = Counter(str(line["status"]) for line in lines)
+    for status, count in statuses.items():
+        assert re.search(rf"<title>{count} {status} of {len(lines)} \(\d+%\)</title>", shown)
+    # Three evaluators a case: scores in thirds, in the bins 0.0, 0.3, 0.6 and 0.9.
+    thirds = Counter(
+        min(9, int(float(line["score"]) * 10))  # type: ignore[arg-type]
+        for line in lines
+        if line["score"] is not None and line["status"] in ("ok", "model_failure")
+    )
+    heights = re.findall(
+        r'<text x="[\d.]+" y="[\d.]+" text-anchor="middle" class="count">([\d,]+)</text>', shown
+    )
+    assert sum(int(h.replace(",", "")) for h in heights) == thirds.total() + len(
+        lines
+    )  # scores + times
+    assert re.search(r"p50 [\d.]+ m?s  ·  p90 [\d.]+ m?s  ·  p99 [\d.]+ m?s", shown)
+
+    colours = picture(page.as_uri(), "report", tmp_path, (1280, 1000))
+    assert colours[PASSED_GREEN] > 2000 and colours[FAILED_RED] > 500  # bars drawn, not blank
+
+
+def test_the_matrix_has_a_row_per_case_and_a_chip_per_result(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    results, _ = campaigns
+    page = results.with_suffix(".html")
+    lines = read_jsonl(results)
+    shown = dom(page.as_uri(), tmp_path / "profile")
+    matrix = shown[
+        shown.index('<table id="matrix">') : shown.index(
+            "</table>", shown.index('<table id="matrix">')
+        )
+    ]
+
+    assert re.findall(r'<th data-target="(\w+)">', matrix) == ["atlas", "flaky", "guesser"]
+    rows = re.findall(r'<tr data-case="([\w-]+)">(.*?)</tr>', matrix)
+    assert [case for case, _ in rows] == sorted(f"capital-{c.lower()}" for c, _ in CAPITALS)
+    for case, row in rows:
+        cells = dict(re.findall(r'<td class="cell" data-target="(\w+)">(.*?)</td>', row))
+        for target, cell in cells.items():
+            mine = sorted(
+                (line for line in lines if line["case_id"] == case and line["target"] == target),
+                key=lambda line: int(line["repeat"]),  # type: ignore[call-overload]
+            )
+            chips = re.findall(r'class="chip o-(\w+)"[^>]*>([^<]*)</button>', cell)
+            assert [outcome for outcome, _ in chips] == [outcome_of(line) for line in mine]
+            for (outcome, label), line in zip(chips, mine, strict=True):
+                score, status = line["score"], str(line["status"])
+                if score is not None:
+                    assert label == f"{score:.2f}"
+                else:
+                    assert label == (status.replace("_", " ") if outcome == "error" else outcome)
+    assert (
+        len(re.findall(r'<tr data-case="capital-france">.*?</tr>', matrix)[0].split('class="chip'))
+        == 7
+    )  # 2 repeats x 3
+
+    # A link to one chip opens its transcript, answer and verdicts beside the matrix.
+    chosen = next(
+        line for line in lines if line["target"] == "guesser" and line["case_id"] == "capital-peru"
+    )
+    key = quote(json.dumps(["capitals", "capital-peru", "guesser", 0], separators=(",", ":")))
+    address = f"{page.as_uri()}#open={key}"
+    opened = dom(address, tmp_path / "profile")
+    panel = opened[opened.index('<aside id="cell"') : opened.index("</aside>")]
+    assert "hidden" not in panel[: panel.index(">")]
+    assert "capital-peru · guesser — " in panel
+    assert '<div class="role">user</div><pre>What is the capital of Peru?</pre>' in panel
+    assert f'<pre class="answer">{chosen["answer"]}</pre>' in panel
+    for evaluator in ("city", "country", "capital"):
+        assert f"<td>{evaluator}</td>" in panel
+    assert len(re.findall(r'class="chip o-\w+ opened"', opened)) == 1
+
+    colours = picture(address, "matrix", tmp_path, (1280, 1500))
+    assert colours[PASSED_GREEN] > 2000 and colours[FAILED_RED] > 500
+
+
+def test_filters_and_the_view_are_kept_in_the_address(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    results, _ = campaigns
+    page = results.with_suffix(".html")
+    chosen = (
+        'const s = document.getElementById("f-target"); s.value = "flaky";'
+        's.dispatchEvent(new Event("input"));'
+        'document.getElementById("view-list").click();'
+        "document.body.setAttribute('data-address', location.hash);"
+    )
+    acted = page.with_name("acted.html")
+    acted.write_text(page.read_text().replace("</body>", f"<script>{chosen}</script></body>"))
+    shown = dom(acted.as_uri(), tmp_path / "profile")
+    assert 'data-address="#view=list&amp;target=flaky"' in shown
+
+    one = dom(page.as_uri() + "#target=flaky", tmp_path / "profile")
+    assert re.findall(r'<th data-target="(\w+)">', one[one.index('<table id="matrix">') :]) == [
+        "flaky"
+    ]
+
+    errors = dom(page.as_uri() + "#outcome=error", tmp_path / "profile")
+    matrix = errors[errors.index('<table id="matrix">') :]
+    failed = [line for line in read_jsonl(results) if outcome_of(line) == "error"]
+    assert re.findall(r'<tr data-case="([\w-]+)">', matrix) == sorted(
+        {str(line["case_id"]) for line in failed}
+    )
+    assert len(re.findall(r'class="chip o-(\w+)"', matrix)) == len(failed)  # not faded
+    assert set(re.findall(r'class="chip o-(\w+)"', matrix)) == {"error"}
+    assert 'class="chip o-passed faded"' in matrix  # atlas's answers to the same cases
+
+
+def test_compare_html_lists_regressions_first(campaigns: tuple[Path, Path], tmp_path: Path) -> None:
+    before, after = campaigns
+    page = tmp_path / "compare.html"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "bridge.cli.main", "compare", str(before), str(after),
+            "--html", str(page),
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr  # atlas regressed
+    assert f"html: {page}" in done.stdout
+    shown = dom(page.as_uri(), tmp_path / "profile")
+    rows = re.findall(r'<tr class="change-(\w+)"><td>([^<]+)</td><td>(\w+)</td>', shown)
+    kinds = [kind for kind, _, _ in rows]
+    # France and Italy run twice: five of atlas's jobs no longer pass.
+    wrong = ["capital-france", "capital-france #1", "capital-italy", "capital-italy #1"]
+    assert sorted(rows[:5]) == [("regressed", case, "atlas") for case in [*wrong, "capital-spain"]]
+    assert "regressed" not in kinds[5:]
+    assert "same" not in kinds  # unchanged cases are not listed without --all
+    assert re.search(r'<p class="verdict bad" id="verdict">5 of 42 cases regressed', shown)
+    assert "<title>atlas: before 100%</title>" in shown
+    assert "<title>atlas: after 64%</title>" in shown  # 9 of 14
+
+    only = dom(page.as_uri() + "#change=regressed", tmp_path / "profile")
+    assert re.findall(r'<tr class="change-(\w+)">', only) == ["regressed"] * 5
+
+    colours = picture(page.as_uri(), "compare", tmp_path, (1280, 900))
+    assert colours[FAILED_RED] > 300
