@@ -1,0 +1,46 @@
+"""Scores in tenths and times in widening bins, each split by outcome; quantiles by rank."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bridge.reports.distributions import Distributions
+from bridge.reports.lines import ResultHead
+from bridge.reports.outcomes import Outcome, outcome
+from bridge.results.result import Status
+from tests.bridge.reports.reporting import graded, result
+
+
+def head(score: float | None, ms: int, status: Status = Status.OK) -> ResultHead:
+    made = graded("c", "t", score) if score is not None else result("c", "t", status, error="x")
+    made = made.model_copy(
+        update={"duration_ms": ms, "finished_at": made.started_at + timedelta(milliseconds=ms)}
+    )
+    return ResultHead.model_validate_json(made.model_dump_json())
+
+
+def test_scores_fall_in_tenths_with_one_in_the_last_and_errors_in_none() -> None:
+    spread = Distributions()
+    for score in (0.0, 0.09, 0.1, 0.55, 0.8, 0.99, 1.0):
+        one = head(score, 100)
+        spread.add(one, outcome(one))
+    timed_out = head(None, 60_000, Status.TIMEOUT)
+    spread.add(timed_out, outcome(timed_out))
+    counts = [b.outcomes.total() for b in spread.score_bins()]
+    assert counts == [2, 1, 0, 0, 0, 1, 0, 0, 1, 2]
+    assert spread.score_bins()[9].outcomes == {Outcome.PASSED: 2}
+    assert spread.score_bins()[0].outcomes == {Outcome.FAILED: 2}
+
+
+def test_times_fall_in_widening_bins_and_quantiles_are_by_rank() -> None:
+    spread = Distributions()
+    for ms in [*([100] * 50), *([2_000] * 40), *([45_000] * 9), 400_000]:
+        one = head(0.9, ms)
+        spread.add(one, outcome(one))
+    bins = {b.label: b.outcomes.total() for b in spread.latency_bins()}
+    assert bins == {
+        "<0.25s": 50, "0.25s": 0, "0.5s": 0, "1s": 40, "2.5s": 0, "5s": 0, "10s": 0,
+        "30s": 9, "1m": 0, "≥5m": 1,
+    }  # fmt: skip
+    assert spread.quantiles_ms() == {0.5: 2_000, 0.9: 45_000, 0.99: 400_000}
+    assert Distributions().quantiles_ms() == {}
