@@ -11,11 +11,13 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from bridge.cli.collect import collect_command
+from bridge.cli.export import export_command
 from bridge.cli.render import render_command
 from bridge.cli.report import compare_command, report_command
 from bridge.cli.resume import resume_command
 from bridge.cli.retry import retry_command
 from bridge.cli.run import run_command
+from bridge.cli.serve import serve_command
 from bridge.cli.status import status_command
 from bridge.cli.validate import validate_command
 from bridge.cli.watch import watch_command
@@ -60,6 +62,8 @@ for command in (
     unlock_command,
     report_command,
     compare_command,
+    export_command,
+    serve_command,
 ):
     cli.add_command(command)
 

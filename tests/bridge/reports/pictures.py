@@ -29,8 +29,13 @@ def picture(
     """The page's screenshot as counts of its colours; kept as `name`.png for the README
     when asked."""
     png = screenshot(address, tmp_path / f"{name}.png", tmp_path / "chromium-profile", size)
-    keep = os.environ.get("EVALRELAY_SCREENSHOT_DIR")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(png, Path(keep) / png.name)
+    keep(png, name)
     return colours(png)
+
+
+def keep(png: Path, name: str) -> None:
+    """A copy as `name`.png in `EVALRELAY_SCREENSHOT_DIR`, when it is set."""
+    folder = os.environ.get("EVALRELAY_SCREENSHOT_DIR")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(folder) / f"{name}.png")

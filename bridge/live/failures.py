@@ -1,0 +1,72 @@
+"""Failed results as they arrive: read from where the page's last poll stopped, never the
+whole file again."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.live.feed import Failure
+from bridge.live.lines import LineHead, head_of, read_span
+
+READ_LIMIT = 1 << 20
+"""Bytes read by one poll at most: a burst of results is read over several polls."""
+
+TAIL_BYTES = 256 * 1024
+"""A page's first poll reads only the end of the file: the newest failures, not all."""
+
+LISTED = 50
+"""Failures returned by one poll at most, the newest; the rest are only counted."""
+
+WHY_CHARS = 200
+
+
+@dataclass(frozen=True)
+class NewFailures:
+    failures: list[Failure]
+    failed: int
+    offset: int
+    file: str | None
+    more: bool
+
+
+def new_failures(path: Path | None, after: int | None, file: str | None) -> NewFailures:
+    """The failures in the whole lines after byte `after` of the results file (`file` says
+    which file that offset is in), and where the next poll starts."""
+    span = read_span(path, after, file, READ_LIMIT, TAIL_BYTES) if path is not None else None
+    if span is None:
+        return NewFailures([], 0, 0, None, False)
+    newest: deque[Failure] = deque(maxlen=LISTED)
+    failed = 0
+    for line in span.lines():
+        head = head_of(line)
+        if head is not None and head.failed:
+            failed += 1
+            newest.append(failure(head))
+    return NewFailures(list(newest), failed, span.end, span.identity, span.more)
+
+
+def failure(head: LineHead) -> Failure:
+    return Failure(
+        job_id=head.job_id,
+        case_id=head.case_id,
+        repeat=head.repeat,
+        target=head.target,
+        status=head.status.value,
+        why=why(head),
+    )
+
+
+def why(head: LineHead) -> str:
+    """One line, as `run`'s list of failed cases says it: the error, else the score and
+    the first misses."""
+    if head.error is not None:
+        reason = f"{head.error.kind}: {head.error.message}"
+    elif head.passed is False:
+        score = f"score {head.score:.2f}" if head.score is not None else "not passed"
+        reason = f"{score}; " + ("; ".join(head.misses[:2]) or "no miss reported")
+    else:
+        reason = head.status.value
+    lines = reason.strip().splitlines()
+    return (lines[0] if lines else reason)[:WHY_CHARS]

@@ -1,0 +1,35 @@
+"""The live view's Jinja templates (`bridge/live/*.html.j2`), autoescaped: every name,
+path and error they show comes from results and is text, never markup."""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+from jinja2 import Environment, FunctionLoader, StrictUndefined
+from markupsafe import Markup
+from pydantic import BaseModel
+
+
+def _source(name: str) -> str:
+    return resources.files("bridge.live").joinpath(name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def environment() -> Environment:
+    return Environment(
+        loader=FunctionLoader(_source),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(name: str, **values: object) -> Markup:
+    return Markup(environment().get_template(name).render(**values))
+
+
+def script_json(payload: BaseModel) -> Markup:
+    """A payload as JSON that can sit in a `<script>` element: no `<` can end it."""
+    return Markup(payload.model_dump_json().replace("<", "\\u003c"))

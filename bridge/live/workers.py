@@ -1,0 +1,49 @@
+"""The workers that reported lately, as `evalrelay status` lists them: only reading Redis,
+never dropping entries (the workers themselves drop the ones long gone)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+import redis
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bridge.keys import workers_key
+from bridge.live.feed import WorkerRow
+from bridge.queue.holders import ALIVE_SECONDS
+
+
+class Heartbeat(BaseModel):
+    """A worker's entry in the workers hash (written by `worker.app`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    queues: list[str] = Field(default_factory=list)
+    host: str | None = None
+    seen: float = 0.0
+
+
+def live_workers(client: redis.Redis) -> tuple[list[WorkerRow], int]:
+    """The workers heard from in the last `ALIVE_SECONDS`, by name, and how many others."""
+    now = time.time()
+    live, silent = [], 0
+    for name, raw in sorted(client.hgetall(workers_key()).items()):
+        try:
+            beat = Heartbeat.model_validate_json(raw)
+        except ValidationError:
+            continue
+        age = max(0.0, now - beat.seen)
+        if age < ALIVE_SECONDS:
+            live.append(
+                WorkerRow(name=str(name), queues=beat.queues, host=beat.host, seen_seconds_ago=age)
+            )
+        else:
+            silent += 1
+    return live, silent
+
+
+def serving(workers: Iterable[WorkerRow], queues: Iterable[str]) -> list[WorkerRow]:
+    """The workers that take jobs from one of `queues`."""
+    wanted = set(queues)
+    return [w for w in workers if wanted & set(w.queues)]
