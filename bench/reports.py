@@ -376,7 +376,7 @@ def browse_report(cwd: Path, count: int) -> dict[str, Browsed]:
     browsed = {
         "empty page (baseline)": browse(empty, READY),
         "open the report": browse(page, READY),
-        "expand the last page": browse(page, READY + EXPAND, f"#page={last}", wait=True),
+        "expand the last page": browse(page, READY + EXPAND, f"#view=list&page={last}", wait=True),
     }
     for label, b in browsed.items():
         print(f"  browser, {label}: {_browsed(b)}", flush=True)
