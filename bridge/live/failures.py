@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.live.feed import Failure
-from bridge.live.lines import LineHead, head_of, read_span
+from bridge.live.lines import head_of, read_span
+from bridge.reports.lines import ResultHead
+from bridge.results.summary import failure_reason
 
 READ_LIMIT = 1 << 20
 """Bytes read by one poll at most: a burst of results is read over several polls."""
@@ -18,8 +20,6 @@ TAIL_BYTES = 256 * 1024
 
 LISTED = 50
 """Failures returned by one poll at most, the newest; the rest are only counted."""
-
-WHY_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -47,26 +47,12 @@ def new_failures(path: Path | None, after: int | None, file: str | None) -> NewF
     return NewFailures(list(newest), failed, span.end, span.identity, span.more)
 
 
-def failure(head: LineHead) -> Failure:
+def failure(head: ResultHead) -> Failure:
     return Failure(
         job_id=head.job_id,
         case_id=head.case_id,
         repeat=head.repeat,
         target=head.target,
         status=head.status.value,
-        why=why(head),
+        why=failure_reason(head),
     )
-
-
-def why(head: LineHead) -> str:
-    """One line, as `run`'s list of failed cases says it: the error, else the score and
-    the first misses."""
-    if head.error is not None:
-        reason = f"{head.error.kind}: {head.error.message}"
-    elif head.passed is False:
-        score = f"score {head.score:.2f}" if head.score is not None else "not passed"
-        reason = f"{score}; " + ("; ".join(head.misses[:2]) or "no miss reported")
-    else:
-        reason = head.status.value
-    lines = reason.strip().splitlines()
-    return (lines[0] if lines else reason)[:WHY_CHARS]

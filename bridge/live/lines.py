@@ -12,44 +12,20 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from bridge.results.result import ErrorInfo, Status
+from bridge.reports.lines import ResultHead
 
 CHUNK_BYTES = 1 << 20
 
 
-class LineHead(BaseModel):
-    """What the live view reads of a result line: counting and listing failures need no
-    request, answer or artifacts."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    job_id: str
-    case_id: str
-    target: str
-    repeat: int = 0
-    status: Status
-    score: float | None = None
-    passed: bool | None = None
-    misses: list[str] = Field(default_factory=list)
-    error: ErrorInfo | None = None
-    started_at: datetime
-
-    @property
-    def failed(self) -> bool:
-        """Not ok, or graded and not passed: what `run` lists as failed."""
-        return self.status is not Status.OK or self.passed is False
-
-
-def head_of(line: bytes) -> LineHead | None:
+def head_of(line: bytes) -> ResultHead | None:
     """None for a line that is not a result (a file someone wrote by hand)."""
     try:
-        return LineHead.model_validate_json(line)
+        return ResultHead.model_validate_json(line)
     except ValidationError:
         return None
 

@@ -9,7 +9,8 @@ from markupsafe import Markup
 
 from bridge.live.feed import CampaignsFeed
 from bridge.live.panel import live_panel
-from bridge.live.templating import render, script_json
+from bridge.live.templating import render
+from bridge.reports.html_texts import script_json
 
 FEED = "/api/campaigns"
 
@@ -17,7 +18,7 @@ FEED = "/api/campaigns"
 def index_page(feed: CampaignsFeed) -> Markup:
     """The campaigns and workers, drawn by the page's script from `feed` at once, then from
     each poll of `/api/campaigns`."""
-    return render("index.html.j2", feed=script_json(feed), api=FEED)
+    return render("index.html.j2", feed=Markup(script_json(feed.model_dump(mode="json"))), api=FEED)
 
 
 def remote_page(campaign_id: str) -> Markup:

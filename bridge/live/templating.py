@@ -8,7 +8,6 @@ from importlib import resources
 
 from jinja2 import Environment, FunctionLoader, StrictUndefined
 from markupsafe import Markup
-from pydantic import BaseModel
 
 
 def _source(name: str) -> str:
@@ -28,8 +27,3 @@ def environment() -> Environment:
 
 def render(name: str, **values: object) -> Markup:
     return Markup(environment().get_template(name).render(**values))
-
-
-def script_json(payload: BaseModel) -> Markup:
-    """A payload as JSON that can sit in a `<script>` element: no `<` can end it."""
-    return Markup(payload.model_dump_json().replace("<", "\\u003c"))

@@ -10,16 +10,12 @@ wait in a temporary file until the header, which counts them, is known.
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import IO
 from zipfile import ZIP_DEFLATED, ZipFile
 
 from bridge.errors import EvalrelayError
@@ -28,6 +24,7 @@ from bridge.reports.campaign import CampaignResults
 from bridge.reports.inspect_header import CampaignFacts, LogTally
 from bridge.reports.inspect_samples import inspect_sample
 from bridge.results.result import Result
+from bridge.results.summary import replaced_whole
 
 SUFFIXES = (".eval", ".json")
 
@@ -122,7 +119,7 @@ Header = Callable[[], inspect.EvalLogHeader]
 def _write_eval(path: Path, samples: Samples, header: Header) -> None:
     """Inspect's `.eval` zip: a member per sample, `summaries.json`, `header.json` and the
     journal's `start.json` (what a reader of an unfinished log falls back on)."""
-    with _replaced(path) as handle, ZipFile(handle, "w", ZIP_DEFLATED) as archive:
+    with replaced_whole(path) as handle, ZipFile(handle, "w", ZIP_DEFLATED) as archive:
         with tempfile.TemporaryFile() as summaries:
             summaries.write(b"[")
             for n, sample in enumerate(samples):
@@ -148,24 +145,7 @@ def _write_json(path: Path, samples: Samples, header: Header) -> None:
             body.write((b"," if n else b"") + sample.as_json())
         head = header().as_json()
         body.seek(0)
-        with _replaced(path) as handle:
+        with replaced_whole(path) as handle:
             handle.write(head[:-1] + b',"samples":[')
             shutil.copyfileobj(body, handle)
             handle.write(b"]}")
-
-
-@contextmanager
-def _replaced(path: Path) -> Iterator[IO[bytes]]:
-    """A file that replaces `path` whole when the block ends, and is gone if it fails;
-    made readable as any new file is (`mkstemp` would make it 0600)."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-    fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "w+b") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise

@@ -35,6 +35,7 @@ class ResultHead(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
+    job_id: str
     case_id: str
     dataset: str
     target: str
@@ -48,6 +49,11 @@ class ResultHead(BaseModel):
     duration_ms: int
     error: ErrorInfo | None = None
     artifacts: HeadArtifacts = Field(default_factory=HeadArtifacts)
+
+    @property
+    def failed(self) -> bool:
+        """Not ok, or graded and not passed: what `run` lists as failed."""
+        return self.status is not Status.OK or self.passed is False
 
     @property
     def cached(self) -> bool:

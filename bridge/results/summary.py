@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -144,6 +145,36 @@ class CampaignSummary(BaseModel):
 
 
 def _failure(result: Counted) -> FailedCase:
+    return FailedCase(
+        case_id=result.case_id,
+        target=result.target,
+        repeat=result.repeat,
+        status=result.status.value,
+        reason=failure_reason(result),
+    )
+
+
+class Judged(Protocol):
+    """What saying why a result failed reads of it."""
+
+    @property
+    def status(self) -> Status: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def passed(self) -> bool | None: ...
+    @property
+    def misses(self) -> list[str]: ...
+    @property
+    def error(self) -> ErrorInfo | None: ...
+
+
+REASON_CHARS = 200
+
+
+def failure_reason(result: Judged) -> str:
+    """One line, as `run`'s list of failed cases and `serve`'s say it: the error, else the
+    score and the first misses."""
     if result.error is not None:
         reason = f"{result.error.kind}: {result.error.message}"
     elif result.passed is False:
@@ -152,13 +183,7 @@ def _failure(result: Counted) -> FailedCase:
     else:
         reason = result.status.value
     first_line = reason.strip().splitlines()[0] if reason.strip() else reason
-    return FailedCase(
-        case_id=result.case_id,
-        target=result.target,
-        repeat=result.repeat,
-        status=result.status.value,
-        reason=first_line[:200],
-    )
+    return first_line[:REASON_CHARS]
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -171,11 +196,20 @@ def write_atomically(path: Path, text: str) -> None:
 def write_chunks_atomically(path: Path, chunks: Iterable[str]) -> None:
     """`write_atomically` of a text made piece by piece, never held whole (a report of
     100,000 results)."""
+    with replaced_whole(path) as handle:
+        for chunk in chunks:
+            handle.write(chunk.encode("utf-8"))
+
+
+@contextmanager
+def replaced_whole(path: Path) -> Iterator[IO[bytes]]:
+    """A file that takes `path`'s place whole when the block ends, and is gone if it
+    fails; made as any new file is (see `write_atomically`)."""
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines(chunks)
+        with os.fdopen(fd, "w+b") as handle:
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
