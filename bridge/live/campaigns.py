@@ -21,7 +21,12 @@ from bridge.live.feed import CampaignRow
 from bridge.live.redis_link import RedisLink
 from bridge.live.tally import Tallies, Tally
 from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
-from bridge.results.collected import ResultsHome, results_homes, where_results_are
+from bridge.results.collected import (
+    ResultsHome,
+    local_file,
+    results_homes,
+    where_results_are,
+)
 from bridge.results.results_file import results_path
 
 CAMPAIGN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
@@ -48,11 +53,10 @@ class Known:
 
     @property
     def file(self) -> Path | None:
-        """As `bridge.results.collected.file_here` decides, from the home already read: the
-        file a collector on this host writes (or will), or None when it is on another host."""
-        if self.home is None:
-            return results_path(Path(self.info.out_dir), self.info.campaign_id)
-        return Path(self.home.path) if self.home.host == socket.gethostname() else None
+        """The file a collector on this host writes (or will), or None when it is on
+        another host."""
+        default = results_path(Path(self.info.out_dir), self.info.campaign_id)
+        return local_file(self.home, default)
 
 
 @dataclass(frozen=True)

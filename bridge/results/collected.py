@@ -77,7 +77,11 @@ def where_results_are(home: ResultsHome | None, out_dir: str) -> str:
 def file_here(client: redis.Redis, campaign_id: str, default: Path) -> Path | None:
     """The campaign's results file if it is on this host (`default` while it has none yet),
     or None: then it is on another host, and only its `results_home` says where."""
-    home = results_home(client, campaign_id)
+    return local_file(results_home(client, campaign_id), default)
+
+
+def local_file(home: ResultsHome | None, default: Path) -> Path | None:
+    """`file_here`, of a home already read."""
     if home is None:
         return default
     return Path(home.path) if home.host == socket.gethostname() else None
