@@ -5,6 +5,11 @@ from __future__ import annotations
 PREFIX = "evalrelay"
 
 
+def epoch_key() -> str:
+    """Set by the first command to use this Redis; a Redis that lost its data lacks it."""
+    return f"{PREFIX}:epoch"
+
+
 def campaigns_key() -> str:
     """Sorted set of campaign ids, scored by creation time."""
     return f"{PREFIX}:campaigns"
@@ -38,6 +43,12 @@ def results_home_key(campaign_id: str) -> str:
 def collector_lease_key(campaign_id: str) -> str:
     """String with a TTL: the one collector writing this campaign's file right now."""
     return f"{PREFIX}:campaign:{campaign_id}:collector"
+
+
+def cannot_write_key() -> str:
+    """Hash: `<collector> <campaign>` to the disk error stopping that collector writing
+    that campaign's file (a `bridge.results.write_errors.WriteError`), while it lasts."""
+    return f"{PREFIX}:collectors:cannot-write"
 
 
 def cancel_key(campaign_id: str) -> str:

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import urllib.request
@@ -53,13 +54,21 @@ def project(tmp_path: Path) -> WriteFiles:
     return write
 
 
+HOMES = Path.home() / ".cache" / "evalrelay-test-homes"
+"""Where the tests' EVALRELAY_HOMEs go: not under the temporary folder, where Codex refuses
+to set up the helper its own sandbox needs (bubblewrap present), as an agent home there
+would be."""
+
+
 @pytest.fixture(autouse=True)
-def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def private_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Every test gets its own EVALRELAY_HOME and no cluster URL unless it sets one."""
-    home = tmp_path / "home"
+    HOMES.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(dir=HOMES)) / "home"
     monkeypatch.setenv("EVALRELAY_HOME", str(home))
     monkeypatch.delenv("EVALRELAY_REDIS_URL", raising=False)
-    return home
+    yield home
+    shutil.rmtree(home.parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,12 +7,10 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import socket
 import threading
-import time
 from typing import Any
 
 import redis
@@ -22,11 +20,14 @@ from kombu import Queue  # type: ignore[attr-defined]
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
+from bridge.masking import mask_logs
 from bridge.queue.celery_queue import QUEUES, RUN_CASE, JobQueue
 from bridge.queue.connection import broker_url, client_for, configured_url
-from bridge.queue.holders import ALIVE_SECONDS, declare_dead, forget_gone, hold, keep_alive
+from bridge.queue.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
+from bridge.queue.rebuild import current_epoch
+from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
 from worker.holds import forget_process, note_hold, process_name
@@ -47,6 +48,9 @@ _clients: dict[str, redis.Redis] = {}
 
 
 def create_app(redis_url: str | None = None) -> Celery:
+    # Also when started as `celery -A worker.app worker`, not through the CLI: every log
+    # record of the worker and its forked pool processes is masked of the secrets it holds.
+    mask_logs(DEFAULT_KEY_VARIABLES)
     use_for_redis_urls()
     url = redis_url or configured_url() or DEFAULT_URL
     app = Celery("evalrelay", broker=broker_url(url), set_as_current=False)
@@ -165,11 +169,20 @@ def stop_background(name: str) -> None:
 def _report(
     client: redis.Redis, name: str, process: str, info: dict[str, Any], stopping: threading.Event
 ) -> None:
+    seen = None  # this Redis's mark when the worker last looked
     while not stopping.is_set():
         try:
             keep_alive(client, process)
-            client.hset(workers_key(), name, json.dumps({**info, "seen": time.time()}))
-            forget_gone(client, workers_key())
+            beat(client, workers_key(), name, info)
+            epoch = current_epoch(client)
+            if seen is not None and epoch != seen:
+                log.error(
+                    "worker %s: Redis lost its data (it restarted empty, or evicted keys): "
+                    "the jobs it held are gone; `evalrelay status` names the campaigns to "
+                    "rebuild with `evalrelay resume`",
+                    name,
+                )
+            seen = epoch
         except redis.RedisError as exc:
             log.warning("worker %s: status heartbeat failed: %s", name, exc)
         stopping.wait(WORKER_HEARTBEAT_SECONDS)

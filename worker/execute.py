@@ -1,20 +1,20 @@
 """Running one job's provider call and turning whatever happens into a `Result`.
 
 Every outcome is a result with a status: an answer, a recognised vendor failure, a
-timeout, or an unexpected exception (an `infra_error`). Error texts are scrubbed of
-the values of the secrets this worker holds for the target.
+timeout, or an unexpected exception (an `infra_error`). Every text of the result is
+masked of the secrets this worker holds (`bridge.masking`), the target's own included.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 
+from bridge.masking import masked_model
 from bridge.queue.jobs import Job
 from bridge.results.result import ErrorInfo, Result, Status
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
@@ -41,13 +41,13 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         raise  # not a result: the job goes back to its queue
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
-        error = ErrorInfo(kind=failure.status.value, message=scrub(failure.message, job))
-        calls = [{**c, "message": scrub(str(c.get("message", "")), job)} for c in failure.calls]
+        error = ErrorInfo(kind=failure.status.value, message=failure.message)
+        calls = failure.calls
         kept = failure.artifacts
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
-        error = ErrorInfo(kind=type(exc).__name__, message=scrub(str(exc), job))
+        error = ErrorInfo(kind=type(exc).__name__, message=str(exc))
     finished, duration_ms = datetime.now(UTC), int((time.monotonic() - clock) * 1000)
     artifacts = _artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})}
     verdict = None
@@ -64,16 +64,13 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
             verdict = grade(job, answer or "", client, facts)
             if verdict is not None and verdict.failures:
                 status = Status.INFRA_ERROR
-                message = scrub("; ".join(verdict.failures), job)
-                error = ErrorInfo(kind="grading_error", message=message)
+                error = ErrorInfo(kind="grading_error", message="; ".join(verdict.failures))
         except Exception as exc:  # a grader bug must not lose the answer
             log.exception("job %s: grading raised", job.job_id)
             status = Status.INFRA_ERROR
-            error = ErrorInfo(
-                kind="grading_error", message=scrub(f"{type(exc).__name__}: {exc}", job)
-            )
+            error = ErrorInfo(kind="grading_error", message=f"{type(exc).__name__}: {exc}")
         artifacts["grading_ms"] = int((time.monotonic() - graded_at) * 1000)
-    return Result(
+    result = Result(
         **_about(job),
         status=status,
         answer=answer,
@@ -91,12 +88,13 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         error=error,
         artifacts=artifacts,
     )
+    return masked_result(result, job)
 
 
 def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:
     """The result of a job that never reached its provider, e.g. no capacity until its deadline."""
     started, finished = datetime.fromtimestamp(since, UTC), datetime.now(UTC)
-    return Result(
+    result = Result(
         **_about(job),
         status=status,
         started_at=started,
@@ -105,6 +103,7 @@ def never_started(job: Job, worker: str, status: Status, message: str, since: fl
         worker=worker,
         error=ErrorInfo(kind=status.value, message=message),
     )
+    return masked_result(result, job)
 
 
 def _about(job: Job) -> dict[str, Any]:
@@ -126,22 +125,20 @@ def _about(job: Job) -> dict[str, Any]:
     }
 
 
-def scrub(text: str, job: Job) -> str:
-    """The text with the values of the target's secret variables masked."""
-    for name in _secret_names(job):
-        value = os.environ.get(name)
-        if value and len(value) >= 4:
-            text = text.replace(value, "***")
-    return text
+def masked_result(result: Result, job: Job) -> Result:
+    """The result with every text in it (answer, errors, reasoning, artifacts, calls, the
+    request echoed back) masked of the secrets this worker holds and the target names."""
+    return masked_model(result, secret_names(job))
 
 
-def _secret_names(job: Job) -> set[str]:
+def secret_names(job: Job) -> set[str]:
+    """The variables holding the target's secrets: every provider's key variable, the one
+    its `api_key` names, and those its `env` reads (an agent's keys for its model server)."""
     names = set(DEFAULT_KEY_VARIABLES)
     key = job.target.settings.get("api_key")
     match = ENV_REFERENCE.fullmatch(key.strip()) if isinstance(key, str) else None
     if match:
         names.add(match.group(1) or match.group(2))
-    # An agent's `env` may carry keys for its own model server.
     names.update(references(job.target.settings.get("env", {})))
     return names
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import redis
 
+from bridge.clock import NOW_MS_LUA
 from bridge.keys import cancel_key, done_key, holders_key, inflight_key, lease_key
 
 log = logging.getLogger(__name__)
@@ -25,25 +26,32 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 """How long a lease outlives its last heartbeat; heartbeats come three times as often."""
 
-_BEGIN = """
+_BEGIN = (
+    NOW_MS_LUA
+    + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
 if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'running-elsewhere' end
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[5])
-if ARGV[6] ~= '' then redis.call('HSET', KEYS[5], ARGV[5], ARGV[6]) end
+redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[4])
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[5]) end
 return 'leased'
 """
+)
 """One round trip: skip a cancelled, finished or running job, else take its lease (and
-write that this worker holds its message, when that is still to be written)."""
+write that this worker holds its message, when that is still to be written). The lease's
+expiry in `inflight`, which the reaper on any host compares, is on Redis's clock."""
 
-_RENEW = """
+_RENEW = (
+    NOW_MS_LUA
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+  redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
   return 1
 end
 return 0
 """
+)
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -103,7 +111,6 @@ class Lease:
                 attempt,
                 token,
                 int(seconds * 1000),
-                _expiry_ms(seconds),
                 job_id,
                 holder,
             )
@@ -118,7 +125,6 @@ class Lease:
             inflight_key(),
             self.token,
             int(self.seconds * 1000),
-            _expiry_ms(self.seconds),
             self.job_id,
         )
         return bool(renewed)
@@ -225,7 +231,3 @@ def renewals() -> Renewals:
             _renewals.clear()
             _renewals[pid] = Renewals()
         return _renewals[pid]
-
-
-def _expiry_ms(seconds: float) -> int:
-    return int((time.time() + seconds) * 1000)

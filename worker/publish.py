@@ -1,4 +1,6 @@
-"""Putting a result on its campaign's stream, at most once per job attempt."""
+"""Putting a result on its campaign's stream, at most once per job attempt, masked of the
+secrets this worker holds: what reaches the stream reaches the JSONL, the reports and
+Redis's own files."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from bridge.keys import (
     outstanding_key,
     results_stream_key,
 )
+from bridge.masking import masked_model
 from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
@@ -55,6 +58,7 @@ def publish(
     """Append the result unless this attempt (or a later one) is already published; in the
     same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`).
     Tried again while Redis is out of reach: the script is safe to repeat."""
+    result = masked_model(result)
     keys = (
         done_key(result.job_id),
         results_stream_key(result.campaign_id),

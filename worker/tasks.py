@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 from celery import Celery, Task
 
+from bridge.clock import now_seconds
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
@@ -54,8 +54,9 @@ def wait_for_capacity(
     Waiting is not a failure: the job is sent again as a new message, held like any other
     (`bridge.queue.holders`), so a worker that dies while holding it loses nothing.
     """
-    since = job.waiting_since or time.time()
-    if time.time() - since >= job.timeout_seconds:
+    now = now_seconds(client)  # another worker, on another host, may have found it busy before
+    since = job.waiting_since or now
+    if now - since >= job.timeout_seconds:
         why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
         timeout = never_started(job, worker, Status.TIMEOUT, why, since)
         publish(client, timeout, job.target.queue, message_id=message)

@@ -10,6 +10,7 @@ from types import FrameType
 
 import click
 
+from bridge.cli.terminal import echo
 from bridge.queue.campaigns import (
     CampaignInfo,
     list_campaigns,
@@ -18,9 +19,11 @@ from bridge.queue.campaigns import (
     resolve_campaign,
 )
 from bridge.queue.connection import RideOut
+from bridge.queue.rebuild import current_epoch, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
+from bridge.results.results_file import results_path
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +60,17 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
         infos: dict[str, CampaignInfo] = {}
         finished: set[str] = set()
 
+        recorded: set[str] = set()
+        epoch_seen: str | None = None  # this Redis's mark when last looked
+
         def out_dir_for(campaign_id: str) -> Path:
-            return out or Path(infos[campaign_id].out_dir)
+            """Where the campaign's results go; its record (`bridge.queue.rebuild`) is kept
+            there first, so `resume` can rebuild it should Redis lose it."""
+            folder = out or Path(infos[campaign_id].out_dir)
+            if campaign_id not in recorded:
+                write_record(infos[campaign_id].model_copy(update={"out_dir": str(folder)}))
+                recorded.add(campaign_id)
+            return folder
 
         collector = Collector(
             runtime.client,
@@ -70,6 +82,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
         ride_out = RideOut(lambda text: log.warning("collect: %s", text))
 
         def one_round() -> None:
+            nonlocal epoch_seen
             if stopping:
                 raise KeyboardInterrupt
             found = (
@@ -81,13 +94,26 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
                     if i.collector == "service"
                 ]
             )
+            epoch = current_epoch(runtime.client)
+            if epoch_seen not in (None, epoch) and infos:
+                lost = ", ".join(sorted(set(infos) - finished)) or "none unfinished"
+                log.error(
+                    "collect: Redis lost its data (it restarted empty, or evicted keys): the "
+                    "campaigns it was collecting are gone from it (%s); on this host, "
+                    "`evalrelay resume <results file>` rebuilds each and collects the rest",
+                    lost,
+                )
+            epoch_seen = epoch
             infos.update((i.campaign_id, i) for i in found)
             active = [i.campaign_id for i in found if i.campaign_id not in finished]
             collector.poll(active, block_ms=1000)
             for campaign_id in active:
-                if progress(runtime.client, campaign_id).finished:
+                state = progress(runtime.client, campaign_id)
+                if state.finished:
                     collector.finish(campaign_id)
                     finished.add(campaign_id)
+                    where = results_path(out_dir_for(campaign_id), campaign_id)
+                    echo(f"campaign {campaign_id} complete: {state.done} results in {where}")
 
         try:
             while not stopping:

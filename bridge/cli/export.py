@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from bridge.cli.report import results_file, results_option
+from bridge.cli.terminal import echo
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.inspect_log import check_suffix, listing_hint, write_inspect_logs
 
@@ -37,7 +38,7 @@ def export_command(
     check_suffix(inspect_file)  # before the campaign is read: it may be 100,000 results
     loaded = CampaignResults.load(results_file(campaign, results))
     for path in write_inspect_logs(loaded, inspect_file, target):
-        click.echo(f"inspect: {path}")
+        echo(f"inspect: {path}")
         hint = listing_hint(path)
         if hint:
-            click.echo(hint, err=True)
+            echo(hint, err=True)

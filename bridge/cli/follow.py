@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import redis
@@ -12,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Bar
 
+from bridge.clock import now_seconds
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
@@ -34,26 +36,32 @@ def follow_campaign(
     console: Console,
     consumer: str | None = None,
     sent: Sequence[str] | None = None,
+    rebuild: Callable[[set[str]], Sequence[object]] | None = None,
 ) -> CampaignSummary:
     """Follow the campaign until every job has its line, or, given the ids of the jobs a
     command `sent` again, until each of those has its new line; returns the summary.
 
     A campaign `run` collects is collected here; one that a `collect` service or a watcher
     writes is only watched (its file may be on another host). A Redis outage, however
-    long, only pauses the bar.
+    long, only pauses the bar. A Redis that comes back without its data has lost the
+    campaign: with `rebuild` (given the job ids the results file holds, it makes the
+    campaign known again and sends the rest) the campaign goes on, else it is an error
+    saying how to rebuild it.
     """
     out_dir = Path(info.out_dir)
-    collector = (
-        Collector(
+
+    def new_collector() -> Collector | None:
+        if info.collector != "run":
+            return None
+        return Collector(
             client,
             consumer or f"run-{info.campaign_id}",
             lambda _: out_dir,
             lambda _: info.total,
             ensure_html_beside,
         )
-        if info.collector == "run"
-        else None
-    )
+
+    collector = new_collector()
     ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"))
     started = time.monotonic()
     warned = False
@@ -93,8 +101,15 @@ def follow_campaign(
                     counts=counts_text(state.counts),
                     rate=f"{rate:.1f}/s",
                 )
-                if not state.known:
+                if not state.known and (collector is None or rebuild is None):
                     raise lost_campaign(info, campaign_summary(client, info, collector))
+                if not state.known:
+                    assert collector is not None and rebuild is not None
+                    kept = set(collector.results_file(info.campaign_id).job_ids)
+                    collector.close()
+                    again = ride_out(functools.partial(rebuild, kept))
+                    console.print(f"[red]{lost_and_rebuilt(info, len(kept), len(again))}[/]")
+                    collector = new_collector()
                 if state.finished:
                     break
                 if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
@@ -124,20 +139,31 @@ def campaign_summary(
     return summary
 
 
+LOST = "Redis lost its data (it restarted empty, or evicted keys; run it with appendonly yes)"
+
+
 def lost_campaign(info: CampaignInfo, summary: CampaignSummary) -> EvalrelayError:
     """Redis restarted without its data: say what was kept and what to do, never a traceback."""
     file = results_path(Path(info.out_dir), info.campaign_id)
     return EvalrelayError(
-        f"campaign {info.campaign_id} is gone from Redis: it restarted without keeping its "
-        f"data (run Redis with appendonly yes). {summary.results} of {info.total} results "
-        f"are in {file}; run the eval files again for the rest"
+        f"{LOST}: campaign {info.campaign_id} is gone from it. {summary.results} of "
+        f"{info.total} results are in {file}; on the host of that file, `evalrelay resume "
+        f"{info.campaign_id}` rebuilds the campaign from its eval files and sends the rest"
+    )
+
+
+def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: int) -> str:
+    file = results_path(Path(info.out_dir), info.campaign_id)
+    return (
+        f"{LOST}: campaign {info.campaign_id} was gone from it; rebuilt from its eval files "
+        f"and {file}: {kept} results kept, {sent} jobs sent again"
     )
 
 
 def warn_without_workers(client: redis.Redis, console: Console, info: CampaignInfo) -> bool:
     """Say so when no live worker serves a queue the campaign uses: otherwise a cluster run
-    just waits."""
-    now = time.time()
+    just waits. A worker's `seen` is Redis's time, and so is `now`."""
+    now = now_seconds(client)
     alive = [
         json.loads(raw)
         for raw in client.hvals(workers_key())

@@ -5,15 +5,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import redis
 from rich.console import Console
 from rich.table import Table
 
 from bridge.cli.follow import STATUS_STYLES
 from bridge.queue.campaigns import CampaignInfo
+from bridge.reports.case_places import case_places
+from bridge.reports.github import error_annotation, under_github_actions, write_step_summary
+from bridge.reports.statistics_text import (
+    mean_score_text,
+    pair_lines,
+    pairs_markdown,
+    pass_rate_text,
+)
 from bridge.reports.writer import report_path
 from bridge.results.collected import results_home, where_results_are
 from bridge.results.results_file import results_path
+from bridge.results.statistics import CampaignStatistics
 from bridge.results.summary import CampaignSummary
 
 SHOWN_FAILURES = 20
@@ -25,23 +35,30 @@ def print_summary(
     console: Console, info: CampaignInfo, summary: CampaignSummary, where: str | None = None
 ) -> None:
     """`where`: the results file's host and path, when this command did not write it."""
-    table = Table(title=f"campaign {info.campaign_id}")
+    stats = summary.statistics()
+    table = Table(title=f"campaign {info.campaign_id}", caption="[…]: 95% intervals")
     table.add_column("target", no_wrap=True)
-    for column in ("results", "graded", "mean score", "passed"):
+    for column in ("results", "graded", "mean score", "passed", "pass rate"):
         table.add_column(column, justify="right")
     for status in sorted(summary.counts):
         table.add_column(status, justify="right", style=STATUS_STYLES.get(status, "red"))
     for name, target in sorted(summary.targets.items()):
         mean = target.mean_score
+        shown = stats.targets.get(name)
         table.add_row(
             name,
             str(target.results),
             str(target.scored),
-            "-" if mean is None else f"{mean:.3f}",
+            mean_score_text(shown) if shown else "-" if mean is None else f"{mean:.3f}",
             f"{target.passed}/{target.scored}" if target.scored else "-",
+            pass_rate_text(shown),
             *(str(target.counts.get(s, 0)) for s in sorted(summary.counts)),
         )
     console.print(table)
+    if stats.pairs:
+        console.print("\n".join(pair_lines(stats.pairs)))
+    if under_github_actions():
+        report_run_to_github(info, summary, stats)
     if summary.results > summary.scored:
         no_evaluator = summary.results - summary.scored - summary.unanswered
         why = [f"{no_evaluator} answered with no evaluator"] if no_evaluator else []
@@ -58,6 +75,23 @@ def print_summary(
     report = report_path(Path(info.out_dir), info.campaign_id, "html")
     if report.exists():
         console.print(f"report: {report}")
+
+
+def report_run_to_github(
+    info: CampaignInfo, summary: CampaignSummary, stats: CampaignStatistics
+) -> None:
+    """Under GitHub Actions: the pairs of targets to the step summary, and an `::error`
+    annotation (on stdout, where GitHub reads them) at the eval file line of each failed
+    case listed in the summary."""
+    if stats.pairs:
+        write_step_summary(pairs_markdown(f"evalrelay run {info.campaign_id}", stats.pairs))
+    places = case_places(info.sources)
+    for failure in summary.failures:
+        place = places.get(failure.case_id)
+        if place is not None:
+            repeat = f" #{failure.repeat}" if failure.repeat else ""
+            title = f"{failure.case_id}{repeat} failed ({failure.target})"
+            click.echo(error_annotation(place[0], place[1], title, failure.reason))
 
 
 def results_location(client: redis.Redis, info: CampaignInfo) -> str | None:

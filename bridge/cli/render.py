@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console, Group
+from rich.console import Group
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
+from bridge.cli.terminal import TerminalConsole, echo, printable
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
 from bridge.evalfile.selection import select_cases
 from bridge.prompt.build import api_messages, request_for
@@ -31,9 +32,9 @@ def render_command(file: Path, case_id: str | None, target_name: str | None, as_
     for case in loaded.cases:
         view = case_view(loaded, case, target_name)
         if as_json:
-            click.echo(json.dumps(view, ensure_ascii=False))
+            echo(json.dumps(view, ensure_ascii=False))
         else:
-            Console().print(readable(view))
+            TerminalConsole().print(readable(view))
 
 
 def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None) -> dict[str, Any]:
@@ -67,16 +68,23 @@ def _as_json(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def readable(view: dict[str, Any]) -> Panel:
-    parts: list[Any] = [Text("question (agents)", style="bold"), Text(view["question"]), Text()]
+    parts: list[Any] = [
+        Text("question (agents)", style="bold"),
+        Text(printable(view["question"])),
+        Text(),
+    ]
     if view["guidelines"]:
-        parts += [Text("guidelines", style="bold"), Text(view["guidelines"]), Text()]
+        parts += [Text("guidelines", style="bold"), Text(printable(view["guidelines"])), Text()]
     parts.append(Text("api_messages (API providers)", style="bold"))
     for message in view["api_messages"]:
-        parts.append(Text.assemble((f"[{message['role']}] ", "cyan"), message["content"]))
+        parts.append(
+            Text.assemble((f"[{message['role']}] ", "cyan"), printable(message["content"]))
+        )
         for call in message.get("tool_calls") or ():
             parts.append(
                 Text(
-                    f"  tool call {call['name']}({json.dumps(call['arguments'])})", style="magenta"
+                    printable(f"  tool call {call['name']}({json.dumps(call['arguments'])})"),
+                    style="magenta",
                 )
             )
     if view["wire"] is not None:
@@ -85,4 +93,4 @@ def readable(view: dict[str, Any]) -> Panel:
             Text("wire body", style="bold"),
             Syntax(json.dumps(view["wire"], indent=2, ensure_ascii=False), "json"),
         ]
-    return Panel(Group(*parts), title=f"case {view['case_id']}", title_align="left")
+    return Panel(Group(*parts), title=printable(f"case {view['case_id']}"), title_align="left")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.cells import cell_len
-from rich.console import Console
 from rich.table import Table
 
+from bridge.cli.terminal import TerminalConsole, echo
 from bridge.errors import EvalrelayError
 from bridge.queue.campaigns import (
     LATEST,
@@ -19,8 +20,10 @@ from bridge.queue.campaigns import (
     load_info,
     resolve_campaign,
 )
+from bridge.queue.rebuild import find_record, read_record
 from bridge.queue.runtime import open_runtime
 from bridge.reports.campaign import CampaignResults, find_results
+from bridge.reports.case_places import case_places
 from bridge.reports.compare import (
     SCORE_CHANGE,
     CaseChange,
@@ -31,10 +34,19 @@ from bridge.reports.compare import (
     split_target,
 )
 from bridge.reports.compare_html import write_compare_html
+from bridge.reports.compare_statistics import comparison_statistics, gate_failures, side_name
+from bridge.reports.github import error_annotation, under_github_actions, write_step_summary
 from bridge.reports.markdown import markdown_summary
+from bridge.reports.statistics_text import (
+    mean_score_text,
+    pair_lines,
+    pairs_markdown,
+    pass_rate_text,
+)
 from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
 from bridge.reports.writer import report_path, write_report
 from bridge.results.results_file import results_path
+from bridge.results.statistics import CampaignStatistics, PairStatistics
 
 EXIT_REGRESSED = 1
 
@@ -77,9 +89,9 @@ def report_command(
         }
     for kind, path in chosen.items():
         if path is not None:
-            click.echo(f"{kind}: {write_report(loaded, kind, path)}")
+            echo(f"{kind}: {write_report(loaded, kind, path)}")
     if not markdown_file:
-        click.echo(markdown_summary(loaded))
+        echo(markdown_summary(loaded))
 
 
 @click.command("compare")
@@ -101,6 +113,32 @@ def report_command(
 )
 @click.option("--all", "show_all", is_flag=True, help="List unchanged cases too.")
 @click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the statistics as JSON (per side and per pair; see the README) instead of "
+    "the tables.",
+)
+@click.option(
+    "--gate",
+    is_flag=True,
+    help="Exit 1 only when a candidate scores lower than its baseline beyond noise (Holm-"
+    "corrected p < 0.05) and by at least --min-effect; not on any single regressed case.",
+)
+@click.option(
+    "--min-effect",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="With --gate: the smallest drop of mean score that fails it.",
+)
+@click.option(
+    "--github",
+    is_flag=True,
+    help="Write the pairs to GitHub's step summary and an ::error annotation at the eval "
+    "file line of each regressed case (on by itself when GITHUB_ACTIONS=true).",
+)
+@click.option(
     "--html",
     "html_file",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -113,6 +151,10 @@ def compare_command(
     targets: tuple[str, str] | None,
     tolerance: float,
     show_all: bool,
+    as_json: bool,
+    gate: bool,
+    min_effect: float,
+    github: bool,
     html_file: Path | None,
     results: Path | None,
 ) -> None:
@@ -121,7 +163,9 @@ def compare_command(
     BEFORE and AFTER are campaigns as `report` takes them; CAMPAIGN:TARGET takes one
     target of it, so `compare C:gpt C:claude` (or `compare C --targets gpt claude`) puts
     two targets of campaign C side by side. A case regressed when it passed in BEFORE and
-    does not in AFTER, or when its score fell by more than --tolerance.
+    does not in AFTER, or when its score fell by more than --tolerance. Each pair of sides
+    also gets its paired difference of mean score with a 95% interval and p-values; with
+    --gate, only a difference beyond noise fails.
     """
     (old_id, old_target), (new_id, new_target) = sides(before, after, targets)
     old = CampaignResults.load(results_file(old_id, results))
@@ -134,18 +178,88 @@ def compare_command(
         counts.add(change)
         if show_all or change.change is not Change.SAME:
             listed.append(change)
-    console = Console()
+    stats = comparison_statistics(old, new, pair)
+    gated = gate_failures(stats, min_effect)
     title = f"{_label(old.campaign_id, old_target)} → {_label(new.campaign_id, new_target)}"
     rows = target_changes(old, new, counts, pair)
-    console.print(target_table(title, rows))
-    click.echo("\n".join(case_lines(sorted(listed, key=case_order))) or "no case changed")
     conclusion = verdict(counts, tolerance)
-    console.print(conclusion)
+    if as_json:
+        echo(json.dumps(comparison_json(old, new, stats, counts, min_effect, gated), indent=2))
+    else:
+        console = TerminalConsole()
+        compared = [pair] if pair else [(row.target, row.target) for row in rows]
+        names = [(side_name(old, new, old, a), side_name(old, new, new, b)) for a, b in compared]
+        console.print(target_table(title, rows, stats, names))
+        echo("\n".join(case_lines(sorted(listed, key=case_order))) or "no case changed")
+        if stats.pairs:
+            console.print("\n".join(pair_lines(stats.pairs)))
+        console.print(conclusion)
+        if gate:
+            console.print(gate_line(gated, min_effect))
+    if github or under_github_actions():
+        report_to_github(title, stats, listed, new, err=as_json)
     if html_file is not None:
         page = write_compare_html(html_file, title, listed, counts, rows, conclusion)
-        click.echo(f"html: {page}")
-    if counts.kinds[Change.REGRESSED]:
+        echo(f"html: {page}", err=as_json)
+    if gated if gate else counts.kinds[Change.REGRESSED]:
         sys.exit(EXIT_REGRESSED)
+
+
+def comparison_json(
+    old: CampaignResults,
+    new: CampaignResults,
+    stats: CampaignStatistics,
+    counts: ChangeCounts,
+    min_effect: float,
+    gated: list[PairStatistics],
+) -> dict[str, object]:
+    """`compare --json`: the contract the README documents."""
+    return {
+        "before": old.campaign_id,
+        "after": new.campaign_id,
+        **stats.model_dump(mode="json"),
+        "cases": {kind.value: counts.kinds[kind] for kind in Change},
+        "gate": {"min_effect": min_effect, "failed": [[p.a, p.b] for p in gated]},
+    }
+
+
+def gate_line(gated: list[PairStatistics], min_effect: float) -> str:
+    if not gated:
+        return f"gate passed: no candidate is worse beyond noise by {min_effect:g} or more"
+    worse = ", ".join(f"{p.b} vs {p.a} ({p.difference:+.3f})" for p in gated)
+    return f"gate failed: worse beyond noise by {min_effect:g} or more: {worse}"
+
+
+def report_to_github(
+    title: str,
+    stats: CampaignStatistics,
+    listed: list[CaseChange],
+    new: CampaignResults,
+    err: bool,
+) -> None:
+    """The pairs to the step summary; an annotation at each regressed case's line (on
+    stderr when stdout carries JSON: GitHub reads commands from both)."""
+    write_step_summary(pairs_markdown(f"evalrelay compare {title}", stats.pairs))
+    places = case_places(campaign_sources(new.path))
+    for change in listed:
+        place = places.get(change.case_id)
+        if change.change is Change.REGRESSED and place is not None:
+            click.echo(
+                error_annotation(
+                    place[0],
+                    place[1],
+                    f"{change.case_id} regressed ({change.target})",
+                    f"{_state(change.before)} → {_state(change.after)}",
+                ),
+                err=err,
+            )
+
+
+def campaign_sources(results: Path) -> list[str]:
+    """The eval files a campaign was planned from, as the record beside its results keeps
+    them; none when there is no record."""
+    record = find_record(str(results), [])
+    return read_record(record).info.sources if record is not None else []
 
 
 def sides(
@@ -201,16 +315,19 @@ def _known_to_redis(campaign: str, not_on_disk: EvalrelayError | None) -> Campai
         raise not_on_disk from None
 
 
-def target_table(title: str, rows: list[TargetChange]) -> Table:
-    table = Table(title=title)
+def target_table(
+    title: str, rows: list[TargetChange], stats: CampaignStatistics, names: list[tuple[str, str]]
+) -> Table:
+    """A row per target: its pass rate and mean score with their 95% intervals, before → after."""
+    table = Table(title=title, caption="[…]: 95% intervals")
     for column in ("target", "pass rate", "mean score", "regressed", "improved"):
         table.add_column(column, justify="left" if column == "target" else "right")
-    for row in rows:
-        a, b = row.before, row.after
+    for row, (old, new) in zip(rows, names, strict=True):
+        a, b = stats.targets.get(old), stats.targets.get(new)
         table.add_row(
             row.target,
-            f"{_rate(a.pass_rate if a else None)} → {_rate(b.pass_rate if b else None)}",
-            f"{_mean(a.mean_score if a else None)} → {_mean(b.mean_score if b else None)}",
+            f"{pass_rate_text(a)} → {pass_rate_text(b)}",
+            f"{mean_score_text(a)} → {mean_score_text(b)}",
             str(row.regressed),
             str(row.improved),
         )

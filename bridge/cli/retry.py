@@ -6,10 +6,10 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
+from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
 from bridge.queue.campaigns import (
     load_info,
@@ -36,7 +36,8 @@ from bridge.results.results_file import read_results, remove_results, results_pa
 @click.option(
     "--local-worker",
     is_flag=True,
-    help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
+    help="With EVALRELAY_REDIS_URL set, also run a worker, forked from this command into a "
+    "process of its own that ends with it.",
 )
 def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     """Run again the jobs of CAMPAIGN whose result has one of the statuses.
@@ -46,7 +47,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     earlier attempts, so the main file keeps one line per job.
     """
     wanted = {Status(s.strip()) for s in statuses.split(",") if s.strip()}
-    console = Console(stderr=True)
+    console = TerminalConsole(stderr=True)
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
@@ -69,7 +70,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         store_jobs(runtime.client, jobs)
         uncancel(runtime.client, campaign)
         runtime.queue.send(jobs)
-        console.print(f"campaign [bold]{campaign}[/]: {len(jobs)} jobs sent again")
+        console.print(f"campaign [bold]{campaign}[/]: {counted(len(jobs), 'job')} sent again")
         summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in jobs])
         where = results_location(runtime.client, info)
     print_summary(console, info, summary, where)

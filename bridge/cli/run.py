@@ -6,26 +6,40 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary
+from bridge.cli.terminal import TerminalConsole, counted, echo
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
-from bridge.evalfile.project import Project
 from bridge.evalfile.selection import select_cases
-from bridge.queue.campaigns import CampaignInfo, cancel, new_campaign_id, plan_jobs, submit
+from bridge.queue.campaigns import (
+    CampaignInfo,
+    Plan,
+    cancel,
+    new_campaign_id,
+    plan_jobs,
+    submit,
+)
 from bridge.queue.connection import configured_url
 from bridge.queue.jobs import Job
+from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.targets.targets_file import Targets
 
 
 @click.command("run")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--target", help="Run every case on this target.")
+@click.option(
+    "--target",
+    "target_options",
+    multiple=True,
+    metavar="NAME[,NAME...]",
+    help="Run every case on this target; several (`--target a,b`, or the option again) run "
+    "every case on each of them, in one campaign.",
+)
 @click.option(
     "--case",
     "case_patterns",
@@ -47,7 +61,8 @@ from bridge.targets.targets_file import Targets
 @click.option(
     "--local-worker",
     is_flag=True,
-    help="With EVALRELAY_REDIS_URL set, also run a worker in this process.",
+    help="With EVALRELAY_REDIS_URL set, also run a worker, forked from this command into a "
+    "process of its own that ends with it.",
 )
 @click.option(
     "--detach",
@@ -78,7 +93,7 @@ from bridge.targets.targets_file import Targets
 )
 def run_command(
     paths: tuple[Path, ...],
-    target: str | None,
+    target_options: tuple[str, ...],
     case_patterns: tuple[str, ...],
     tags: tuple[str, ...],
     name: str | None,
@@ -92,13 +107,16 @@ def run_command(
     concurrency: int,
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
+    if detach and configured_url() is None:
+        raise click.UsageError(DETACH_NEEDS_A_CLUSTER)
+    targets = [n.strip() for option in target_options for n in option.split(",") if n.strip()]
     files = select_cases(load_all(paths), case_patterns, tags)
     campaign_id = new_campaign_id(files, name=name)
-    jobs = plan_jobs(campaign_id, files, target, repeats)
+    jobs = plan_jobs(campaign_id, files, targets, repeats)
     if cache:
         jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
     out_dir = (out or default_out(files)).resolve()
-    console = Console(stderr=True)
+    console = TerminalConsole(stderr=True)
     if not detach and (local_worker or configured_url() is None):
         load_env_files((f.path, f.project.root) for f in files)  # this process is the worker
     with open_runtime(
@@ -113,14 +131,28 @@ def run_command(
             str(out_dir),
             "service" if detach else "run",
             name=name,
+            plan=Plan(
+                targets=targets,
+                repeats=repeats,
+                cases=list(case_patterns),
+                tags=list(tags),
+                cache_ttl_seconds=cache_ttl if cache else None,
+            ),
         )
+        if not detach:
+            write_record(info)  # what rebuilds the campaign should Redis lose it
         submit(runtime.client, runtime.queue, info, jobs, files)
         if detach:
-            click.echo(campaign_id)
+            echo(campaign_id)
             return
-        console.print(f"campaign [bold]{campaign_id}[/]: {len(jobs)} jobs")
+        console.print(f"campaign [bold]{campaign_id}[/]: {counted(len(jobs), 'job')}")
         try:
-            final = follow_campaign(runtime.client, info, console)
+            final = follow_campaign(
+                runtime.client,
+                info,
+                console,
+                rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done),
+            )
         except KeyboardInterrupt:
             cancel(runtime.client, campaign_id)
             console.print(
@@ -133,6 +165,18 @@ def run_command(
     if why:
         console.print(why)
     sys.exit(code)
+
+
+DETACH_NEEDS_A_CLUSTER = (
+    "--detach leaves the campaign to a worker and a collector that outlive this command, and "
+    "with no EVALRELAY_REDIS_URL there are none: the private Redis of `run` ends with it. "
+    "Either run without --detach (it runs everything and stops when done), or start a Redis "
+    "that stays, then in three terminals:\n"
+    "  export EVALRELAY_REDIS_URL=redis://127.0.0.1:6379/0\n"
+    "  evalrelay worker\n"
+    "  evalrelay collect\n"
+    "  evalrelay run FILES --detach"
+)
 
 
 def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
@@ -151,8 +195,7 @@ def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
 
 
 def default_out(files: list[LoadedEvalFile]) -> Path:
-    project: Project = files[0].project
-    return project.root / project.config.results_dir
+    return files[0].project.results_dir
 
 
 def check_targets_here(files: list[LoadedEvalFile], jobs: list[Job]) -> None:

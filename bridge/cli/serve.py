@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 import uvicorn
 
+from bridge.cli.terminal import echo
 from bridge.errors import EvalrelayError, PrerequisiteError
 from bridge.evalfile.project import Project
 from bridge.live.app import create_app
@@ -68,9 +69,9 @@ def serve_command(port: int, host: str, results: Path | None) -> None:
         cache = ReportCache(stack.enter_context(cache_folder(evalrelay_home())), live_panel)
         stack.callback(cache.close)
         app = create_app(Campaigns(link, folder), cache, loopback=loopback)
-        click.echo(f"evalrelay serve: {page_url(host, address)} (Ctrl-C stops)")
+        echo(f"evalrelay serve: {page_url(host, address)} (Ctrl-C stops)")
         if not loopback:
-            click.echo(
+            echo(
                 f"warning: listening on {address[0]}, not loopback: anyone who can reach this "
                 "address can read every campaign's results, with no password.",
                 err=True,
@@ -85,7 +86,7 @@ def serve_command(port: int, host: str, results: Path | None) -> None:
         # KeyboardInterrupt here (`bridge.cli.main` makes SIGTERM one too).
         with contextlib.suppress(KeyboardInterrupt):
             uvicorn.Server(config).run(sockets=[listener])
-    click.echo("evalrelay serve: stopped")
+    echo("evalrelay serve: stopped")
 
 
 def default_results_folder() -> Path:
@@ -148,7 +149,7 @@ def redis_url() -> Iterator[str]:
             configured = configured_url()
             if configured is None:
                 raise
-            click.echo(f"warning: {exc}; serving the results folder until it answers", err=True)
+            echo(f"warning: {exc}; serving the results folder until it answers", err=True)
             url = configured
-        click.echo(f"Redis: {shown(url)}", err=True)
+        echo(f"Redis: {shown(url)}", err=True)
         yield url

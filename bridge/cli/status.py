@@ -7,9 +7,9 @@ ones, and live workers and watchers; it says how many it left out, and `--all` s
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,6 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge.cli.follow import counts_text
+from bridge.cli.terminal import TerminalConsole, printable
+from bridge.clock import now_seconds
+from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
 from bridge.queue.campaigns import (
     CampaignInfo,
@@ -31,8 +34,10 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
+from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
+from bridge.results.write_errors import write_errors
 
 RECENT_FINISHED = 5
 """Finished campaigns listed by default, newest first, after every unfinished one."""
@@ -63,7 +68,7 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
 
     CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
     """
-    console = Console()
+    console = TerminalConsole()
     with open_runtime(worker=False) as runtime:
         client = runtime.client
         if campaign:
@@ -74,14 +79,17 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             console.print(campaign_detail(client, info))
         else:
             print_campaigns(console, client, show_all, last)
+        print_write_errors(console, client)
         console.print(queue_table(client))
-        print_live(console, client, workers_key(), worker_table, show_all)
+        now = now_seconds(client)  # every `seen` was written on Redis's clock
+        print_live(console, client, workers_key(), worker_table, show_all, now)
         if client.hlen(watchers_key()):
-            print_live(console, client, watchers_key(), watcher_table, show_all)
+            print_live(console, client, watchers_key(), watcher_table, show_all, now)
 
 
 def print_campaigns(console: Console, client: redis.Redis, show_all: bool, last: int) -> None:
     infos = list_campaigns(client, limit=None)
+    print_lost(console, {i.campaign_id for i in infos})
     if not infos:
         console.print("no campaigns yet")
         return
@@ -165,6 +173,13 @@ def count_missing(client: redis.Redis, campaign_id: str) -> int:
     return missing
 
 
+def print_write_errors(console: Console, client: redis.Redis) -> None:
+    """A line for each collector the disk refuses: its results wait in Redis, and nothing
+    else shows that no file grows."""
+    for error in write_errors(client):
+        console.print(Text(printable(str(error)), style="bold red"), soft_wrap=True)
+
+
 def print_fitted(console: Console, *tables: Table) -> None:
     """Print the first table that fits the terminal, else the last one wider than it:
     ids are never cut or folded, so they can be copied from the screen."""
@@ -203,10 +218,11 @@ def print_live(
     key: str,
     table_of: Callable[[Sequence[Beat]], Table],
     show_all: bool,
+    now: float,
 ) -> None:
     """Workers (or watchers) that reported lately; the silent ones only with `--all`: a
-    worker that stopped a minute ago serves no queue."""
-    beats = list(heartbeats(client, key))
+    worker that stopped a minute ago serves no queue. `now` is Redis's time."""
+    beats = list(heartbeats(client, key, now))
     shown = [beat for beat in beats if show_all or beat[2] < ALIVE_SECONDS]
     table = table_of(shown)
     console.print(table)
@@ -231,9 +247,8 @@ def watcher_table(beats: Sequence[Beat]) -> Table:
     table = Table(title="watchers")
     for column in ("watcher", "inbox", "last seen", "last scan", "backlog", "submitted"):
         table.add_column(column)
-    now = time.time()
     for name, info, age in beats:
-        last_scan = f"{now - float(info.get('last_scan', now)):.0f}s ago"
+        last_scan = f"{age + float(info.get('scan_age', 0)):.0f}s ago"
         table.add_row(
             name,
             info.get("inbox", ""),
@@ -249,11 +264,18 @@ def seen_text(age: float) -> str:
     return f"{age:.0f}s ago" + ("" if age < ALIVE_SECONDS else " (gone?)")
 
 
-def heartbeats(client: redis.Redis, key: str) -> Iterator[Beat]:
-    """Processes that reported lately, by name. Those silent for
-    `GONE_SECONDS` are dropped here too, in case no live worker is left to do it."""
+def heartbeats(client: redis.Redis, key: str, now: float) -> Iterator[Beat]:
+    """Processes that reported lately, by name, each with its age at `now` (Redis's time,
+    like `seen`: a host's skewed clock never shows). Those silent for `GONE_SECONDS` are
+    dropped here too, in case no live worker is left to do it."""
     forget_gone(client, key)
-    now = time.time()
     for name, raw in sorted(client.hgetall(key).items()):
         info = json.loads(raw)
-        yield str(name), info, now - float(info.get("seen", 0))
+        yield str(name), info, max(0.0, now - float(info.get("seen", 0)))
+
+
+def print_lost(console: Console, known: set[str]) -> None:
+    """Campaigns whose results folder here keeps them but this Redis does not: it lost its
+    data. Each is named with the command that rebuilds it."""
+    for lost in lost_campaigns(Project.containing(Path.cwd()).results_dir, known):
+        console.print(f"[red]{lost}[/]")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import resource
+from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import click
 
+from bridge.cli.terminal import echo
 from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.cases import (
     LoadedEvalFile,
@@ -16,6 +20,7 @@ from bridge.evalfile.cases import (
     load_eval_file,
     written_evaluators,
 )
+from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
 from bridge.evalfile.yaml_source import YamlDocument
 from bridge.queue.jobs import judge_of, needs_judge, no_judge
@@ -33,17 +38,15 @@ def validate_command(paths: tuple[Path, ...]) -> None:
     for path in files:
         checked = check_file(path)
         for problem in checked.problems:
-            click.echo(str(problem))
+            echo(str(problem))
         failed += bool(checked.problems)
         if not checked.problems:
             count = checked.cases
-            click.echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({checked.shape})")
+            echo(f"{path}: {count} case{'s' if count != 1 else ''} OK ({checked.shape})")
         for note in checked.notes:
-            click.echo(note.shown("note"))
+            echo(note.shown("note"))
     if failed:
-        click.echo(
-            f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True
-        )
+        echo(f"{failed} of {len(files)} file{'s' if len(files) != 1 else ''} with errors", err=True)
         raise SystemExit(1)
 
 
@@ -63,11 +66,18 @@ def check_file(path: Path) -> FileCheck:
     is valid, and `run --target` chooses where it runs."""
     try:
         project = Project.containing(path)
-        loaded = load_eval_file(path, project)
+        with memory_limited(project.config.load_limits.memory_mb):
+            loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
         return FileCheck(0, exc.diagnostics, [], "")
-    doc = load_document(path)
+    except MemoryError:
+        most = project.config.load_limits.memory_mb
+        why = f"loading it needed more than {most} MB of memory; split the file, or "
+        return FileCheck(
+            0, [Diagnostic(path, 1, 1, why + how_to_raise("load_limits", "memory_mb"))], [], ""
+        )
+    doc = load_document(path, project.config.load_limits)
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     for loc, name, case_id in target_references(loaded):
@@ -76,16 +86,33 @@ def check_file(path: Path) -> FileCheck:
         except TargetError as exc:
             hint = f"{exc}; run it with --target NAME, or define the target"
             notes.append(doc.diagnostic(loc, hint, case_id))
-    problems += missing_judges(loaded, targets, doc)
+    problems += missing_judges(loaded, targets, doc) + unknown_judges(loaded, targets, doc)
     problems.sort(key=lambda d: (d.line, d.column))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
+
+
+@contextlib.contextmanager
+def memory_limited(megabytes: int) -> Iterator[None]:
+    """Bound this process's address space while a file loads, as the watcher bounds the
+    process loading a file: a file that would fill the machine's memory ends as an error
+    instead. The bound is lifted afterwards: the process may go on to other work (a test
+    runner that invoked the command, a browser it starts)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = megabytes * MIB
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
     """A judging evaluator with no judge fails every job it is in: say so here, at the
     evaluator, when the file names its target (with `run --target` another may judge)."""
-    file_target = loaded.spec.target_name()
-    case_targets = {case.id: case.case.target_name() or file_target for case in loaded.cases}
+    file_targets = loaded.spec.target_names()
+    case_targets = {case.id: case.case.target_names() or file_targets for case in loaded.cases}
     found = [(loc, e, case_id) for loc, e, case_id in written_evaluators(loaded.spec)]
     found += [
         (("evalcases", i, "rubrics"), rubric, case.id)
@@ -95,32 +122,50 @@ def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) 
     problems = []
     project_judge = loaded.project.config.default_judge
     for loc, evaluator, case_id in found:
-        name = case_targets.get(case_id) if case_id else file_target
-        target = targets.by_name.get(name) if name else None
-        if (
-            target is None
-            or not needs_judge(evaluator)
-            or getattr(evaluator, "target", None)
-            or judge_of(target, project_judge, judging=True)
-        ):
+        for name in case_targets.get(case_id, file_targets) if case_id else file_targets:
+            target = targets.by_name.get(name)
+            if (
+                target is None
+                or not needs_judge(evaluator)
+                or getattr(evaluator, "target", None)
+                or judge_of(target, project_judge, judging=True)
+            ):
+                continue
+            problems.append(doc.diagnostic(loc, no_judge(evaluator, target), case_id))
+    return problems
+
+
+def unknown_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
+    """A judging evaluator whose `target:` is not a target here fails every job it is in:
+    unlike a case's target, no `run --target` chooses another one."""
+    problems = []
+    for loc, evaluator, case_id in written_evaluators(loaded.spec):
+        name = getattr(evaluator, "target", None)
+        if not isinstance(name, str):
             continue
-        problems.append(doc.diagnostic(loc, no_judge(evaluator, target), case_id))
+        try:
+            targets.get(name)
+        except TargetError as exc:
+            problems.append(doc.diagnostic((*loc, "target"), f"judge {exc}", case_id))
     return problems
 
 
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:
-    """Where the file names a target: its `target`, and each case's (or its `execution`'s)."""
+    """Where the file names a target: its `target`, and each case's (or its `execution`'s
+    `target` or `targets`)."""
     found: list[tuple[Loc, str, str | None]] = []
-    spec = loaded.spec
-    if spec.execution and spec.execution.target:
-        found.append((("execution", "target"), spec.execution.target, None))
-    elif spec.target:
-        found.append((("target",), spec.target, None))
-    for i, case in enumerate(loaded.cases):
-        if case.case.target:
-            found.append((("evalcases", i, "target"), case.case.target, case.id))
-        elif case.case.execution and case.case.execution.target:
-            found.append(
-                (("evalcases", i, "execution", "target"), case.case.execution.target, case.id)
-            )
+    places: list[tuple[Loc, Any, str | None]] = [((), loaded.spec, None)]
+    places += [(("evalcases", i), c.case, c.id) for i, c in enumerate(loaded.cases)]
+    for where, owner, case_id in places:
+        execution = owner.execution
+        # A case's own `target` wins over its `execution`; a file's `execution` wins.
+        if owner.target and (case_id is not None or not (execution and execution.target_names())):
+            found.append(((*where, "target"), owner.target, case_id))
+        elif execution and execution.targets:
+            found += [
+                ((*where, "execution", "targets", j), name, case_id)
+                for j, name in enumerate(execution.targets)
+            ]
+        elif execution and execution.target:
+            found.append(((*where, "execution", "target"), execution.target, case_id))
     return found

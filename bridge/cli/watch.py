@@ -9,7 +9,9 @@ from types import FrameType
 
 import click
 
+from bridge.cli.terminal import counted, echo
 from bridge.inbox.settle import SETTLE_SECONDS, Settler
+from bridge.inbox.trust import InboxTrust
 from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.queue.runtime import open_runtime
 
@@ -29,6 +31,20 @@ from bridge.queue.runtime import open_runtime
     "--polling",
     is_flag=True,
     help="Poll instead of using kernel events (network shares, container mounts).",
+)
+@click.option(
+    "--allow-code",
+    is_flag=True,
+    help="Let dropped files use evaluators that run commands on the workers (code, "
+    "code_judge, script, a composite's code_judge aggregator). Only when everyone who can "
+    "write to the inbox is trusted.",
+)
+@click.option(
+    "--trust-inbox-config",
+    is_flag=True,
+    help="Read evalrelay.yaml and targets files inside the inbox too (by default only the "
+    "operator's, outside it): droppers may then define targets, including commands and "
+    "servers that receive the workers' keys.",
 )
 @click.option("--name", help="Watcher name shown by `evalrelay status`.")
 @click.option(
@@ -52,6 +68,8 @@ def watch_command(
     out: Path | None,
     rerun: bool,
     polling: bool,
+    allow_code: bool,
+    trust_inbox_config: bool,
     name: str | None,
     settle: float,
     concurrency: int,
@@ -78,12 +96,13 @@ def watch_command(
             out or inbox.resolve().parent / "results",
             default_target=target,
             rerun=rerun,
+            trust=InboxTrust(allow_code=allow_code, inbox_config=trust_inbox_config),
             polling=polling,
             name=name,
             settler=Settler(settle),
             on_event=print_event,
         )
-        click.echo(f"watching {watcher.inbox.root} (Ctrl-C to stop)", err=True)
+        echo(f"watching {watcher.inbox.root} (Ctrl-C to stop)", err=True)
         watcher.run(stop)
 
 
@@ -91,7 +110,8 @@ def print_event(event: InboxEvent) -> None:
     """One line per file taken in and per campaign complete: what a user dropping a file
     waits to see, with the id to give `status`, `report` or `retry`."""
     if event.kind == "queued":
-        text = f"{event.file}: campaign {event.campaign_id}, {event.jobs} jobs queued"
+        jobs = counted(event.jobs or 0, "job")
+        text = f"{event.file}: campaign {event.campaign_id}, {jobs} queued"
     elif event.kind == "done":
         counts = ", ".join(f"{k} {v}" for k, v in sorted(event.counts.items()))
         text = (
@@ -103,4 +123,4 @@ def print_event(event: InboxEvent) -> None:
             f"{event.file}: same content as campaign {event.campaign_id}, not run again "
             "(moved to done/; --rerun runs it again)"
         )
-    click.echo(text)
+    echo(text)

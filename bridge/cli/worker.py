@@ -78,10 +78,16 @@ def worker_command(
         raise click.BadParameter(f"unknown queue(s) {', '.join(unknown)}", param_hint="--queues")
     connect(url)
     logging.getLogger().setLevel(loglevel.upper())
+    from celery import signals
+
     from worker.app import create_app
+    from worker.broker import stop_if_redis_stays_away
 
     app = create_app(url)
     app.set_default()
+    signals.worker_shutting_down.connect(
+        lambda **_: stop_if_redis_stays_away(url), weak=False, dispatch_uid="stop-watch"
+    )
     count = concurrency or sum(default_concurrency(q) for q in chosen)
     hostname = name or f"evalrelay-{'+'.join(chosen)}-{os.getpid()}@{socket.gethostname()}"
     app.worker_main(

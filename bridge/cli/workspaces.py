@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 import redis
-from rich.console import Console
 from rich.table import Table
 
+from bridge.cli.terminal import TerminalConsole, echo
 from bridge.errors import TargetError
 from bridge.evalfile.project import Project
 from bridge.queue.connection import configured_url, connect
@@ -44,7 +44,7 @@ def provision_command(target: str, count: int, force: bool, project: Path) -> No
         raise TargetError(f"target '{target}': {exc}") from None
     pool = WorkspacePool(pool_root(settings), cluster_client())
     report = pool.provision(count, template, force=force)
-    console = Console()
+    console = TerminalConsole()
     for label, names in (("created", report.created), ("refreshed", report.refreshed)):
         if names:
             console.print(f"{label}: {', '.join(names)}", soft_wrap=True)
@@ -77,9 +77,9 @@ def unlock_command(target: str, names: tuple[str, ...], everything: bool, projec
     unlocked = pool.unlock(None if everything else list(names))
     for workspace, owner in unlocked:
         held = f"job {owner.job_id} (pid {owner.pid} on {owner.host})" if owner else "another tool"
-        click.echo(f"unlocked {workspace.name}, held by {held}")
+        echo(f"unlocked {workspace.name}, held by {held}")
     if not unlocked:
-        click.echo("nothing was locked")
+        echo("nothing was locked")
 
 
 def vscode_settings(project: Path, target: str) -> VSCodeTarget:

@@ -20,6 +20,7 @@ from bridge.evalfile.evaluators import (
     located_evaluators,
 )
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
+from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import (
@@ -92,12 +93,7 @@ class LoadedEvalFile(NamedTuple):
 def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile:
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)
-    doc = load_document(path)
-    notes: list[str] = []
-    written_as = "AgentV JSONL dataset" if path.suffix == ".jsonl" else None
-    if is_suite(doc.data):
-        doc, notes = translate_suite(doc, project)
-        written_as = SUITE_FORMAT
+    doc, notes, written_as = eval_document(path, project)
     _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)
     try:
@@ -113,6 +109,23 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
         raise InvalidFileError(_sorted(problems))
     notes += _unsupported_evaluators(spec, cases)
     return LoadedEvalFile(path, project, spec, cases, tuple(notes), written_as)
+
+
+class EvalDocument(NamedTuple):
+    document: YamlDocument
+    """As an `evalcases` document, whatever the format it was written in."""
+    notes: list[str]
+    written_as: str | None
+
+
+def eval_document(path: Path, project: Project) -> EvalDocument:
+    """The file read as an `evalcases` document, whose places lead back to the file's lines:
+    what the loader validates, and what places an error found after loading."""
+    doc = load_document(path, project.config.load_limits)
+    if is_suite(doc.data):
+        doc, notes = translate_suite(doc, project)
+        return EvalDocument(doc, notes, SUITE_FORMAT)
+    return EvalDocument(doc, [], "AgentV JSONL dataset" if path.suffix == ".jsonl" else None)
 
 
 def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str]:
@@ -136,18 +149,21 @@ def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str
     return notes
 
 
-def load_document(path: Path) -> YamlDocument:
-    """An eval file's data as written: YAML, or a JSONL dataset with its YAML sidecar."""
-    return load_jsonl_dataset(path) if path.suffix == ".jsonl" else load_yaml(path)
+def load_document(path: Path, limits: LoadLimits | None = None) -> YamlDocument:
+    """An eval file's data as written: YAML, or a JSONL dataset with its YAML sidecar;
+    refused early when over `limits` (its size, its number of cases)."""
+    if path.suffix == ".jsonl":
+        return load_jsonl_dataset(path, limits)
+    return load_yaml(path, limits=limits)
 
 
-def load_jsonl_dataset(path: Path) -> YamlDocument:
+def load_jsonl_dataset(path: Path, limits: LoadLimits | None = None) -> YamlDocument:
     """AgentV's JSONL dataset: one case per line, and `<name>.yaml` beside it for the
     file's `description`, `dataset`, `execution` and `evaluator`. Each line is read as a
     YAML flow mapping, so an error still names its line and column."""
-    text = read_yaml_text(path)
+    text = read_yaml_text(path, limits)
     listed = "\n".join(f"- {line}" if line.strip() else "" for line in text.splitlines())
-    lines = load_yaml(path, listed or "[]")
+    lines = load_yaml(path, listed or "[]", limits=limits)
     sidecar_path = path.with_suffix(".yaml")
     sidecar = load_yaml(sidecar_path).data if sidecar_path.is_file() else None
     data = {**(sidecar if isinstance(sidecar, dict) else {}), "evalcases": lines.data or []}

@@ -14,6 +14,7 @@ from typing import Any
 from pathspec import PathSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
+from bridge.evalfile.limits import LoadLimits, TemplateLimits
 from bridge.evalfile.validation import validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 
@@ -40,6 +41,10 @@ class ProjectConfig(BaseModel):
     results_dir: str = "results"
     pass_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     """The score at which a case passes, unless its file or the case sets `threshold`."""
+    template_env: list[str] = Field(default_factory=list)
+    """The environment variables templates may read as `{{ env.NAME }}`; no other."""
+    template_limits: TemplateLimits = TemplateLimits()
+    load_limits: LoadLimits = LoadLimits()
 
 
 class AgentvDefaults(BaseModel):
@@ -64,15 +69,32 @@ class Project:
     """A project root with its configuration, loaded once."""
 
     def __init__(
-        self, root: Path, config: ProjectConfig | None = None, near: Path | None = None
+        self,
+        root: Path,
+        config: ProjectConfig | None = None,
+        near: Path | None = None,
+        configured_at: Path | None = None,
     ) -> None:
         self.root = root.resolve()
         self.config = config if config is not None else load_config(self.root, near)
+        self.configured_at = configured_at
+        """Where every eval file of this project looks for its targets file, instead of
+        from its own folder: a watcher's inbox is configured from outside it."""
 
     @classmethod
     def containing(cls, path: Path) -> Project:
         """The project of an eval file (or folder), with the configuration nearest to it."""
         return cls(find_root(path), near=path)
+
+    @property
+    def results_dir(self) -> Path:
+        """Where `run` writes results unless told otherwise."""
+        return self.root / self.config.results_dir
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Without the compiled patterns, which may not pickle (pathspec's re2 backend): a
+        project travels to and from the process that loads a watcher's files."""
+        return {k: v for k, v in self.__dict__.items() if k != "guideline_spec"}
 
     @cached_property
     def guideline_spec(self) -> PathSpec[Any]:

@@ -125,7 +125,12 @@ class Execution(UserModel):
     """AgentV's `execution:` block: where a case runs and how it is graded."""
 
     target: str | None = None
+    targets: list[str] | None = Field(default=None, min_length=1)
+    """Several targets: each case runs on every one of them, in one campaign."""
     evaluators: list[EvaluatorSpec] | None = None
+
+    def target_names(self) -> list[str]:
+        return list(self.targets or ([self.target] if self.target else []))
 
 
 class EvalCase(UserModel):
@@ -162,8 +167,11 @@ class EvalCase(UserModel):
     def _number_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
-    def target_name(self) -> str | None:
-        return self.target or (self.execution.target if self.execution else None)
+    def target_names(self) -> list[str]:
+        """The case's own target, or its `execution` targets; none: the file's."""
+        if self.target:
+            return [self.target]
+        return self.execution.target_names() if self.execution else []
 
     def success_criteria(self) -> str | None:
         return self.expected_outcome or self.outcome
@@ -203,9 +211,11 @@ class EvalFile(UserModel):
     """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
     evalcases: list[EvalCase] = Field(min_length=1)
 
-    def target_name(self) -> str | None:
-        """`execution.target` wins over the older top-level `target`, as in AgentV."""
-        return (self.execution.target if self.execution else None) or self.target
+    def target_names(self) -> list[str]:
+        """`execution.targets` or `execution.target` win over the older top-level `target`,
+        as in AgentV."""
+        found = self.execution.target_names() if self.execution else []
+        return found or ([self.target] if self.target else [])
 
     def evaluator_specs(self) -> list[EvaluatorSpec] | None:
         if self.execution and self.execution.evaluators is not None:

@@ -17,14 +17,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jinja2 import ChainableUndefined, TemplateError
-from jinja2.sandbox import SandboxedEnvironment
+from jinja2 import TemplateError
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.assertions import to_evaluators
+from bridge.evalfile.bounded_templates import Budget, TemplateLimitError
 from bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
 from bridge.evalfile.files import FileRefError, resolve_file
-from bridge.evalfile.project import Project
+from bridge.evalfile.limits import how_to_raise
+from bridge.evalfile.project import CONFIG_NAME, Project
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
@@ -40,11 +41,6 @@ METADATA_KEYS = ("version", "author", "license", "category", "requires")
 WHOLE_TEMPLATE = re.compile(r"^\s*\{\{\s*([A-Za-z_][\w.]*)\s*\}\}\s*$")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
-_templates = SandboxedEnvironment(
-    undefined=ChainableUndefined, autoescape=False, keep_trailing_newline=True
-)
-_templates.filters["load"] = json.loads
-
 
 def is_suite(data: Any) -> bool:
     return isinstance(data, dict) and "evalcases" not in data and any(k in data for k in SUITE_KEYS)
@@ -56,8 +52,13 @@ class SuiteDocument(NamedTuple):
 
 
 class _PublicEnv(Mapping[str, str]):
-    """The submitting machine's environment for `{{ env.NAME }}`, without its secrets: a
-    key put in a prompt would travel in every job."""
+    """The submitting machine's environment for `{{ env.NAME }}`: only the variables the
+    project lists in `template_env`, as whatever a prompt holds travels in every job and
+    the request to the vendor (a Redis URL with its password, a database URL, a token)."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.listed = frozenset(project.config.template_env)
 
     def __getitem__(self, name: str) -> str:
         if SECRET_NAME.search(name):
@@ -65,10 +66,19 @@ class _PublicEnv(Mapping[str, str]):
                 f"env.{name} looks like a secret and would be sent in every job; "
                 "secrets belong in targets, read by the workers"
             )
+        if name not in self.listed:
+            raise TemplateError(
+                f"env.{name} is not listed in `template_env` in "
+                f"{self.project.root / CONFIG_NAME}; templates see only the environment "
+                "variables listed there: add it to the list to use it"
+            )
         return os.environ[name]
 
+    def __contains__(self, name: object) -> bool:
+        return name in self.listed and name in os.environ
+
     def __iter__(self) -> Iterator[str]:
-        return iter(k for k in os.environ if not SECRET_NAME.search(k))
+        return iter(k for k in sorted(self.listed) if k in os.environ and not SECRET_NAME.search(k))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -82,6 +92,8 @@ class _Translation:
         self.origin: dict[Loc, Loc] = {}
         self.problems: list[Diagnostic] = []
         self.notes: list[str] = []
+        self.budget = Budget(project.config.template_limits)
+        self.env = _PublicEnv(project)
 
     def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
         self.problems.append(self.doc.diagnostic(loc, message, case))
@@ -113,15 +125,32 @@ class _Translation:
             if "{{" not in value and "{%" not in value:
                 return value
             try:
-                return _templates.from_string(value).render(context)
+                return self.budget.render(value, context)
+            except TemplateLimitError as exc:
+                # Stop here: every other template of the file would spend the same again.
+                self.fail(loc, f"template stopped: {exc}")
+                raise InvalidFileError(self.sorted_problems()) from None
             except TemplateError as exc:
                 self.fail(loc, f"template error: {exc}; fix the {{{{ }}}} expression")
+                return value
+            except RecursionError:
+                self.fail(loc, "template error: macros call each other too deeply; fix the "
+                          "template")  # fmt: skip
+                return value
+            except MemoryError:
+                raise  # the process's own limit: its loader says so
+            except Exception as exc:  # Python's own errors: 1/0, int("x"), overflow
+                self.fail(loc, f"template error: {type(exc).__name__}: {exc}; fix the "
+                          "{{ }} expression")  # fmt: skip
                 return value
         if isinstance(value, list):
             return [self.render(v, context, (*loc, i)) for i, v in enumerate(value)]
         if isinstance(value, dict):
             return {k: self.render(v, context, (*loc, k)) for k, v in value.items()}
         return value
+
+    def sorted_problems(self) -> list[Diagnostic]:
+        return sorted(set(self.problems), key=lambda d: (d.line, d.column))
 
 
 _MISSING = object()
@@ -164,26 +193,27 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     prompts = _prompts(t)
     suite_metadata = _suite_metadata(data)
     cases: list[dict[str, Any]] = []
+    most = project.config.load_limits.cases
     for j, raw_test in _tests(t):
+        if (len(cases) + len(prompts)) * max(len(providers), 1) > most:
+            t.fail(("tests", j), _too_many_cases(most))
+            raise InvalidFileError(t.sorted_problems())
         for prompt_id, prompt, prompt_loc in prompts:
-            for provider in providers or [""]:
-                case = _case(t, j, raw_test, default_test, prompt, prompt_loc, suite_metadata)
-                if case is None:
-                    continue
-                suffix = ""
-                if len(prompts) > 1:
-                    suffix += f"__prompt_{prompt_id}"
-                if provider and len(providers) > 1:
-                    suffix += f"__provider_{_safe(provider)}"
-                    case["target"] = provider
-                case["id"] = f"{case['id']}{suffix}"
-                index = len(cases)
-                for loc, source in case.pop("_origin").items():
-                    t.origin[("evalcases", index, *loc)] = source
-                t.origin[("evalcases", index)] = ("tests", j)
-                cases.append(case)
+            case = _case(t, j, raw_test, default_test, prompt, prompt_loc, suite_metadata)
+            if case is None:
+                continue
+            if len(prompts) > 1:
+                case["id"] = f"{case['id']}__prompt_{prompt_id}"
+            index = len(cases)
+            for loc, source in case.pop("_origin").items():
+                t.origin[("evalcases", index, *loc)] = source
+            t.origin[("evalcases", index)] = ("tests", j)
+            cases.append(case)
     if len(providers) == 1:
         out["target"] = providers[0]
+    elif providers:  # every test on every provider, in one campaign: the target is no
+        out["execution"] = {"targets": providers}  # part of the case id
+        t.origin[("execution", "targets")] = ("providers",)
     elif not providers and isinstance(data.get("defaults"), dict):
         default_provider = data["defaults"].get("provider")
         if isinstance(default_provider, str):
@@ -191,8 +221,23 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     out["evalcases"] = cases
     t.origin[("evalcases",)] = ("tests",)
     if t.problems:
-        raise InvalidFileError(sorted(set(t.problems), key=lambda d: (d.line, d.column)))
+        raise InvalidFileError(t.sorted_problems())
     return SuiteDocument(doc._replace(data=out, origin=t.origin), t.notes)
+
+
+def _check_count(t: _Translation, count: int, loc: Loc) -> None:
+    """Stop at a tests file that brings the suite past its number of cases."""
+    most = t.project.config.load_limits.cases
+    if count > most:
+        t.fail(loc, _too_many_cases(most))
+        raise InvalidFileError(t.sorted_problems())
+
+
+def _too_many_cases(most: int) -> str:
+    return (
+        f"more than {most} cases (tests times prompts times providers); split the file, "
+        f"or {how_to_raise('load_limits', 'cases')}"
+    )
 
 
 def _safe(text: str) -> str:
@@ -307,6 +352,7 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
         try:
             if found.suffix == ".jsonl":
                 lines = found.read_text(encoding="utf-8").splitlines()
+                _check_count(t, len(lines) + len(cases), loc)
                 cases += [json.loads(line) for line in lines if line.strip()]
             elif found.suffix == ".json":
                 data = json.loads(found.read_text(encoding="utf-8"))
@@ -323,6 +369,7 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
             t.fail(loc, f"{found}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg})")
         except CsvTestsError as exc:
             t.fail(loc, f"{found}: {exc}")
+        _check_count(t, len(cases), loc)
     return [c for c in cases if isinstance(c, dict)]
 
 
@@ -353,7 +400,7 @@ def _case(
     vars_ = {**(default_test.get("vars") or {}), **(raw.get("vars") or {})}
     if "input" in raw:  # external cases may carry their input directly
         vars_["input"] = raw["input"]
-    context = {**vars_, "vars": vars_, "env": _PublicEnv()}
+    context = {**vars_, "vars": vars_, "env": t.env}
     if case_id is None:
         t.fail(loc, "a test needs an `id`; add one")
         return None

@@ -19,6 +19,7 @@ import yaml
 from yaml.cyaml import CParser  # type: ignore[attr-defined]
 
 from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.limits import LoadLimits, how_to_raise
 
 MAX_DEPTH = 64
 """Deeper nesting is refused: no eval file needs it, and PyYAML would recurse past Python's
@@ -33,6 +34,19 @@ if TYPE_CHECKING:
     _Loader = yaml.SafeLoader
 else:
     _Loader = object
+
+
+CASE_LISTS = ("evalcases", "tests")
+"""Top-level keys holding an eval file's cases, counted as they are read."""
+
+
+class TooManyItems(Exception):
+    """The case list goes over its limit: stop before composing the rest of it."""
+
+    def __init__(self, mark: yaml.Mark | None, most: int) -> None:
+        super().__init__(most)
+        self.mark = mark
+        self.most = most
 
 
 class _StrictRules(_Loader):
@@ -212,13 +226,22 @@ def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:
     return None
 
 
-def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
-    """Parse one YAML document safely; syntax errors and duplicate keys raise InvalidFileError."""
+def load_yaml(
+    path: Path,
+    text: str | None = None,
+    limits: LoadLimits | None = None,
+) -> YamlDocument:
+    """Parse one YAML document safely; syntax errors and duplicate keys raise InvalidFileError.
+
+    With `limits` (an eval file), a file over its bytes is refused before it is read, and
+    a case list (the top-level list, or `evalcases`/`tests`) at its item past its cases."""
     if text is None:
-        text = read_yaml_text(path)
+        text = read_yaml_text(path, limits)
     if not yaml.reader.Reader.NON_PRINTABLE.search(text):  # what the Python reader refuses
         try:
-            return _load(path, text, FastStrictLoader(text))
+            return _load(path, text, FastStrictLoader(text), limits)
+        except TooLarge:
+            raise
         except (yaml.YAMLError, InvalidFileError):
             pass  # read again below, to say what is wrong the way we explain it
     try:
@@ -230,18 +253,35 @@ def load_yaml(path: Path, text: str | None = None) -> YamlDocument:
             [Diagnostic(path, line, column, f"not a YAML text file: {exc.reason} "
                         f"({character!r}); remove it")]
         ) from None  # fmt: skip
-    return _load(path, text, loader)
+    return _load(path, text, loader, limits)
 
 
-def _load(path: Path, text: str, loader: StrictSafeLoader | FastStrictLoader) -> YamlDocument:
+class TooLarge(InvalidFileError):
+    """A file over a limit on its size: not worth reading again to explain it better."""
+
+
+def _load(
+    path: Path,
+    text: str,
+    loader: StrictSafeLoader | FastStrictLoader,
+    limits: LoadLimits | None = None,
+) -> YamlDocument:
     loader.duplicates = []
     try:
+        if limits is not None:
+            _count_cases(text, limits.cases)
         root = loader.get_single_node()
         if root is not None and loader.aliased:
             _check_expansion(root)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         raise InvalidFileError([syntax_diagnostic(path, exc)]) from None
+    except TooManyItems as exc:
+        why = (
+            f"more than {exc.most} cases (this is case {exc.most + 1}); split the file, or "
+            f"{how_to_raise('load_limits', 'cases')}"
+        )
+        raise TooLarge([_at(path, exc.mark, why)]) from None
     finally:
         loader.dispose()
     if loader.duplicates:
@@ -420,6 +460,65 @@ def _place(exc: yaml.MarkedYAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the start"
 
 
+class _Open:
+    """A list or mapping being read by `_count_cases`."""
+
+    __slots__ = ("is_case_list", "is_mapping", "key", "started")
+
+    def __init__(self, is_mapping: bool, is_case_list: bool = False) -> None:
+        self.is_mapping = is_mapping
+        self.is_case_list = is_case_list
+        self.started = 0
+        self.key: object = None
+
+
+_NODE_STARTS = (
+    yaml.ScalarEvent,
+    yaml.AliasEvent,
+    yaml.SequenceStartEvent,
+    yaml.MappingStartEvent,
+)
+
+
+def _count_cases(text: str, most: int) -> None:
+    """Raise TooManyItems at the case list's item past `most`: the top-level list, or the
+    list under a top-level `evalcases` or `tests`.
+
+    Composing a node costs tens of microseconds in Python; libyaml's events cost a
+    fraction of that, so a file of a million cases is refused in about a second. A file
+    with fewer `-` and `,` than the limit cannot hold more items, and is not read twice.
+    """
+    if text.count("-") + text.count(",") < most:
+        return
+    parser = CParser(text)
+    stack: list[_Open] = []
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, _NODE_STARTS):
+                is_case_list = not stack
+                if stack:
+                    parent = stack[-1]
+                    if parent.is_case_list and parent.started >= most:
+                        raise TooManyItems(event.start_mark, most)  # type: ignore[arg-type]
+                    if parent.is_mapping and parent.started % 2 == 0:
+                        parent.key = getattr(event, "value", None)
+                    is_case_list = (
+                        len(stack) == 1 and parent.started % 2 == 1 and parent.key in CASE_LISTS
+                    )
+                    parent.started += 1
+                if isinstance(event, yaml.SequenceStartEvent):
+                    stack.append(_Open(False, is_case_list))
+                elif isinstance(event, yaml.MappingStartEvent):
+                    stack.append(_Open(True))
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                stack.pop()
+    except yaml.YAMLError:
+        return  # the file's own reading says what is wrong, and where
+    finally:
+        parser.dispose()
+
+
 def _check_expansion(root: yaml.Node) -> None:
     """Refuse a document whose aliases would add more than `MAX_EXPANDED_NODES` values to
     what is written (a "billion laughs"), or that contains itself through an alias.
@@ -475,13 +574,21 @@ def _line_column(text: str, position: int) -> tuple[int, int]:
     return before.count("\n") + 1, position - (before.rfind("\n") + 1) + 1
 
 
-def read_yaml_text(path: Path) -> str:
-    """A YAML file's text, with unreadable, non-regular or non-UTF-8 files reported at line 1."""
+def read_yaml_text(path: Path, limits: LoadLimits | None = None) -> str:
+    """A YAML file's text, with unreadable, non-regular, too large or non-UTF-8 files
+    reported at line 1."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block the reader for ever
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):  # a FIFO would block the reader for ever
             raise InvalidFileError(
                 [Diagnostic(path, 1, 1, "not a regular file; an eval file must be a plain file")]
             )
+        if limits is not None and status.st_size > limits.bytes:
+            raise TooLarge(
+                [Diagnostic(path, 1, 1, f"the file is {status.st_size} bytes, more than the "
+                            f"{limits.bytes} an eval file may be; split it, or "
+                            f"{how_to_raise('load_limits', 'bytes')}")]
+            )  # fmt: skip
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidFileError(

@@ -20,11 +20,13 @@ from pathlib import Path
 import redis
 
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
+from bridge.evalfile.cases import LoadedEvalFile
+from bridge.evalfile.isolated import LoadStopped, Outcome, load_all
 from bridge.evalfile.project import Project
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identity
 from bridge.inbox.settle import Settler
+from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key
 from bridge.queue.campaigns import (
     WRITE_CHUNK,
@@ -88,6 +90,7 @@ class Taker:
         name: str,
         default_target: str | None = None,
         rerun: bool = False,
+        trust: InboxTrust | None = None,
         tell: Tell = lambda *args, **details: None,
     ) -> None:
         self.client = client
@@ -100,7 +103,10 @@ class Taker:
         self.name = name
         self.default_target = default_target
         self.rerun = rerun
+        self.trust = trust or InboxTrust()
         self.tell = tell
+        self.stopping: Callable[[], bool] = lambda: False
+        """Set by the watcher: whether it is asked to stop (a file loading is then killed)."""
         self.submitted = 0
         self._locked: list[str] = []
         self._renewed = 0.0
@@ -111,6 +117,9 @@ class Taker:
             batch = paths[start : start + BATCH]
             try:
                 self._take_batch(batch)
+            except LoadStopped:
+                log.info("watcher %s: stopped while a file was loading", self.name)
+                return
             except (redis.RedisError, OSError) as exc:
                 # Not the files' fault: they stay, and the next scan takes them again.
                 log.warning(
@@ -183,32 +192,57 @@ class Taker:
                 drop.record = None
             to_load.append(drop)
         forget.execute()
-        projects: dict[Path, Project] = {}  # read once per folder and batch, not per file
-        loaded = [drop for drop in to_load if self._load(drop, projects)]
-        self._queue_files(self._submit(loaded), submitted_before)
+        self._queue_files(self._submit(self._load_all(to_load)), submitted_before)
 
-    def _load(self, drop: Drop, projects: dict[Path, Project]) -> bool:
-        """Load and plan the file; on failure say why (`failed/`) and return False."""
-        try:
+    def _load_all(self, drops: list[Drop]) -> list[Drop]:
+        """Load and plan the drops, each bounded by its project's `load_limits` in a child
+        process, so no file can stall or exhaust the watcher; the drops that loaded."""
+        projects: dict[Path, Project] = {}  # read once per folder and batch, not per file
+        found: list[tuple[Drop, Project]] = []
+        for drop in drops:
             folder = drop.path.parent
-            project = projects.get(folder) or projects.setdefault(
-                folder, Project.containing(drop.path)
-            )
-            drop.loaded = load_eval_file(drop.path, project)
+            try:
+                project = projects.get(folder) or projects.setdefault(
+                    folder, self.trust.project(self.inbox.root, drop.path)
+                )
+            except Exception as exc:
+                self._refuse(drop, exc)
+                continue
+            found.append((drop, project))
+        files = [(drop.path, project) for drop, project in found]
+        return [
+            found[index][0]
+            for index, outcome in load_all(files, self.stopping)
+            if self._load(found[index][0], outcome)
+        ]
+
+    def _load(self, drop: Drop, outcome: Outcome) -> bool:
+        """Plan the loaded file; on failure say why (`failed/`) and return False."""
+        try:
+            if isinstance(outcome, Exception):
+                raise outcome
+            drop.loaded = outcome
+            self.trust.check(drop.loaded)
             record = drop.record
             self._plan(drop, record.campaign_id if record else new_campaign_id([drop.loaded]))
             return True
-        except EvalrelayError as exc:
-            self._invalid(drop, _error_text(exc), wait_for_writer=True)
-        except OSError as exc:
-            self._not_yet(drop.path, exc)
-        except Exception as exc:  # a file that breaks the loader must not break the watcher
-            log.exception("watcher %s: %s could not be read", self.name, drop.relative)
-            why = f"evalrelay could not read this file ({type(exc).__name__}: {exc}); report it"
-            self._invalid(drop, str(Diagnostic(drop.path, 1, 1, why)), wait_for_writer=False)
+        except Exception as exc:
+            self._refuse(drop, exc)
         finally:
             self._keep_locks()  # a large file takes a while to load
         return False
+
+    def _refuse(self, drop: Drop, exc: Exception) -> None:
+        """A file that could not be loaded: `failed/` with why, or left for the next scan
+        when the file system is at fault."""
+        if isinstance(exc, EvalrelayError):
+            self._invalid(drop, _error_text(exc), wait_for_writer=True)
+        elif isinstance(exc, OSError):
+            self._not_yet(drop.path, exc)
+        else:  # a file that breaks the loader must not break the watcher
+            log.error("watcher %s: %s could not be read", self.name, drop.relative, exc_info=exc)
+            why = f"evalrelay could not read this file ({type(exc).__name__}: {exc}); report it"
+            self._invalid(drop, str(Diagnostic(drop.path, 1, 1, why)), wait_for_writer=False)
 
     def _plan(self, drop: Drop, campaign_id: str) -> None:
         assert drop.loaded is not None

@@ -11,7 +11,6 @@ dropped is ever deleted, and a bad file never stops the watcher.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import queue
@@ -34,13 +33,16 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from bridge.evalfile.isolated import prepare
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import Intake
 from bridge.inbox.settle import Settler
 from bridge.inbox.taker import Taker
+from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key, watchers_key
 from bridge.queue.campaigns import Progress, load_info, progress_many
 from bridge.queue.celery_queue import JobQueue
+from bridge.queue.holders import beat
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import results_path
@@ -98,6 +100,7 @@ class Watcher:
         *,
         default_target: str | None = None,
         rerun: bool = False,
+        trust: InboxTrust | None = None,
         polling: bool = False,
         name: str | None = None,
         settler: Settler | None = None,
@@ -123,6 +126,7 @@ class Watcher:
             name=self.name,
             default_target=default_target,
             rerun=rerun,
+            trust=trust,
             tell=self._tell,
         )
         self.events: queue.Queue[tuple[Path, bool]] = queue.Queue()
@@ -135,11 +139,13 @@ class Watcher:
         )
         self.last_scan = 0.0
         self.followed_at = 0.0
-        self.reported_at = 0.0
+        self.reported_at: float | None = None
         self.unfollowed: set[Path] = set()
 
     def run(self, stop: object) -> None:
         """Watch until `stop.is_set()` (a threading.Event)."""
+        self.taker.stopping = stop.is_set  # type: ignore[attr-defined]
+        prepare()  # the process that loads each file, ready before the first one
         observer = PollingObserver(timeout=1.0) if self.polling else Observer()
         observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
         observer.start()
@@ -258,24 +264,20 @@ class Watcher:
             log.exception("watcher %s: could not report %s of %s", self.name, kind, file)
 
     def _report(self) -> None:
-        now = time.time()
-        if now - self.reported_at < REPORT_SECONDS:
+        """This watcher's entry in `status`; its times are Redis's (`seen`) or relative
+        to it (`scan_age`): the host's clock may be wrong."""
+        now = time.monotonic()
+        if self.reported_at is not None and now - self.reported_at < REPORT_SECONDS:
             return
         self.reported_at = now
         backlog = len(self.settler) + self.events.qsize()
-        self.client.hset(
-            watchers_key(),
-            self.name,
-            json.dumps(
-                {
-                    "inbox": str(self.inbox.root),
-                    "host": socket.gethostname(),
-                    "pid": os.getpid(),
-                    "seen": now,
-                    "last_scan": now - (time.monotonic() - self.last_scan),
-                    "backlog": backlog,
-                    "submitted": self.taker.submitted,
-                    "active_campaigns": self.client.hlen(watch_campaigns_key(self.inbox_id)),
-                }
-            ),
-        )
+        info = {
+            "inbox": str(self.inbox.root),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "scan_age": now - self.last_scan,
+            "backlog": backlog,
+            "submitted": self.taker.submitted,
+            "active_campaigns": self.client.hlen(watch_campaigns_key(self.inbox_id)),
+        }
+        beat(self.client, watchers_key(), self.name, info)

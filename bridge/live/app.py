@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import Future
 
+import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -28,6 +29,9 @@ from bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
 from bridge.live.pages import index_page, message_page, remote_page
 from bridge.live.report_cache import Report, ReportCache, ReportError
 from bridge.live.workers import live_workers, serving
+from bridge.queue.campaigns import list_campaigns
+from bridge.queue.rebuild import LostCampaign, lost_campaigns
+from bridge.results.write_errors import write_errors
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 """The Host headers a server bound to loopback answers: a page elsewhere that points a name
@@ -161,7 +165,13 @@ class LiveView:
             campaigns=rows,
             workers=workers,
             silent_workers=silent,
+            cannot_write=[str(e) for e in self.link.ask(write_errors) or []],
+            lost=[str(lost) for lost in self.link.ask(self._lost) or []],
         )
+
+    def _lost(self, client: redis.Redis) -> list[LostCampaign]:
+        known = {info.campaign_id for info in list_campaigns(client, limit=None)}
+        return lost_campaigns(self.campaigns.folder, known)
 
     def one_campaign(self, found: Located, query: FeedQuery) -> CampaignFeed:
         campaign_id = found.row.campaign_id
@@ -175,6 +185,9 @@ class LiveView:
             campaign=found.row,
             queues=found.queues,
             workers=serving(workers, found.queues) if found.queues else workers,
+            cannot_write=[
+                str(e) for e in self.link.ask(write_errors) or [] if e.campaign_id == campaign_id
+            ],
             file_here=found.file is not None,
             failures=news.failures,
             failed=news.failed,

@@ -22,6 +22,7 @@ from bridge.live.redis_link import RedisLink
 from bridge.live.tally import Tallies, Tally
 from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
 from bridge.results.collected import (
+    PARTIAL,
     ResultsHome,
     local_file,
     results_homes,
@@ -37,9 +38,13 @@ ATTEMPTS = ".attempts"
 
 
 def is_campaign_id(text: str) -> bool:
-    """A slug that names one file in one folder: never a path, never `..`."""
+    """A slug that names one file in one folder: never a path, never `..`, never the part
+    of a campaign a collector wrote before another took it over (`PARTIAL`)."""
     return (
-        CAMPAIGN_ID.fullmatch(text) is not None and ".." not in text and not text.endswith(ATTEMPTS)
+        CAMPAIGN_ID.fullmatch(text) is not None
+        and ".." not in text
+        and not text.endswith(ATTEMPTS)
+        and PARTIAL not in text
     )
 
 

@@ -53,6 +53,10 @@ class CampaignsFeed(Payload):
     workers: list[WorkerRow]
     silent_workers: int = 0
     """Workers not heard from lately, left out as `evalrelay status` leaves them out."""
+    cannot_write: list[str] = Field(default_factory=list)
+    """A sentence for each collector the disk refuses (`bridge.results.write_errors`)."""
+    lost: list[str] = Field(default_factory=list)
+    """A sentence for each campaign the results folder keeps and Redis lost."""
 
 
 class Failure(Payload):
@@ -72,6 +76,8 @@ class CampaignFeed(Payload):
     queues: list[str]
     workers: list[WorkerRow]
     """Live workers serving one of the campaign's queues."""
+    cannot_write: list[str] = Field(default_factory=list)
+    """A sentence for each collector the disk refuses this campaign's file."""
     file_here: bool
     """The results file is on this host: the report is made from it."""
     failures: list[Failure]

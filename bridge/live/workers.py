@@ -3,7 +3,6 @@ never dropping entries (the workers themselves drop the ones long gone)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
 import redis
@@ -25,10 +24,17 @@ class Heartbeat(BaseModel):
 
 
 def live_workers(client: redis.Redis) -> tuple[list[WorkerRow], int]:
-    """The workers heard from in the last `ALIVE_SECONDS`, by name, and how many others."""
-    now = time.time()
+    """The workers heard from in the last `ALIVE_SECONDS`, by name, and how many others.
+
+    Ages are on Redis's clock, the one `seen` was written on (`bridge.queue.holders.beat`),
+    read in the same round trip as the workers."""
+    pipe = client.pipeline(transaction=False)
+    pipe.time()
+    pipe.hgetall(workers_key())
+    (seconds, microseconds), beats = pipe.execute()
+    now = seconds + microseconds / 1_000_000
     live, silent = [], 0
-    for name, raw in sorted(client.hgetall(workers_key()).items()):
+    for name, raw in sorted(beats.items()):
         try:
             beat = Heartbeat.model_validate_json(raw)
         except ValidationError:

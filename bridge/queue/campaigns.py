@@ -10,6 +10,7 @@ import difflib
 import re
 import secrets
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,19 +21,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.errors import EvalrelayError, TargetError
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
+from bridge.evalfile.schema import EvalCase
 from bridge.keys import (
     campaign_key,
     campaigns_key,
     cancel_key,
     collected_key,
     counts_key,
+    epoch_key,
     job_key,
     manifest_key,
 )
 from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
-from bridge.queue.outstanding import mark_sent, not_sent, now_ms
+from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
 from bridge.targets.targets_file import Target, Targets
 
 JOB_TTL_SECONDS = 30 * 24 * 3600
@@ -55,6 +58,23 @@ class AmbiguousCampaign(EvalrelayError):
     """What a user typed is the start of several campaign ids."""
 
 
+class Plan(BaseModel):
+    """How a campaign's jobs were planned from its eval files: enough to plan the same jobs
+    again (`bridge.queue.rebuild`) when Redis has lost them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    targets: list[str] = Field(default_factory=list)
+    """`--target`, one or several."""
+    repeats: int | None = None
+    cases: list[str] = Field(default_factory=list)
+    """`--case` patterns."""
+    tags: list[str] = Field(default_factory=list)
+    fallback_target: str | None = None
+    """The inbox folder's or the watcher's target."""
+    cache_ttl_seconds: int | None = None
+
+
 class CampaignInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +92,7 @@ class CampaignInfo(BaseModel):
     name: str | None = None
     """The name given with `run --name`: commands take it for the latest campaign of that
     name, as they take `latest` for the latest of all."""
+    plan: Plan | None = None
 
     @classmethod
     def for_jobs(
@@ -82,6 +103,7 @@ class CampaignInfo(BaseModel):
         out_dir: str,
         collector: Literal["run", "service", "watch"],
         name: str | None = None,
+        plan: Plan | None = None,
     ) -> CampaignInfo:
         return cls(
             campaign_id=campaign_id,
@@ -93,6 +115,7 @@ class CampaignInfo(BaseModel):
             collector=collector,
             queues=sorted({j.target.queue for j in jobs}),
             name=name,
+            plan=plan,
         )
 
 
@@ -123,43 +146,43 @@ def slugify(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40] or "campaign"
 
 
-def target_for(
+def targets_for(
     targets: Targets,
     loaded: LoadedEvalFile,
-    case_target: str | None,
-    override: str | None,
+    case: EvalCase,
+    overrides: Sequence[str],
     fallback: str | None = None,
-) -> Target:
-    """`--target` wins, then the case's target, the file's, `fallback` (the inbox folder's
-    or the watcher's), and the project's default."""
-    name = (
-        override
-        or case_target
-        or loaded.spec.target_name()
-        or fallback
-        or loaded.project.config.default_target
+) -> list[Target]:
+    """`--target` (one or several) wins, then the case's targets, the file's, `fallback`
+    (the inbox folder's or the watcher's), and the project's default."""
+    names = (
+        list(overrides)
+        or case.target_names()
+        or loaded.spec.target_names()
+        or [n for n in (fallback or loaded.project.config.default_target,) if n]
     )
-    if name is None:
+    if not names:
         raise TargetError(
             f"{loaded.path}: no target; pass --target, or set `target:` in the file "
             "or `default_target:` in evalrelay.yaml"
         )
-    return targets.get(name)
+    return [targets.get(name) for name in dict.fromkeys(names)]
 
 
 def plan_jobs(
     campaign_id: str,
     files: Sequence[LoadedEvalFile],
-    override: str | None,
+    override: str | Sequence[str] | None,
     repeats: int | None,
     fallback_target: str | None = None,
 ) -> list[Job]:
-    """Every job of the campaign: each case on its target, once per repeat."""
+    """Every job of the campaign: each case on each of its targets, once per repeat.
+    `override`: the target, or targets, that `--target` names."""
+    overrides = [override] if isinstance(override, str) else list(override or [])
     jobs = []
     for loaded in files:
-        targets = Targets.load(loaded.project.root, loaded.path)
+        targets = Targets.load(loaded.project.root, loaded.project.configured_at or loaded.path)
         for case in loaded.cases:
-            target = target_for(targets, loaded, case.case.target_name(), override, fallback_target)
             count = repeats or case.case.repeats or loaded.spec.repeats or 1
             jobs += [
                 build_job(
@@ -175,6 +198,7 @@ def plan_jobs(
                     pass_threshold=_threshold(loaded, case),
                     project_judge=loaded.project.config.default_judge,
                 )
+                for target in targets_for(targets, loaded, case.case, overrides, fallback_target)
                 for r in range(count)
             ]
     ids = [job.job_id for job in jobs]
@@ -232,11 +256,10 @@ def announce(
     for loaded in files:
         store_blobs(client, (f for case in loaded.cases for f in case.files()))
     pipe = client.pipeline(transaction=True)
-    sent_ms = now_ms()
-    for queue in {job.target.queue for job in jobs}:
-        mark_sent(pipe, queue, [job.job_id for job in jobs if job.target.queue == queue], sent_ms)
+    mark_sent(pipe, ids_by_queue(jobs))
     pipe.set(campaign_key(info.campaign_id), info.model_dump_json(), ex=JOB_TTL_SECONDS)
     pipe.zadd(campaigns_key(), {info.campaign_id: info.created_at.timestamp()})
+    pipe.set(epoch_key(), uuid.uuid4().hex, nx=True)  # this Redis holds campaigns now
     pipe.execute()
 
 
@@ -282,9 +305,16 @@ def resolve_campaign(client: redis.Redis, text: str) -> str:
         return text
     known = list_campaigns(client, limit=None)
     if not known:
+        lost = (
+            ""
+            if client.exists(epoch_key())
+            else "; it holds no evalrelay data at all: it is new, or it restarted without its "
+            "data. If the campaign's results file survives, give its path (`evalrelay resume "
+            "results/<campaign>.jsonl`) to rebuild the campaign"
+        )
         raise EvalrelayError(
             f"no campaign '{text}': this Redis has no campaigns (they are kept "
-            f"{JOB_TTL_SECONDS // 86400} days)"
+            f"{JOB_TTL_SECONDS // 86400} days){lost}"
         )
     if text == LATEST:
         return known[0].campaign_id

@@ -16,7 +16,7 @@ from kombu import serialization
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
 from bridge.queue.jobs import Job, new_message_id
-from bridge.queue.outstanding import SENT_HEADER, mark_sent, now_ms
+from bridge.queue.outstanding import SENT_HEADER, ids_by_queue, mark_sent
 
 RUN_CASE = "evalrelay.run_case"
 """The Celery task that runs one job."""
@@ -69,12 +69,9 @@ class JobQueue:
         with self.app.producer_or_acquire() as producer:
             for start in range(0, len(jobs), MARK_BATCH):
                 batch = jobs[start : start + MARK_BATCH]
-                sent_ms = now_ms()
                 pipe = self.client.pipeline(transaction=False)
-                for queue in {job.target.queue for job in batch}:
-                    ids = [job.job_id for job in batch if job.target.queue == queue]
-                    mark_sent(pipe, queue, ids, sent_ms)
-                pipe.execute()
+                mark_sent(pipe, ids_by_queue(batch))
+                (sent_ms,) = pipe.execute()
                 self._publish(producer.channel, batch, sent_ms, countdown)
         return len(jobs)
 

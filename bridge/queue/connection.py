@@ -7,13 +7,14 @@ import os
 import time
 from collections.abc import Callable
 from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from bridge.errors import PrerequisiteError
+from bridge.masking import MASK, SECRET_QUERY_NAMES, mask
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +37,25 @@ def broker_url(url: str) -> str:
 
 
 def shown(url: str) -> str:
-    """The URL with any password masked, fit for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL with any password masked, in its userinfo or its query (`?password=`), fit
+    for messages and logs."""
+    try:
+        parts = urlsplit(url)
+        password, port = parts.password, parts.port
+    except ValueError:  # not a URL one can read: show none of it
+        return MASK
+    if password is not None:
+        host = parts.hostname or ""
+        netloc = f"{parts.username or ''}:{MASK}@{host}" + (f":{port}" if port else "")
+        parts = parts._replace(netloc=netloc)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(SECRET_QUERY_NAMES.match(name) for name, _ in query):
+        hidden = [(n, MASK if SECRET_QUERY_NAMES.match(n) else v) for n, v in query]
+        parts = parts._replace(query=urlencode(hidden, safe="*"))
+    joined = urlunsplit(parts)
+    if url.startswith(f"{parts.scheme}://") and not joined.startswith(f"{parts.scheme}://"):
+        joined = f"{parts.scheme}://" + joined.removeprefix(f"{parts.scheme}:")  # unix:///path
+    return joined
 
 
 def client_for(url: str) -> redis.Redis:
@@ -67,8 +80,8 @@ def connect(url: str) -> redis.Redis:
         redis.Redis.from_url(url, socket_connect_timeout=5).ping()
     except (redis.RedisError, ValueError, OSError) as exc:
         raise PrerequisiteError(
-            f"cannot reach Redis at {shown(url)} ({type(exc).__name__}: {exc}); start it, fix "
-            f"{URL_VARIABLE}, or unset {URL_VARIABLE} to run on a private embedded Redis"
+            f"cannot reach Redis at {shown(url)} ({type(exc).__name__}: {mask(str(exc))}); start "
+            f"it, fix {URL_VARIABLE}, or unset {URL_VARIABLE} to run on a private embedded Redis"
         ) from None
     return client_for(url)
 
@@ -97,4 +110,4 @@ class RideOut:
     def _failed(self, error: Exception) -> None:
         if self.down_since is None:
             self.down_since = time.monotonic()
-            self.say(f"Redis is out of reach ({error}); waiting for it, nothing is lost")
+            self.say(f"Redis is out of reach ({mask(str(error))}); waiting for it, nothing is lost")

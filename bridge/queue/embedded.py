@@ -3,7 +3,8 @@
 With no `EVALRELAY_REDIS_URL`, commands start a Redis of their own on a Unix socket in a
 private folder (mode 0700) under `EVALRELAY_HOME`, with an append-only file so that
 `resume` and `retry` find the campaign later. Several commands may share it at once; the
-last one to finish stops it. The worker that goes with it is `local_worker`.
+last one to finish stops it, and when the last one is killed outright its keeper does
+(`redis_keeper`). The worker that goes with it is `local_worker`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,6 +24,7 @@ from pathlib import Path
 import redis
 
 from bridge.errors import PrerequisiteError
+from bridge.queue.redis_keeper import START_LOCK, USERS_LOCK, exclusive
 
 log = logging.getLogger(__name__)
 
@@ -83,28 +86,21 @@ def embedded_redis(home: Path | None = None) -> Iterator[str]:
     """
     data_dir = _private_dir((home or evalrelay_home()) / "redis")
     url = f"unix://{_socket_path(data_dir)}"
-    with (data_dir / "users.lock").open("a+") as users:
-        with _exclusive(data_dir / "start.lock"):
+    with (data_dir / USERS_LOCK).open("a+") as users:
+        with exclusive(data_dir / START_LOCK):
             if not _answers(url):
                 _start(data_dir, url)
             fcntl.flock(users, fcntl.LOCK_SH)
         try:
             yield url
         finally:
-            with _exclusive(data_dir / "start.lock"):
+            with exclusive(data_dir / START_LOCK):
                 try:
                     fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     log.debug("embedded Redis still in use by another command; left running")
                 else:
                     _stop(url)
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    with path.open("a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 def _start(data_dir: Path, url: str) -> None:
@@ -131,13 +127,16 @@ def _start(data_dir: Path, url: str) -> None:
         "--logfile",
         str(data_dir / "redis.log"),
     ]
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    # The keeper starts the server and stops it once no command uses it, even when the
+    # commands were killed outright; a session of its own keeps it from the terminal's Ctrl-C.
+    with (data_dir / "keeper.log").open("ab") as keeper_log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bridge.queue.redis_keeper", str(data_dir), *command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=keeper_log,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not _answers(url):
         if process.poll() is not None or time.monotonic() > deadline:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 import uuid
-from typing import cast
+from typing import Any, cast
 
 import redis
 
+from bridge.clock import NOW_MS_LUA
 from bridge.keys import alive_key, holders_key
 
 ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
@@ -50,18 +50,49 @@ GONE_SECONDS = 120.0
 """A worker or watcher not heard from this long is gone: `status` no longer lists it (its
 jobs were sent again long before)."""
 
+_FORGET_GONE_LUA = """
+local function forget_gone(key, now, gone_seconds)
+  local entries = redis.call('HGETALL', key)
+  for i = 1, #entries, 2 do
+    local ok, info = pcall(cjson.decode, entries[i + 1])
+    local seen = ok and type(info) == 'table' and tonumber(info.seen) or 0
+    if now - seen > gone_seconds then redis.call('HDEL', key, entries[i]) end
+  end
+end
+"""
+
+_FORGET_GONE = (
+    NOW_MS_LUA + _FORGET_GONE_LUA + "forget_gone(KEYS[1], now_ms() / 1000, tonumber(ARGV[1]))"
+)
+
+_BEAT = (
+    NOW_MS_LUA
+    + _FORGET_GONE_LUA
+    + """
+local now = now_ms() / 1000
+local rest = string.sub(ARGV[2], 2)
+if rest ~= '}' then rest = ', ' .. rest end
+redis.call('HSET', KEYS[1], ARGV[1], '{"seen": ' .. string.format('%.3f', now) .. rest)
+forget_gone(KEYS[1], now, tonumber(ARGV[3]))
+"""
+)
+"""Write a process's report with `seen` set to Redis's time, and drop the gone ones."""
+
 
 def forget_gone(client: redis.Redis, heartbeats_key: str) -> None:
     """Drop from a heartbeat hash (`workers`, `watchers`) the processes that died without
-    saying so (SIGKILL): whoever reads or writes the hash next does it."""
-    now = time.time()
-    gone = [
-        name
-        for name, raw in cast(dict[str, str], client.hgetall(heartbeats_key)).items()
-        if now - float(json.loads(raw).get("seen", 0)) > GONE_SECONDS
-    ]
-    if gone:
-        client.hdel(heartbeats_key, *gone)
+    saying so (SIGKILL): whoever reads or writes the hash next does it. Their `seen` is on
+    Redis's clock (`beat`), and so is the comparison: no host's clock is involved."""
+    client.eval(_FORGET_GONE, 1, heartbeats_key, GONE_SECONDS)
+
+
+def beat(client: redis.Redis, heartbeats_key: str, name: str, info: dict[str, Any]) -> None:
+    """Report a process as alive in a heartbeat hash: `info` (a JSON object) with `seen`,
+    the time of this report by Redis's clock, which every reader compares with Redis's
+    clock; the processes gone from the hash are dropped in the same round trip."""
+    if "seen" in info:
+        raise ValueError("`seen` is Redis's time of the report: leave it out of `info`")
+    client.eval(_BEAT, 1, heartbeats_key, name, json.dumps(info), GONE_SECONDS)
 
 
 def new_process_name(worker: str) -> str:

@@ -90,7 +90,8 @@ class Job(BaseModel):
     previous_attempts: list[AttemptSummary] = Field(default_factory=list)
     """Earlier attempts of this job, carried into its result when it is retried."""
     waiting_since: float | None = None
-    """When this attempt first found no free capacity (epoch seconds). It waits, without a
+    """When this attempt first found no free capacity (epoch seconds, by Redis's clock: the
+    worker that finds it busy next may be on another host). It waits, without a
     limit on tries, until its own time limit has passed since then."""
 
     def retried(self, earlier: AttemptSummary) -> Job:

@@ -18,12 +18,12 @@ no live worker holds; the jobs behind them are covered by this accounting alread
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 import redis
 
+from bridge.clock import NOW_MS_LUA, now_ms
 from bridge.keys import (
     done_key,
     holders_key,
@@ -60,14 +60,38 @@ return found
 """The jobs sent before a time that no worker holds and none runs."""
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+_MARK_SENT = (
+    NOW_MS_LUA
+    + """
+local now, at = now_ms(), 1
+for _, key in ipairs(KEYS) do
+  local count = tonumber(ARGV[at])
+  for i = at + 1, at + count do redis.call('ZADD', key, now, ARGV[i]) end
+  at = at + count + 1
+end
+return now
+"""
+)
+"""Each queue's jobs (a count, then the ids) recorded as sent now, by Redis's clock; returns
+that time, for the messages' `SENT_HEADER`."""
 
 
-def mark_sent(pipe: Any, queue: str, job_ids: Sequence[str], sent_ms: int) -> None:
-    """Record the jobs as sent to `queue` at `sent_ms`, before their messages go out."""
-    if job_ids:
-        pipe.zadd(outstanding_key(queue), dict.fromkeys(job_ids, sent_ms))
+def mark_sent(pipe: Any, job_ids: Mapping[str, Sequence[str]]) -> None:
+    """Record each queue's jobs as sent, before their messages go out. The pipeline's
+    reply for this is the time they were recorded at (Redis's, in ms): a reaper on any
+    host compares it with Redis's time, and with the `SENT_HEADER` of other messages."""
+    queues = [queue for queue, ids in job_ids.items() if ids]
+    if queues:
+        counted = [item for q in queues for item in (len(job_ids[q]), *job_ids[q])]
+        pipe.eval(_MARK_SENT, len(queues), *map(outstanding_key, queues), *counted)
+
+
+def ids_by_queue(jobs: Iterable[Job]) -> dict[str, list[str]]:
+    """The jobs' ids, by the queue each goes to, for `mark_sent`."""
+    by_queue: dict[str, list[str]] = {}
+    for job in jobs:
+        by_queue.setdefault(job.target.queue, []).append(job.job_id)
+    return by_queue
 
 
 def mark_finished(pipe: Any, queue: str, job_id: str) -> None:
@@ -88,10 +112,10 @@ def not_sent(client: redis.Redis, jobs: Sequence[Job]) -> list[Job]:
     ]
 
 
-def oldest_queued_ms(client: redis.Redis, queue: str) -> int | None:
+def oldest_queued_ms(client: redis.Redis, queue: str, now: int) -> int | None:
     """When the next message the queue's list hands out was sent; None if the list is empty.
 
-    A message without the header (sent by something else) counts as sent just now, which
+    A message without the header (sent by something else) counts as sent `now`, which
     keeps every job from looking lost until it has left the list.
     """
     raw = client.lindex(queue, -1)
@@ -100,7 +124,7 @@ def oldest_queued_ms(client: redis.Redis, queue: str) -> int | None:
     try:
         return int(json.loads(raw)["headers"][SENT_HEADER])
     except (ValueError, KeyError, TypeError):
-        return now_ms()
+        return now
 
 
 def find_lost(
@@ -111,11 +135,12 @@ def find_lost(
     slack_ms: int = ORDER_SLACK_MS,
 ) -> dict[str, str]:
     """The jobs found nowhere now and at an earlier look at least `grace_ms` ago, each with
-    its queue. A job seen somewhere in between starts over."""
-    now = now_ms()
+    its queue. A job seen somewhere in between starts over. Every time here is Redis's: the
+    sent times were written on it, and the earlier look may have been made on another host."""
+    now = now_ms(client)
     unseen: dict[str, str] = {}
     for queue in queues:
-        oldest = oldest_queued_ms(client, queue)
+        oldest = oldest_queued_ms(client, queue, now)
         before = now if oldest is None else oldest - slack_ms
         found = client.eval(
             _UNSEEN, 2, outstanding_key(queue), holders_key(), before, lease_key(""), limit
@@ -136,7 +161,9 @@ class UnackedSweep:
     """Drops from the broker's `unacked` hash our messages that no live worker holds.
 
     An entry never changes once written, so each one's message id is read once. Entries
-    of other tasks than ours are left alone.
+    of other tasks than ours are left alone. Kombu writes an entry's time with the taking
+    host's clock (not ours to change); a host running behind makes its entries look old at
+    once, which only lets the sweep look at them sooner: one a live worker holds is kept.
     """
 
     def __init__(self, task_name: str) -> None:
@@ -149,7 +176,7 @@ class UnackedSweep:
             return 0
         old = cast(
             list[str],
-            client.zrangebyscore(UNACKED_INDEX_KEY, "-inf", (now_ms() - grace_ms) / 1000),
+            client.zrangebyscore(UNACKED_INDEX_KEY, "-inf", (now_ms(client) - grace_ms) / 1000),
         )
         self._learn(client, [tag for tag in old if tag not in self.message_ids])
         ours = {tag: m for tag in old if (m := self.message_ids[tag]) is not None}

@@ -17,28 +17,33 @@ from collections.abc import Callable, Sequence
 import redis
 from pydantic import ValidationError
 
+from bridge.clock import NOW_MS_LUA
 from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
 from bridge.queue.celery_queue import QUEUES, RUN_CASE
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
 from bridge.queue.jobs import Job
-from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished, now_ms
+from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
 
 log = logging.getLogger(__name__)
 
 REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
 """How often workers look for expired leases."""
 
-_TAKE_EXPIRED = """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+_TAKE_EXPIRED = (
+    NOW_MS_LUA
+    + """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, ARGV[1])
 local taken = {}
 for _, id in ipairs(ids) do
-  if redis.call('EXISTS', ARGV[3] .. id) == 0 then
+  if redis.call('EXISTS', ARGV[2] .. id) == 0 then
     redis.call('ZREM', KEYS[1], id)
     table.insert(taken, id)
   end
 end
 return taken
 """
+)
+"""The jobs whose lease expired, by Redis's clock (the one the leases were written on)."""
 
 
 LOST_AFTER_MS = int(ALIVE_SECONDS * 1000)
@@ -54,7 +59,7 @@ def reap_expired(
 ) -> list[str]:
     """Send again every job whose lease expired, whose holder died, or that was lost;
     returns their ids."""
-    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), now_ms(), limit, lease_key(""))
+    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
     # lease's own expiry sends that one.

@@ -15,6 +15,8 @@ from typing import NamedTuple
 
 from bridge.reports.distributions import Bin, Distributions
 from bridge.reports.outcomes import Outcome
+from bridge.reports.statistics_text import mean_score_text, pass_rate_text
+from bridge.results.statistics import TargetStatistics
 from bridge.results.summary import TargetSummary
 
 WIDTH = 400
@@ -148,10 +150,11 @@ def header_charts(
     summaries: Mapping[str, TargetSummary],
     counts: Mapping[str, int],
     distributions: Distributions,
+    statistics: Mapping[str, TargetStatistics] | None = None,
 ) -> list[Chart]:
     """The charts at the top of a campaign's report."""
     return [
-        rate_and_score_chart(summaries),
+        rate_and_score_chart(summaries, statistics),
         outcome_chart(outcomes),
         status_chart(counts),
         score_chart(distributions),
@@ -160,20 +163,28 @@ def header_charts(
 
 
 class Measure(NamedTuple):
-    """One bar of a group: what it measures (its CSS class too), as a fraction of a full bar."""
+    """One bar of a group: what it measures (its CSS class too), as a fraction of a full bar,
+    and its 95% interval, drawn as an error bar across it."""
 
     css: str
     word: str
     fraction: float | None
     shown: str
+    interval: tuple[float, float] | None = None
+    interval_shown: str = ""
 
 
-def grouped_chart(name: str, title: str, groups: Sequence[tuple[str, Sequence[Measure]]]) -> Chart:
+def grouped_chart(
+    name: str,
+    title: str,
+    groups: Sequence[tuple[str, Sequence[Measure]]],
+    chart_width: int = WIDTH,
+) -> Chart:
     """A group of thin bars per name (a target's pass rate and mean score; its pass rate
     before and after), each with its figure to the right."""
     per_group = max((len(measures) for _, measures in groups), default=1)
     height = per_group * (BAR + 2) + 8
-    chart = Chart(name, title, height=max(1, len(groups)) * height)
+    chart = Chart(name, title, height=max(1, len(groups)) * height, width=chart_width)
     for row, (label, measures) in enumerate(groups):
         y = row * height + 4
         chart.labels.append(_name(label, y + (len(measures) - 1) * (BAR + 2) / 2))
@@ -183,26 +194,64 @@ def grouped_chart(name: str, title: str, groups: Sequence[tuple[str, Sequence[Me
                 width = max(1.0, BAR_WIDTH * measure.fraction)
                 title_text = f"{label}: {measure.word} {measure.shown}"
                 chart.rects.append(Rect(LABEL_WIDTH, top, width, BAR, measure.css, title_text))
-            text = f"{measure.word} {measure.shown}"
+            if measure.interval is not None:
+                chart.rects.extend(error_bar(top, measure.interval, f"{label}: {measure.word}"))
+            text = f"{measure.word} {measure.shown} {measure.interval_shown}".rstrip()
             chart.labels.append(
                 Label(LABEL_WIDTH + BAR_WIDTH + 8, top + BAR - 3, text, css=measure.css)
             )
     return chart
 
 
-def rate_and_score_chart(summaries: Mapping[str, TargetSummary]) -> Chart:
-    groups = [
-        (
-            name,
-            [
-                Measure("rate", "pass rate", summary.pass_rate, _percent(summary.pass_rate)),
-                Measure("mean", "mean score", summary.mean_score, _fixed(summary.mean_score)),
-            ],
-        )
-        for name, summary in sorted(summaries.items())
+def error_bar(top: float, interval: tuple[float, float], what: str) -> list[Rect]:
+    """A whisker across a bar from the low end of its interval to the high, with caps."""
+    low, high = (LABEL_WIDTH + BAR_WIDTH * end for end in interval)
+    title = f"{what}: 95% interval {interval[0]:.2f} to {interval[1]:.2f}"
+    middle = top + BAR / 2
+    return [
+        Rect(low, middle - 1.5, max(1.0, high - low), 3, "ci", title),
+        Rect(low - 1.5, top + 1, 3, BAR - 2, "ci", title),
+        Rect(high - 1.5, top + 1, 3, BAR - 2, "ci", title),
     ]
-    chart = grouped_chart("rates", "Pass rate and mean score per target", groups)
+
+
+def rate_and_score_chart(
+    summaries: Mapping[str, TargetSummary],
+    statistics: Mapping[str, TargetStatistics] | None = None,
+) -> Chart:
+    """Each target's pass rate and mean score, with their 95% intervals as error bars."""
+    groups = []
+    for name, summary in sorted(summaries.items()):
+        stats = (statistics or {}).get(name)
+        rate, mean = summary.pass_rate, summary.mean_score
+        groups.append(
+            (
+                name,
+                [
+                    Measure(
+                        "rate",
+                        "pass rate",
+                        rate,
+                        _percent(rate),
+                        stats.pass_rate_ci if stats else None,
+                        _interval(pass_rate_text(stats)) if stats else "",
+                    ),
+                    Measure(
+                        "mean",
+                        "mean score",
+                        mean,
+                        _fixed(mean),
+                        stats.mean_score_ci if stats else None,
+                        _interval(mean_score_text(stats)) if stats else "",
+                    ),
+                ],
+            )
+        )
+    wide = WIDTH + 90 if statistics else WIDTH
+    chart = grouped_chart("rates", "Pass rate and mean score per target", groups, wide)
     chart.note = "Of the graded results: errors and cancelled jobs are not counted."
+    if statistics:
+        chart.note += " Whiskers and [brackets]: 95% intervals, clustered by case."
     return chart
 
 
@@ -224,6 +273,11 @@ def before_after_chart(rows: Iterable[tuple[str, float | None, float | None]]) -
 def _name(name: str, y: float) -> Label:
     shown = name if len(name) <= LABEL_CHARS else name[: LABEL_CHARS - 1] + "…"
     return Label(0, y + BAR - 2, shown, title=name)
+
+
+def _interval(text: str) -> str:
+    """The bracketed interval that follows a figure: `[16% to 61%]` of `36% [16% to 61%]`."""
+    return text.partition(" ")[2]
 
 
 def _percent(rate: float | None) -> str:

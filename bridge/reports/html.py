@@ -27,6 +27,7 @@ from bridge.reports.html_folder import PartsFolder
 from bridge.reports.html_parts import Parts
 from bridge.reports.html_texts import SharedTexts, script_json
 from bridge.reports.outcomes import Outcome
+from bridge.reports.statistics_text import PAIR_COLUMNS, pair_cells
 from bridge.reports.templates import page_template
 from bridge.results.result import Status
 
@@ -53,7 +54,10 @@ def html_chunks(
 ) -> Iterator[str]:
     summary = campaign.summary
     outcomes = {target: tally.outcomes for target, tally in campaign.tallies.items()}
-    charts = header_charts(outcomes, summary.targets, summary.counts, campaign.distributions)
+    stats = summary.statistics()
+    charts = header_charts(
+        outcomes, summary.targets, summary.counts, campaign.distributions, stats.targets
+    )
     return page_template("report.html.j2").generate(
         campaign=campaign.campaign_id,
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -64,6 +68,8 @@ def html_chunks(
         filter_statuses=[s.value for s in Status],
         outcomes=[o.value for o in Outcome],
         targets=sorted(summary.targets.items()),
+        pair_columns=PAIR_COLUMNS,
+        pairs=[pair_cells(pair) for pair in stats.pairs],
         preview_chars=PREVIEW_CHARS,
         data=index_data(campaign, parts),
         parts=parts,

@@ -6,12 +6,17 @@ cancelled jobs `<skipped>`: CI then tells "the model got worse" from "the run br
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from bridge.reports.campaign import CampaignResults, TargetTally
 from bridge.reports.outcomes import Outcome, is_cached, outcome
 from bridge.results.result import Result
+
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""Characters XML 1.0 cannot hold, even escaped: most C0 controls (ESC of terminal colours,
+NUL, BEL...), lone surrogates, U+FFFE and U+FFFF."""
 
 CACHED = "answer served from the response cache (run --cache), not by a call of this job"
 INDENT = "  "
@@ -44,7 +49,9 @@ def junit_chunks(campaign: CampaignResults) -> Iterator[str]:
         for result in campaign.results(target):
             case = _testcase(result)
             ET.indent(case, space=INDENT, level=2)
-            yield INDENT * 2 + ET.tostring(case, encoding="unicode") + "\n"
+            # A raw CR in text would be read back as a newline: written as a reference, it stays.
+            text = ET.tostring(case, encoding="unicode").replace("\r", "&#13;")
+            yield INDENT * 2 + text + "\n"
         yield f"{INDENT}</testsuite>\n"
     yield "</testsuites>\n"
 
@@ -68,6 +75,7 @@ def _attributes(values: dict[str, str | float]) -> str:
 
 
 def _escaped(text: str) -> str:
+    text = xml_text(text)
     for raw, escaped in ATTRIBUTE_ESCAPES:
         text = text.replace(raw, escaped)
     return text
@@ -84,16 +92,22 @@ ATTRIBUTE_ESCAPES = (
 )
 
 
+def xml_text(text: str) -> str:
+    """The text with each character XML cannot hold written as its Python escape (ESC as
+    `\\x1b`), so the document parses and a reader still sees what the agent printed."""
+    return NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _testcase(result: Result) -> ET.Element:
-    name = result.case_id + (f" #{result.repeat}" if result.repeat else "")
+    name = xml_text(result.case_id + (f" #{result.repeat}" if result.repeat else ""))
     case = ET.Element(
         "testcase",
         name=name,
-        classname=f"{result.dataset}.{result.target}",
+        classname=xml_text(f"{result.dataset}.{result.target}"),
         time=_number(result.duration_ms / 1000),
     )
     kind = outcome(result)
-    message = result.error.message if result.error else ""
+    message = xml_text(result.error.message) if result.error else ""
     if kind is Outcome.ERROR:
         ET.SubElement(case, "error", message=message, type=result.status.value).text = message
     elif kind is Outcome.CANCELLED:
@@ -102,15 +116,17 @@ def _testcase(result: Result) -> ET.Element:
         if result.score is not None:
             message = f"score {result.score:.2f} is below the pass threshold"
         failure = ET.SubElement(case, "failure", message=message, type=result.status.value)
-        failure.text = "\n".join(
-            [
-                *(f"miss: {m}" for m in result.misses),
-                *([result.reasoning] if result.reasoning else []),
-                *([CACHED] if is_cached(result) else []),
-            ]
+        failure.text = xml_text(
+            "\n".join(
+                [
+                    *(f"miss: {m}" for m in result.misses),
+                    *([result.reasoning] if result.reasoning else []),
+                    *([CACHED] if is_cached(result) else []),
+                ]
+            )
         )
     if result.answer:
-        ET.SubElement(case, "system-out").text = result.answer
+        ET.SubElement(case, "system-out").text = xml_text(result.answer)
     return case
 
 

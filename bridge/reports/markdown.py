@@ -6,6 +6,7 @@ spread: n identical rows would only hide the other cases.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import groupby
@@ -122,4 +123,12 @@ def _reason(r: Result) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text shown as it is in a table cell: HTML as entities, Markdown's inline marks
+    (links, images, code, emphasis) and the cell's `|` behind a backslash, on one line.
+    Case ids, answers and error messages come from the agents and the eval files."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return MARKDOWN_MARK.sub(r"\\\g<0>", " ".join(text.splitlines()))
+
+
+MARKDOWN_MARK = re.compile(r"[\\`*_\[\]~|!]")
+"""Characters that start Markdown markup inside a line (GitHub's tables and strikethrough too)."""

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.keys import collected_key, counts_key, results_home_key, results_stream_key
 from bridge.results.result import Result
-from bridge.results.results_file import ResultsFile
+from bridge.results.results_file import ResultsFile, summary_path
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,10 @@ SCAN_PAGE = 1000
 
 HOME_TTL_SECONDS = 30 * 24 * 3600
 """As long as the campaign's jobs are kept."""
+
+PARTIAL = ".partial-"
+"""`<campaign>.partial-<host>.jsonl`: the part a collector wrote before another took the
+campaign over; the campaign's file is the one its `results_home` names."""
 
 
 class ResultsHome(BaseModel):
@@ -85,6 +89,32 @@ def local_file(home: ResultsHome | None, default: Path) -> Path | None:
     if home is None:
         return default
     return Path(home.path) if home.host == socket.gethostname() else None
+
+
+def home_elsewhere(client: redis.Redis, campaign_id: str, path: Path) -> ResultsHome | None:
+    """The campaign's results home when it is not `path` on this host: another collector
+    took the campaign over, and `path` holds only part of it."""
+    home = results_home(client, campaign_id)
+    if home is None or home.same_file(ResultsHome.here(path, "")):
+        return None
+    return home
+
+
+def mark_partial(path: Path, campaign_id: str) -> Path | None:
+    """Rename a file another collector's took the place of, and its summary, to
+    `<campaign>.partial-<host>.jsonl`: no report nor reader takes it for the campaign's
+    results. Returns the new name (None when there was no file)."""
+    if not path.exists():
+        return None
+    stem = f"{campaign_id}{PARTIAL}{socket.gethostname()}"
+    number = 1
+    while (marked := path.with_name(f"{stem}{f'-{number}' if number > 1 else ''}.jsonl")).exists():
+        number += 1
+    summary = summary_path(path.parent, campaign_id)
+    if summary.exists():
+        summary.replace(marked.with_name(marked.name.removesuffix(".jsonl") + ".summary.json"))
+    path.rename(marked)
+    return marked
 
 
 def make_home(client: redis.Redis, campaign_id: str, file: ResultsFile, collector: str) -> None:

@@ -8,25 +8,43 @@ read twice) are dropped against the ids already in the file.
 One collector at a time writes a campaign (its collector lease). Entries stay in the
 stream until the campaign's file is complete, so a collector taking a campaign over on
 another host, or into another folder, first copies into its file what the one before
-wrote (`bridge.results.collected`): the file a campaign ends with is whole.
+wrote (`bridge.results.collected`): the file a campaign ends with is whole. The one cut
+off keeps its part as `<campaign>.partial-<host>.jsonl` and makes no report of it.
+
+A disk error (a full disk, a file-size limit, an I/O error, a failing fsync) never ends
+the collector: it stops acknowledging that campaign's results, which wait in the stream,
+says so in its log and in Redis (`evalrelay status`, `serve`), and tries again with
+backoff until the disk takes the lines. `summary.json` at the end counts the lines on disk.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import redis
 from pydantic import ValidationError
+from redis.backoff import ExponentialBackoff
 
+from bridge.clock import now_seconds
 from bridge.keys import COLLECTOR_GROUP, collector_lease_key, results_stream_key
-from bridge.results.collected import count, empty_stream, make_home
+from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
 from bridge.results.result import Result
-from bridge.results.results_file import ResultsFile, results_path
+from bridge.results.results_file import (
+    ResultsFile,
+    results_path,
+    summary_on_disk,
+    summary_path,
+)
+from bridge.results.summary import write_atomically
+from bridge.results.write_errors import can_write, cannot_write, describe
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +75,21 @@ return 0
 
 Entry = tuple[str, dict[str, str]]
 
+DISK_RETRY = ExponentialBackoff(cap=10.0, base=0.5)
+"""Between two tries to write a file the disk refused: soon, then every 10 s."""
+
+
+@dataclass
+class DiskTrouble:
+    """A campaign whose file the disk refuses, and when to try it again."""
+
+    path: Path
+    error: str
+    since: float
+    failures: int = 0
+    retry_at: float = 0.0
+
+
 STREAMS_LOST = ("NOGROUP", "UNBLOCKED")
 """Redis's answers when a stream or its group is gone: before the read, or during it."""
 
@@ -84,6 +117,11 @@ class Collector:
         self.groups: set[str] = set()
         self.held_at: dict[str, float] = {}
         self.claimed_at = 0.0
+        self.troubles: dict[str, DiskTrouble] = {}
+        self.opened: dict[str, Path] = {}
+        """Each campaign's file this collector wrote, to mark it partial if taken over."""
+        self.unfinished: dict[str, Path] = {}
+        """Campaigns finished in Redis whose summary (and trimming) the disk refused so far."""
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
@@ -96,9 +134,11 @@ class Collector:
             raise
 
     def _poll(self, campaigns: list[str], block_ms: int) -> int:
-        campaigns = [c for c in campaigns if self._hold(c)]
+        for campaign_id in [c for c in self.unfinished if not self._waiting(c)]:
+            self.finish(campaign_id)
+        campaigns = [c for c in campaigns if self._hold(c) and not self._waiting(c)]
         if not campaigns:
-            time.sleep(block_ms / 1000)
+            time.sleep(self._pause(block_ms))
             return 0
         for campaign_id in campaigns:
             self._ensure_group(campaign_id)
@@ -130,22 +170,99 @@ class Collector:
         self.own_pending_read.clear()
 
     def finish(self, campaign_id: str) -> None:
-        """Write the campaign's final summary, close its file, and let other collectors have it."""
+        """Write the campaign's final summary from its file on disk, close the file, empty
+        the stream once the file holds every result, and let other collectors have it. A
+        disk error leaves it to be finished again at a later poll; a file another collector
+        took the place of is marked partial, and no report is made of it."""
         file = self.files.pop(campaign_id, None)
         if file is not None:
-            file.write_summary()
             file.close()
-            expected = file.summary.expected
-            if expected is not None and file.summary.results >= expected:
-                empty_stream(self.client, campaign_id)
-                self._complete(file.path)
+        if campaign_id in self.opened:  # written here, maybe let go of in a Redis outage
+            self.unfinished[campaign_id] = self.opened[campaign_id]
+        path = self.unfinished.get(campaign_id)
+        path = path or results_path(self.out_dir_for(campaign_id), campaign_id)
+        self.held_at.pop(campaign_id, None)
+        try:
+            self._finish_file(campaign_id, path)
+        except OSError as exc:
+            self._cannot_write(campaign_id, path, exc)
         else:
+            self.unfinished.pop(campaign_id, None)
+            self.opened.pop(campaign_id, None)
+            self._can_write(campaign_id)
+        self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
+
+    def _finish_file(self, campaign_id: str, path: Path) -> None:
+        if self._marked_if_taken(campaign_id, path):
+            return
+        if campaign_id not in self.unfinished:
             # A collector killed between the last line and `on_complete` left it undone.
-            path = results_path(self.out_dir_for(campaign_id), campaign_id)
             if path.exists():
                 self._complete(path)
-        self.held_at.pop(campaign_id, None)
-        self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
+            return
+        expected = self.expected_for(campaign_id)
+        summary = summary_on_disk(path, campaign_id, expected)
+        text = json.dumps(summary.as_json(), indent=2) + "\n"
+        write_atomically(summary_path(path.parent, campaign_id), text)
+        if expected is not None and summary.results >= expected:
+            empty_stream(self.client, campaign_id)
+            self._complete(path)
+
+    def _marked_if_taken(self, campaign_id: str, path: Path) -> bool:
+        """Whether another collector's file is the campaign's (then `path` is marked partial)."""
+        home = home_elsewhere(self.client, campaign_id, path)
+        if home is None:
+            return False
+        self.unfinished.pop(campaign_id, None)
+        self.opened.pop(campaign_id, None)
+        marked = mark_partial(path, campaign_id)
+        if marked is not None:
+            log.warning(
+                "collector %s: campaign %s was taken over, its file is %s; the part written "
+                "here is kept as %s, and no report is made of it",
+                self.consumer, campaign_id, home, marked,
+            )  # fmt: skip
+        return True
+
+    def _cannot_write(self, campaign_id: str, path: Path, exc: OSError) -> None:
+        """Stop writing the campaign (its results stay unacknowledged in the stream), say
+        why in the log and in Redis, and try again after a while."""
+        file = self.files.pop(campaign_id, None)
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.write_summary()  # the lines on disk, which the file cut back to
+            file.close()
+        self.own_pending_read.discard(campaign_id)  # read them again from the stream
+        error = describe(exc)
+        trouble = self.troubles.get(campaign_id)
+        if trouble is None or (trouble.path, trouble.error) != (path, error):
+            log.warning(
+                "collector %s: cannot write %s: %s; its results wait in Redis, trying again",
+                self.consumer, path, error,
+            )  # fmt: skip
+            since = now_seconds(self.client)
+            trouble = self.troubles[campaign_id] = DiskTrouble(path, error, since)
+        trouble.failures += 1
+        trouble.retry_at = time.monotonic() + DISK_RETRY.compute(trouble.failures)
+        cannot_write(self.client, self.consumer, campaign_id, str(path), error, trouble.since)
+
+    def _can_write(self, campaign_id: str) -> None:
+        trouble = self.troubles.pop(campaign_id, None)
+        if trouble is not None:
+            log.warning(
+                "collector %s: writes %s again after %.0f s",
+                self.consumer, trouble.path, now_seconds(self.client) - trouble.since,
+            )  # fmt: skip
+            can_write(self.client, self.consumer, campaign_id)
+
+    def _waiting(self, campaign_id: str) -> bool:
+        trouble = self.troubles.get(campaign_id)
+        return trouble is not None and time.monotonic() < trouble.retry_at
+
+    def _pause(self, block_ms: int) -> float:
+        """Until the next try of a file the disk refused, at most `block_ms`."""
+        soonest = min((t.retry_at for t in self.troubles.values()), default=float("inf"))
+        return max(0.01, min(block_ms / 1000, soonest - time.monotonic()))
 
     def _complete(self, path: Path) -> None:
         """A failure here (a report that cannot be written) is only logged: the results stand."""
@@ -168,6 +285,8 @@ class Collector:
                 campaign_id,
             )
             self.files.pop(campaign_id).close()
+        if not held and campaign_id in self.opened:
+            self._marked_if_taken(campaign_id, self.opened[campaign_id])
         if held:
             self.held_at[campaign_id] = time.monotonic()
         return bool(held)
@@ -176,8 +295,12 @@ class Collector:
         """Finish every open campaign; with Redis out of reach, just close the files (the
         lease lapses, and the lines not yet acknowledged are recorded at the next opening)."""
         try:
-            for campaign_id in list(self.files):
+            for campaign_id in [*self.files, *(c for c in self.unfinished if c not in self.files)]:
                 self.finish(campaign_id)
+            for campaign_id, path in list(self.opened.items()):
+                self._marked_if_taken(campaign_id, path)
+            for campaign_id in list(self.troubles):
+                can_write(self.client, self.consumer, campaign_id)  # no one tries any more
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             log.warning("collector %s: Redis out of reach while closing (%s)", self.consumer, exc)
             self._let_go_of_files()
@@ -193,6 +316,7 @@ class Collector:
                 file.close()
                 raise
             self.files[campaign_id] = file
+            self.opened[campaign_id] = file.path
         return self.files[campaign_id]
 
     def _ensure_group(self, campaign_id: str) -> None:
@@ -250,7 +374,13 @@ class Collector:
         written = 0
         for campaign_id, items in by_campaign.items():
             results = [r for _, r in items if r is not None]
-            new = self.results_file(campaign_id).append(results)
+            try:
+                new = self.results_file(campaign_id).append(results)
+            except OSError as exc:
+                path = results_path(self.out_dir_for(campaign_id), campaign_id)
+                self._cannot_write(campaign_id, path, exc)
+                continue
+            self._can_write(campaign_id)
             written += len(new)
             self._acknowledge(campaign_id, [entry_id for entry_id, _ in items], new)
         return written
@@ -264,8 +394,11 @@ class Collector:
 
     def _maybe_write_summaries(self, force: bool = False) -> None:
         if force or time.monotonic() - self.summary_written >= SUMMARY_INTERVAL_SECONDS:
-            for file in self.files.values():
-                file.write_summary()
+            for campaign_id, file in list(self.files.items()):
+                try:
+                    file.write_summary()
+                except OSError as exc:
+                    self._cannot_write(campaign_id, file.summary_path, exc)
             self.summary_written = time.monotonic()
 
 

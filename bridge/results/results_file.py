@@ -2,11 +2,13 @@
 
 The file itself is the record of what was written: on opening, the job ids already in it
 are read back, so a collector restarted after a crash between writing a line and
-acknowledging it in Redis does not write that line again.
+acknowledging it in Redis does not write that line again. A write or fsync that fails
+(a full disk, a file-size limit, an I/O error) cuts the file back to its last durable line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, KeysView
@@ -27,6 +29,10 @@ def summary_path(out_dir: Path, campaign_id: str) -> Path:
 
 
 class ResultsFile:
+    """The file as it is on disk: what it holds in memory (`statuses`, `summary`) is only
+    ever what an fsync has made durable, so a disk error (ENOSPC, EFBIG, EIO, a failing
+    fsync) leaves nothing counted, acknowledged or trimmed that the disk does not hold."""
+
     def __init__(self, out_dir: Path, campaign_id: str, expected: int | None = None) -> None:
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_path(out_dir, campaign_id)
@@ -34,26 +40,50 @@ class ResultsFile:
         self.summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
         self.statuses: dict[str, str] = {}
         """The status of each job with a line in the file."""
-        _drop_torn_tail(self.path)
-        for result in read_results(self.path):
-            self.statuses[result.job_id] = result.status.value
-            self.summary.add(result)
-        self.handle = self.path.open("a", encoding="utf-8")
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            _drop_torn_tail(self.path, self.fd)
+            for result in read_results(self.path):
+                self.statuses[result.job_id] = result.status.value
+                self.summary.add(result)
+            self.synced_size = os.fstat(self.fd).st_size
+            """Bytes known to be on disk: the file is cut back to this after a failed write."""
+        except BaseException:
+            os.close(self.fd)
+            raise
 
     def append(self, results: Iterable[Result]) -> list[Result]:
-        """Write the results whose job has no line yet; durable on disk when this returns."""
-        written = []
+        """Write the results whose job has no line yet; durable on disk when this returns.
+
+        On an OSError the file is cut back to its last durable line (no torn or unsynced
+        line stays behind) and the error is raised: nothing of the batch counts as written."""
+        new: dict[str, Result] = {}
         for result in results:
-            if result.job_id in self.statuses:
-                continue
-            self.handle.write(result.model_dump_json() + "\n")
+            if result.job_id not in self.statuses and result.job_id not in new:
+                new[result.job_id] = result
+        if not new:
+            return []
+        data = b"".join(r.model_dump_json().encode("utf-8") + b"\n" for r in new.values())
+        try:
+            _write_all(self.fd, data)
+            os.fsync(self.fd)
+        except OSError:
+            self._cut_back()
+            raise
+        self.synced_size += len(data)
+        for result in new.values():
             self.statuses[result.job_id] = result.status.value
             self.summary.add(result)
-            written.append(result)
-        if written:
-            self.handle.flush()
-            os.fsync(self.handle.fileno())
-        return written
+        return list(new.values())
+
+    def _cut_back(self) -> None:
+        """Back to the last durable line; if even that fails, the next opening cuts the
+        torn tail and counts again what the disk holds."""
+        try:
+            os.ftruncate(self.fd, self.synced_size)
+            os.fsync(self.fd)
+        except OSError:
+            pass
 
     @property
     def job_ids(self) -> KeysView[str]:
@@ -66,7 +96,37 @@ class ResultsFile:
         write_atomically(self.summary_path, json.dumps(self.summary.as_json(), indent=2) + "\n")
 
     def close(self) -> None:
-        self.handle.close()
+        """Never fails: what counts was fsynced already (the fd is freed even on an error)."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def summary_on_disk(path: Path, campaign_id: str, expected: int | None) -> CampaignSummary:
+    """The summary of the whole lines the file holds on disk, each job once: what
+    `summary.json` says at the end, never what a collector believes it wrote."""
+    summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
+    if not path.exists():
+        return summary
+    seen: set[str] = set()
+    with path.open("rb") as handle:
+        os.fsync(handle.fileno())
+        for number, line in enumerate(handle, 1):
+            if not line.endswith(b"\n") or not line.strip():
+                continue  # a torn last line is not a result
+            result = result_of_line(line, f"{path}:{number}")
+            if result.job_id not in seen:
+                seen.add(result.job_id)
+                summary.add(result)
+    return summary
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """`os.write` may write part of the data (the disk fills, a file-size limit is met)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def remove_results(out_dir: Path, campaign_id: str, job_ids: set[str]) -> list[Result]:
@@ -105,11 +165,24 @@ def result_of_line(line: str | bytes, where: str) -> Result:
         raise ValueError(f"{where}: not a result line: {exc}") from None
 
 
-def _drop_torn_tail(path: Path) -> None:
-    """A crash mid-write can leave a last line without its newline; it was never acknowledged."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        with path.open("rb+") as handle:
-            handle.truncate(data.rfind(b"\n") + 1)
+def _drop_torn_tail(path: Path, fd: int) -> None:
+    """A crash or a full disk mid-write can leave a last line without its newline; it was
+    never acknowledged: cut it off, and make what is left durable."""
+    size = os.fstat(fd).st_size
+    with path.open("rb") as handle:
+        end = size
+        while end > 0:
+            start = max(0, end - TAIL_CHUNK)
+            handle.seek(start)
+            chunk = handle.read(end - start)
+            newline = chunk.rfind(b"\n")
+            if newline >= 0:
+                end = start + newline + 1
+                break
+            end = start
+    if end != size:
+        os.ftruncate(fd, end)
+    os.fsync(fd)
+
+
+TAIL_CHUNK = 64 * 1024

@@ -10,27 +10,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from bridge.results.result import ErrorInfo, Status
+from bridge.results.statistics import (
+    CampaignStatistics,
+    Case,
+    Observations,
+    Observed,
+    campaign_statistics,
+)
 
 
-class Counted(Protocol):
+class Counted(Observed, Protocol):
     """What a summary reads of a result: a whole `Result`, or the lighter reading of its
-    line that reports make of 100,000 of them (`bridge.reports.lines.ResultHead`)."""
+    line that reports make of 100,000 of them (`bridge.reports.lines.ResultHead`); beyond
+    what the statistics read (`Observed`), its misses, times and error."""
 
-    @property
-    def case_id(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def repeat(self) -> int: ...
-    @property
-    def status(self) -> Status: ...
-    @property
-    def score(self) -> float | None: ...
-    @property
-    def passed(self) -> bool | None: ...
     @property
     def misses(self) -> list[str]: ...
     @property
@@ -89,9 +85,12 @@ class CampaignSummary(BaseModel):
     """Jobs that did not end as a passed (or ungraded ok) case."""
     failures: list[FailedCase] = Field(default_factory=list)
     """The first `MAX_LISTED_FAILURES` of them."""
+    _observations: Observations = PrivateAttr(default_factory=Observations)
+    """Each graded result's score and pass, by target and case, for `statistics()`."""
 
     def add(self, result: Counted) -> None:
         self._count(result)
+        self._observations.observe(result)
         if result.status is not Status.OK or result.passed is False:
             self.failed += 1
             if len(self.failures) < MAX_LISTED_FAILURES:
@@ -135,12 +134,21 @@ class CampaignSummary(BaseModel):
         a refused request): the run failed them, not the model."""
         return sum(n for status, n in self.counts.items() if not Status(status).is_scored)
 
+    def graded_cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
+        """`target`'s graded answers (score, passed) by case, in repeat order."""
+        return self._observations.cases(target)
+
+    def statistics(self) -> CampaignStatistics:
+        """Each target's intervals, and each pair of targets set side by side."""
+        return campaign_statistics(self._observations)
+
     def as_json(self) -> dict[str, object]:
         data = self.model_dump(mode="json")
         data["mean_duration_ms"] = self.total_duration_ms // self.results if self.results else None
         for name, target in self.targets.items():
             data["targets"][name]["mean_score"] = target.mean_score
             data["targets"][name]["pass_rate"] = target.pass_rate
+        data["statistics"] = self.statistics().model_dump(mode="json")
         return data
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from bridge.evalfile.limits import Seconds
+from bridge.targets.cli_command import check_no_placeholder_in_scripts
 
 ENV_REFERENCE = re.compile(
     r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
@@ -60,6 +61,38 @@ class TargetBase(BaseModel):
     """AgentV's option to send several cases in one provider call. Here every job is its
     own call, whatever it says: the results are the same, only the number of calls
     differs."""
+
+
+class Isolation(BaseModel):
+    """How `runtime: sandbox` confines an agent (`worker.agents.sandbox`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    network: list[str] = Field(default_factory=list)
+    """`host:port` endpoints the agent may reach, such as its model server
+    (`api.openai.com:443`, `127.0.0.1:8080`); nothing else is reachable, Redis included."""
+    read: list[str] = Field(default_factory=list)
+    """More folders the agent may read (an interpreter its command needs, say); the system's
+    own folders, the agent's program and its workspace need no mention."""
+    memory_mb: PositiveInt = 4096
+    """Address space of each of the agent's processes."""
+    processes: PositiveInt = 512
+    """Processes (and threads) the agent may run at once."""
+
+
+class AgentTargetBase(TargetBase):
+    """What command-line agents share: the agent is untrusted, so it gets a clean
+    environment, and may run in a sandbox."""
+
+    runtime: Literal["host", "sandbox"] = "host"
+    """`host`: as the worker's user, with the worker's files and network in reach (only
+    its environment is clean); `sandbox`: under bubblewrap, with only its workspace
+    writable, no other file of the worker's, and only `isolation.network` reachable."""
+    isolation: Isolation = Field(default_factory=Isolation)
+    """What `runtime: sandbox` lets the agent reach."""
+    inherit_env: list[str] = Field(default_factory=list)
+    """More of the worker's environment variables the agent gets (names, or `PREFIX_*`)
+    beyond the few any program needs and its own vendor's."""
 
 
 class ApiTargetBase(TargetBase):
@@ -214,7 +247,7 @@ class VSCodeTarget(TargetBase):
         return "code-insiders" if self.provider == "vscode-insiders" else "code"
 
 
-class CodexTarget(TargetBase):
+class CodexTarget(AgentTargetBase):
     """OpenAI's Codex CLI, run as `codex exec --json` in a fresh workspace per attempt."""
 
     provider: Literal["codex", "codex-cli"]
@@ -238,7 +271,7 @@ class CodexTarget(TargetBase):
     """`json`: the agent's raw event stream; `summary`: the transcript the result keeps."""
 
 
-class CopilotCliTarget(TargetBase):
+class CopilotCliTarget(AgentTargetBase):
     """GitHub Copilot CLI, run as `copilot -p … --output-format json` in a fresh workspace."""
 
     provider: Literal["copilot-cli", "copilot"]
@@ -266,7 +299,7 @@ ClaudePermissionMode = Literal[
 """Claude Code's `--permission-mode` choices (`default` is older versions' name for `manual`)."""
 
 
-class ClaudeCodeTarget(TargetBase):
+class ClaudeCodeTarget(AgentTargetBase):
     """Anthropic's Claude Code CLI, run as `claude -p --output-format stream-json` in a fresh
     workspace; the keys are AgentV's for its `claude-code` targets."""
 
@@ -331,13 +364,16 @@ class CliHealthcheck(BaseModel):
         return self
 
 
-class CliTarget(TargetBase):
+class CliTarget(AgentTargetBase):
     """Any command-line agent: a command template run without a shell."""
 
     provider: Literal["cli"]
-    command: str | list[str] = Field(alias="command_template")
+    command: Annotated[str | list[str], AfterValidator(check_no_placeholder_in_scripts)] = Field(
+        alias="command_template"
+    )
     """Placeholders: {task_file}, {output_file}, {workspace}, {files}, {prompt} (AgentV's
-    upper-case {PROMPT_FILE}, {OUTPUT_FILE}, {FILES}, {PROMPT} too)."""
+    upper-case {PROMPT_FILE}, {OUTPUT_FILE}, {FILES}, {PROMPT} too), each filled into its
+    own argument; none may sit inside a script a shell or interpreter runs (`sh -c`)."""
     env: dict[str, str] = Field(default_factory=dict)
     workspace_template: str | None = None
     files_format: str = Field(default="{path}", alias="attachments_format")

@@ -127,7 +127,8 @@ def test_worker_cut_mid_handoff_and_mid_job_loses_and_doubles_nothing(fleet: Fle
 
 def test_collector_partitioned_60_s_while_a_second_takes_over(fleet: Fleet) -> None:
     """Two collectors on two hosts. The one writing is cut off for 60 s: the other takes
-    the campaign over, copies into its own file what the first wrote, and finishes it."""
+    the campaign over, copies into its own file what the first wrote, and finishes it. The
+    first, back, renames the part it wrote `.partial-<host>.jsonl` and reports nothing."""
     redis = fleet.add_redis()
     worker = fleet.add_host("worker")
     submitter = fleet.add_host("submitter")
@@ -149,7 +150,12 @@ def test_collector_partitioned_60_s_while_a_second_takes_over(fleet: Fleet) -> N
     finished = time.monotonic() - cut_at
     time.sleep(max(0.0, 60 - finished))
     fleet.heal(hosts[0])
-    time.sleep(5)  # the first comes back, finds the campaign taken, writes nothing more
+    # The first comes back, finds the campaign taken, and marks the part it wrote.
+    marked = outs[0] / f"{campaign}.partial-collector-1.jsonl"
+    wait_for(marked.exists, 60, "the first collector to mark its file partial")
+    assert not (outs[0] / f"{campaign}.jsonl").exists()
+    assert not (outs[0] / f"{campaign}.html").exists()  # no report of a partial file
+    assert 0 < line_count(marked) < 300
     assert_once_each(taken, 300)
     assert line_count(taken) == 300
     status = submitter.run("status", campaign, env={"COLUMNS": "300"})

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from bridge.evalfile.cases import load_eval_file
+from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.campaigns import plan_jobs
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
-from tests.conftest import WriteFiles
-from worker.execute import execute
+from tests.conftest import WriteFiles, direct_job
+from worker.execute import execute, secret_names
 from worker.providers.base import Provider, ProviderOutput, register, unregister
 
 TARGETS = """\
@@ -81,3 +85,52 @@ def test_the_cases_conversation_id_reaches_its_result(project: WriteFiles) -> No
     )
     (planned,) = plan_jobs("c", [load_eval_file(root / "evals.yaml")], "leaky", None)
     assert execute(planned, "w").conversation_id == "thread-7"
+
+
+SECRET = "acme-4f8a91c2d7e6b305"
+"""Held in a variable whose name does not look secret: only the target says it is one."""
+
+
+class EchoingProvider(Provider):
+    """Fails with the value of ACME_LOGIN in its message, twice, as a vendor echoing it might."""
+
+    def run(self, job: Job, deadline: float) -> ProviderOutput:
+        raise RuntimeError(f"refused {SECRET}; retry with {SECRET}")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"name": "t", "provider": "openai", "model": "m", "api_key": "${ACME_LOGIN}"},
+        {"name": "t", "provider": "openai", "model": "m", "api_key": "${{ ACME_LOGIN }}"},
+        {"name": "t", "provider": "claude-code", "env": {"VENDOR_USER": "u:${ACME_LOGIN}"}},
+    ],
+    ids=["api_key", "agentv_api_key", "agent_env"],
+)
+def test_a_variable_the_target_names_is_masked_everywhere(
+    monkeypatch: pytest.MonkeyPatch, settings: dict[str, object]
+) -> None:
+    monkeypatch.setenv("ACME_LOGIN", SECRET)
+    job_ = direct_job(settings)
+    assert "ACME_LOGIN" in secret_names(job_)
+    kinds = (job_.target.kind,)
+    register(kinds, EchoingProvider)
+    try:
+        result = execute(job_, "w")
+    finally:
+        unregister(kinds)
+    assert result.error is not None
+    assert result.error.message == "refused ***; retry with ***"
+    assert SECRET[:8] not in result.model_dump_json()
+
+
+def test_a_grading_error_is_masked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    (tmp_path / "grader.py").write_text(f"import sys\nsys.exit('grader saw {SECRET}')\n")
+    spec = CodeEvaluator(type="code", script=[sys.executable, "grader.py"], cwd=str(tmp_path))
+    result = execute(direct_job(evaluators=[spec]), "w")
+    assert (result.status, result.error is not None) == (Status.INFRA_ERROR, True)
+    assert result.error is not None and result.error.kind == "grading_error"
+    assert result.error.message == "evaluator code: script exited with code 1: grader saw ***"
+    assert result.evaluator_results[0].error == result.error.message
+    assert SECRET[:8] not in result.model_dump_json()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from contextlib import ExitStack
 
+import pytest
 import redis
 
 from bridge.keys import inflight_key, lease_key
+from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
+from tests.conftest import Processes, WriteFiles, one_turn_cases
 from worker.lease import Lease
 
 
@@ -83,3 +87,37 @@ def test_a_shorter_lease_added_later_is_renewed_in_time(client: redis.Redis) -> 
             assert client.get(lease_key("quick")) == quick.token
     quick.release()
     slow.release()
+
+
+@pytest.mark.parametrize(
+    ("victim_clock", "rescuer_clock"),
+    [(-SKEW, 0), (0, -SKEW)],
+    ids=["cut-worker-behind", "reaper-behind"],
+)
+def test_cut_worker_loses_its_lease_as_fast_when_a_clock_is_300_s_behind(
+    project: WriteFiles,
+    processes: Processes,
+    client: redis.Redis,
+    redis_url: str,
+    victim_clock: int,
+    rescuer_clock: int,
+) -> None:
+    """A worker cut off (SIGSTOP) while it runs a job: the job runs again on the other
+    worker once the lease runs out, as soon as when both clocks are true, whether the cut
+    worker's clock or the other's (the reaper's) is 300 s behind."""
+    root = project({"targets.yaml": SLOW, "evals.yaml": one_turn_cases(1)})
+    cut = signal.SIGSTOP
+    true = seconds_to_rescue(
+        processes, client, redis_url, root, victim_clock=0, rescuer_clock=0, cut=cut
+    )
+    skewed = seconds_to_rescue(
+        processes,
+        client,
+        redis_url,
+        root,
+        victim_clock=victim_clock,
+        rescuer_clock=rescuer_clock,
+        cut=cut,
+    )
+    assert true < WITHIN_LEASE and skewed < WITHIN_LEASE, (true, skewed)
+    assert abs(skewed - true) < 2.0, (true, skewed)

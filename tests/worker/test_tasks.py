@@ -124,7 +124,11 @@ def test_same_job_delivered_twice_runs_once(
         30,
         "the second delivery to be ignored",
     )
-    time.sleep(1)
+    wait_for(
+        lambda: processes.log("twice@test").count("succeeded in") == 2,
+        30,
+        "both deliveries to finish",
+    )
     assert client.xlen(results_stream_key("dup")) == 1
     assert processes.log("twice@test").count("ok (published)") == 1
 

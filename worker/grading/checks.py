@@ -18,6 +18,7 @@ from bridge.evalfile.evaluators import (
     SimilarityEvaluator,
 )
 from bridge.results.result import EvaluatorResult
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 
 _WORD = re.compile(r"\w+")
@@ -34,11 +35,34 @@ class Finding(NamedTuple):
 
 
 def check(
-    spec: DeterministicSpec, name: str, answer: str, reference: str | None
+    spec: DeterministicSpec,
+    name: str,
+    answer: str,
+    reference: str | None,
+    deadline: Deadline | None = None,
 ) -> EvaluatorResult:
     if isinstance(spec, SimilarityEvaluator):
         return _similarity(spec, name, answer, reference)
+    if isinstance(spec, RegexEvaluator):
+        return _verdict(spec, name, _regex(spec, name, answer, deadline))
     return _verdict(spec, name, _finding(spec, answer))
+
+
+def _regex(spec: RegexEvaluator, name: str, answer: str, deadline: Deadline | None) -> Finding:
+    """The search stops at the grading deadline, and lets go of the GIL while it runs (the
+    lease heartbeat and the worker's other jobs go on)."""
+    pattern = f"/{spec.pattern}/{spec.flags or ''}"
+    seconds = deadline.left(name) if deadline else None
+    try:
+        found = spec.compiled().search(answer, timeout=seconds, concurrent=True) is not None
+    except TimeoutError:
+        assert deadline is not None  # no time limit, no TimeoutError
+        raise GradingError(
+            f"{deadline.overrun(name)} while the regex {pattern} was still matching: it "
+            "backtracks without end on this answer; rewrite it without nested repetition "
+            "such as (a|aa)+"
+        ) from None
+    return Finding(found, f"matches {pattern}", f"does not match {pattern}")
 
 
 def _finding(spec: DeterministicSpec, answer: str) -> Finding:
@@ -49,11 +73,6 @@ def _finding(spec: DeterministicSpec, answer: str) -> Finding:
     if isinstance(spec, NotContainsEvaluator):
         value = spec.value
         return Finding(value not in answer, f"does not contain {value!r}", f"contains {value!r}")
-    if isinstance(spec, RegexEvaluator):
-        # The pattern compiled when the eval file was loaded.
-        found = spec.compiled().search(answer) is not None
-        pattern = f"/{spec.pattern}/{spec.flags or ''}"
-        return Finding(found, f"matches {pattern}", f"does not match {pattern}")
     if isinstance(spec, EqualsEvaluator):
         value = spec.value
         same = answer.strip() == value.strip()

@@ -17,6 +17,7 @@ from bridge.evalfile.evaluators import CompositeEvaluator, EvaluatorSpec, LlmJud
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_command
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.judge import REPLY_FORMAT, ask
 from worker.grading.verdict import Verdict, parse_verdict
@@ -39,6 +40,7 @@ def composite(
     members: list[tuple[EvaluatorSpec, str]],
     evaluate: Evaluate,
     client: redis.Redis | None,
+    deadline: Deadline | None = None,
 ) -> EvaluatorResult:
     results = [evaluate(member, member_name) for member, member_name in members]
     failed = [r for r in results if r.error]
@@ -65,7 +67,7 @@ def composite(
             f"({'at or above' if score >= needed else 'below'} the {needed:g} required)"
         )
     else:
-        verdict = _ask_aggregator(spec, name, job, results, client)
+        verdict = _ask_aggregator(spec, name, job, results, client, deadline)
         score, reasoning = verdict.score, verdict.reasoning or reasoning
         hits, misses = verdict.hits or hits, verdict.misses or misses
     return EvaluatorResult(
@@ -86,6 +88,7 @@ def _ask_aggregator(
     job: Job,
     results: list[EvaluatorResult],
     client: redis.Redis | None,
+    deadline: Deadline | None,
 ) -> Verdict:
     by_name = {
         r.name: r.model_dump(mode="json", include={"score", "hits", "misses", "reasoning"})
@@ -98,14 +101,15 @@ def _ask_aggregator(
         )
         judge_spec = LlmJudgeEvaluator(type="llm_judge", name=name)
         system = f"You combine evaluation results into one verdict.\n\n{REPLY_FORMAT}"
-        verdict, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client)
+        verdict, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client, deadline)
         return verdict
     assert aggregator.path is not None
     payload = json.dumps({"results": by_name}, ensure_ascii=False)
     argv = ["sh", "-lc", aggregator.path]
     cwd = Path(aggregator.cwd or ".")
     try:
-        run = run_command(argv, cwd=cwd, seconds=AGGREGATOR_SECONDS, stdin_text=payload)
+        seconds = deadline.within(AGGREGATOR_SECONDS, name) if deadline else AGGREGATOR_SECONDS
+        run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=payload)
     except OSError as exc:
         raise GradingError(f"evaluator {name}: cannot run the aggregator: {exc}") from None
     if run.timed_out or run.returncode != 0:

@@ -15,6 +15,7 @@ from typing import Any
 from bridge.evalfile.evaluators import FieldAccuracyEvaluator, FieldSpec
 from bridge.results.result import EvaluatorResult
 from worker.grading.trajectory import same
+from worker.grading.verdict import outermost_braces
 
 MISSING = object()
 MONTHS = {
@@ -69,8 +70,7 @@ def field_accuracy(
 def json_in(text: str) -> Any:
     """The JSON value in `text`, fenced or not, or the outermost {...} in it; else MISSING."""
     cleaned = re.sub(r"```(?:json)?\n?", "", text).strip()
-    match = re.search(r"\{.*\}", cleaned, re.DOTALL)
-    for candidate in (cleaned, match.group(0) if match else None):
+    for candidate in (cleaned, outermost_braces(cleaned)):
         if candidate:
             try:
                 return json.loads(candidate)

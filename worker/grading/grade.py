@@ -26,6 +26,7 @@ from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.checks import check
 from worker.grading.composite import composite
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.fields import field_accuracy
 from worker.grading.judge import judge
@@ -48,17 +49,23 @@ class Grade(BaseModel):
 
 
 def grade(
-    job: Job, answer: str, client: redis.Redis | None = None, run: RunFacts | None = None
+    job: Job,
+    answer: str,
+    client: redis.Redis | None = None,
+    run: RunFacts | None = None,
+    deadline: Deadline | None = None,
 ) -> Grade | None:
-    """The answer's grade, None when the case has nothing to grade it with."""
+    """The answer's grade, None when the case has nothing to grade it with. Grading stops
+    at `deadline` (default: the job's `timeout_seconds` from now)."""
     specs: list[EvaluatorSpec] = list(job.evaluators)
     if not specs and job.default_judge:
         specs = [LlmJudgeEvaluator(type="llm_judge")]
     if not specs:
         return None
     run = run or RunFacts()
+    deadline = deadline or Deadline.after(job.timeout_seconds)
     results = [
-        evaluate_or_fail(spec, name, job, answer, client, run)
+        evaluate_or_fail(spec, name, job, answer, client, run, deadline)
         for spec, name in zip(specs, evaluator_names(specs), strict=True)
     ]
     return combine(results, job.pass_threshold, specs)
@@ -71,10 +78,12 @@ def evaluate_or_fail(
     answer: str,
     client: redis.Redis | None,
     run: RunFacts,
+    deadline: Deadline,
 ) -> EvaluatorResult:
     """The evaluator's verdict, or its failure in its place, so the others' verdicts stay."""
     try:
-        result = evaluate(spec, name, job, answer, client, run)
+        deadline.left(name)  # none starts past the deadline
+        result = evaluate(spec, name, job, answer, client, run, deadline)
     except GradingError as exc:
         return EvaluatorResult(
             name=name,
@@ -107,11 +116,12 @@ def evaluate(
     answer: str,
     client: redis.Redis | None,
     run: RunFacts,
+    deadline: Deadline,
 ) -> EvaluatorResult:
     if isinstance(spec, (LlmJudgeEvaluator, RubricEvaluator)):
-        return judge(spec, name, job, answer, client)
+        return judge(spec, name, job, answer, client, deadline)
     if isinstance(spec, CodeEvaluator):
-        return run_script(spec, name, job, answer, run)
+        return run_script(spec, name, job, answer, run, deadline)
     if isinstance(spec, ToolTrajectoryEvaluator):
         return trajectory(spec, name, run)
     if isinstance(spec, TrajectoryAssertion):
@@ -123,15 +133,16 @@ def evaluate(
         return composite(
             spec, name, job, members,
             lambda member, member_name: evaluate_or_fail(
-                member, member_name, job, answer, client, run
+                member, member_name, job, answer, client, run, deadline
             ),
             client,
+            deadline,
         )  # fmt: skip
     if isinstance(spec, UnsupportedEvaluator):
         raise GradingError(f"evaluator {name} ({spec.written_type}): {spec.why}")
     if spec.type in ("latency", "cost", "token_usage", "execution_metrics"):
         return run_metrics(spec, name, run)
-    return check(spec, name, answer, job.reference_answer)  # type: ignore[arg-type]
+    return check(spec, name, answer, job.reference_answer, deadline)  # type: ignore[arg-type]
 
 
 def combine(

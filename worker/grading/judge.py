@@ -21,6 +21,7 @@ from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, Rubri
 from bridge.prompt.build import PromptRequest
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_rubric_verdict, parse_verdict
 from worker.providers.base import ProviderFailure
@@ -63,12 +64,13 @@ def judge(
     job: Job,
     answer: str,
     client: redis.Redis | None,
+    deadline: Deadline | None = None,
 ) -> EvaluatorResult:
     if spec.rubrics:
-        return _rubric_judge(spec, spec.rubrics, name, job, answer, client)
+        return _rubric_judge(spec, spec.rubrics, name, job, answer, client, deadline)
     assert isinstance(spec, LlmJudgeEvaluator)
     system, user = prompts(spec, job, answer)
-    verdict, details = ask(spec, name, job, system, user, parse_verdict, client)
+    verdict, details = ask(spec, name, job, system, user, parse_verdict, client, deadline)
     return EvaluatorResult(
         name=name,
         type=spec.type,
@@ -88,12 +90,13 @@ def _rubric_judge(
     job: Job,
     answer: str,
     client: redis.Redis | None,
+    deadline: Deadline | None,
 ) -> EvaluatorResult:
     """Each criterion satisfied or not; the score is the satisfied share of the weight, and
     a required criterion not satisfied fails the evaluator whatever the score."""
     verdict, details = ask(
         spec, name, job, RUBRIC_SYSTEM_PROMPT, rubric_prompt(rubrics, job, answer),
-        parse_rubric_verdict, client,
+        parse_rubric_verdict, client, deadline,
     )  # fmt: skip
     by_id = {str(item.id): item for item in rubrics}
     checks = {c.id: c for c in verdict.checks if c.id in by_id}
@@ -154,8 +157,10 @@ def ask(
     user: str,
     parse: Callable[[str], V],
     client: redis.Redis | None,
+    deadline: Deadline | None = None,
 ) -> tuple[V, dict[str, Any]]:
-    """The judge's parsed reply, asked again with what was wrong until it parses."""
+    """The judge's parsed reply, asked again with what was wrong until it parses; each ask
+    ends by the grading deadline."""
     judge_name = spec.target or job.default_judge
     if judge_name is None or judge_name not in job.judges:
         raise GradingError(
@@ -176,7 +181,10 @@ def ask(
             update={"target": job.judges[judge_name], "request": request, "files": []}
         )
         try:
-            output = call_provider(judge_job, time.monotonic() + JUDGE_TIMEOUT_SECONDS, client)
+            seconds = (
+                deadline.within(JUDGE_TIMEOUT_SECONDS, name) if deadline else JUDGE_TIMEOUT_SECONDS
+            )
+            output = call_provider(judge_job, time.monotonic() + seconds, client)
         except ProviderFailure as failure:
             raise GradingError(
                 f"evaluator {name}: judge target '{judge_name}' failed "

@@ -14,6 +14,7 @@ from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_command
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.run_facts import RunFacts
 from worker.grading.verdict import ScriptReply, Verdict, parse_json_reply, parse_verdict
@@ -21,20 +22,27 @@ from worker.providers.failures import tail
 
 
 def run_script(
-    spec: CodeEvaluator, name: str, job: Job, answer: str, run_facts: RunFacts | None = None
+    spec: CodeEvaluator,
+    name: str,
+    job: Job,
+    answer: str,
+    run_facts: RunFacts | None = None,
+    deadline: Deadline | None = None,
 ) -> EvaluatorResult:
     argv = command_of(spec)
+    limit = spec.timeout_seconds
+    seconds = deadline.within(limit, name) if deadline else limit
     cwd = Path(spec.cwd or ".")
     facts = run_facts or RunFacts()
     payload = json.dumps(script_input(spec, job, answer, facts), ensure_ascii=False)
     try:
-        run = run_command(argv, cwd=cwd, seconds=spec.timeout_seconds, stdin_text=payload)
+        run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=payload)
     except OSError as exc:
         raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
     if run.timed_out:
-        raise GradingError(
-            f"evaluator {name}: script did not finish within {spec.timeout_seconds:.0f} s"
-        )
+        if deadline and seconds < limit:
+            raise GradingError(f"{deadline.overrun(name)}, while its script ran")
+        raise GradingError(f"evaluator {name}: script did not finish within {limit:.0f} s")
     stderr = tail(run.stderr, 800)
     if run.returncode != 0:
         raise GradingError(f"evaluator {name}: script exited with code {run.returncode}: {stderr}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -68,11 +67,18 @@ def parse_rubric_verdict(text: str) -> RubricVerdict:
     return parse_json_reply(text, RubricVerdict)
 
 
+def outermost_braces(text: str) -> str | None:
+    """From the first `{` to the last `}`: what `re.search(r"\\{.*\\}", text, re.DOTALL)`
+    finds, in linear time (the regex takes quadratic time on a text of many `{`)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else None
+
+
 def parse_json_reply(text: str, model: type[M]) -> M:
     candidates = [text.strip()]
-    match = re.search(r"\{.*\}", text, re.DOTALL)
-    if match:
-        candidates.append(match.group(0))
+    braces = outermost_braces(text)
+    if braces is not None:
+        candidates.append(braces)
     problem = "no JSON object in the reply"
     for candidate in candidates:
         try:

@@ -18,9 +18,11 @@ from typing import Any, ClassVar
 
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from worker.agents.environment import agent_environment
 from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
 from worker.agents.runner import AgentRun, run_agent
+from worker.agents.sandbox import SandboxUnavailable, install_root, sandboxed
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
@@ -42,8 +44,10 @@ class CommandLineAgent(Provider):
     """That home's usual place under the user's home, seeding the job's copy."""
     home_seeds: ClassVar[tuple[str, ...]] = ()
     """The configuration and credential files copied from the usual home."""
-    cleared_variables: ClassVar[tuple[str, ...]] = ()
-    """Variables of the worker's environment that the agent does not inherit."""
+    vendor_variables: ClassVar[tuple[str, ...]] = ()
+    """The worker's variables this agent's CLI reads for its model and key, passed through
+    (a name, or a `PREFIX_*`); nothing else of the worker's reaches it
+    (`worker.agents.environment`) unless the target's `inherit_env` names it."""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
         try:
@@ -55,18 +59,19 @@ class CommandLineAgent(Provider):
         workspace = AttemptWorkspace.create(job, template, inputs, **self.answer_paths)
         with self.home() as home:
             argv, stdin_text = self.command(executable, workspace, inputs)
-            run = run_agent(
-                argv,
-                cwd=self.cwd(workspace),
-                env={
-                    **{k: v for k, v in os.environ.items() if k not in self.cleared_variables},
-                    **self.environment(home),
-                },
-                stdin_text=stdin_text,
-                deadline=deadline,
-                stdout_file=workspace.folder / TRANSCRIPT_FILE,
-                fatal=self.fatal_error,
+            env = agent_environment(
+                self.vendor_variables, self.environment(home), self._setting("inherit_env") or ()
             )
+            with self.runtime(argv, env, executable, workspace, home) as (command, env):
+                run = run_agent(
+                    command,
+                    cwd=self.cwd(workspace),
+                    env=env,
+                    stdin_text=stdin_text,
+                    deadline=deadline,
+                    stdout_file=workspace.folder / TRANSCRIPT_FILE,
+                    fatal=self.fatal_error,
+                )
         events = json_events(run.stdout)
         record = {
             **workspace.record(),
@@ -103,6 +108,34 @@ class CommandLineAgent(Provider):
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace
     ) -> ProviderOutput:
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def runtime(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        executable: str,
+        workspace: AttemptWorkspace,
+        home: Path | None,
+    ) -> Iterator[tuple[list[str], dict[str, str]]]:
+        """The command line and environment the agent runs with: as they are (`runtime:
+        host`), or wrapped in a sandbox whose only writable folders are the workspace and
+        the agent's home (`runtime: sandbox`)."""
+        if self._setting("runtime") != "sandbox":
+            yield argv, env
+            return
+        try:
+            with sandboxed(
+                argv,
+                cwd=self.cwd(workspace),
+                env=env,
+                writable=[workspace.folder, *([home] if home else [])],
+                readable=[install_root(executable)],
+                isolation=self._setting("isolation"),
+            ) as wrapped:
+                yield wrapped
+        except SandboxUnavailable as exc:
+            raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
 
     def fatal_error(self, line: str) -> str | None:
         """Why a line of the agent's output means it cannot succeed: the agent is then

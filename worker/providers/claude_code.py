@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import shlex
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from bridge.results.result import Usage
 from bridge.targets.settings import ClaudeCodeTarget
@@ -45,8 +45,13 @@ class ClaudeCodeProvider(CommandLineAgent):
     home_variable = "CLAUDE_CONFIG_DIR"
     usual_home = ".claude"
     home_seeds = ("settings.json", ".credentials.json")
-    cleared_variables: ClassVar[tuple[str, ...]] = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
-    """Set when the worker itself runs inside Claude Code; the agent is a session of its own."""
+    vendor_variables = (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_MODEL",
+        "ANTHROPIC_SMALL_FAST_MODEL",
+    )
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]

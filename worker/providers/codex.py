@@ -32,6 +32,7 @@ class CodexProvider(CommandLineAgent):
     home_variable = "CODEX_HOME"
     usual_home = ".codex"
     home_seeds = ("config.toml", "auth.json")
+    vendor_variables = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY")
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]

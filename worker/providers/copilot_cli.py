@@ -29,6 +29,7 @@ class CopilotCliProvider(CommandLineAgent):
     home_variable = "COPILOT_HOME"
     usual_home = ".copilot"
     home_seeds = ("config.json",)
+    vendor_variables = ("COPILOT_*", "GH_TOKEN", "GITHUB_TOKEN")
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import redis
 
+from bridge.clock import NOW_MS_LUA
 from bridge.keys import PREFIX
 from bridge.results.result import Status
 from worker.providers.base import ProviderFailure
@@ -22,9 +23,11 @@ from worker.providers.base import ProviderFailure
 SLOT_LEASE_SECONDS = 600.0
 """A concurrency slot outlives a crashed holder by at most this long."""
 
-_TAKE_TOKENS = """
+_TAKE_TOKENS = (
+    NOW_MS_LUA
+    + """
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local now, cost = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, cost = now_ms(), tonumber(ARGV[3])
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1]) or burst
 local at = tonumber(state[2]) or now
@@ -39,16 +42,23 @@ redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
 redis.call('PEXPIRE', KEYS[1], 120000)
 return wait
 """
-"""Take `cost` tokens now (returns 0), or say how many ms until there will be enough."""
+)
+"""Take `cost` tokens now (returns 0), or say how many ms until there will be enough. Every
+worker's refills are timed on one clock, Redis's."""
 
-_TAKE_SLOT = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
+_TAKE_SLOT = (
+    NOW_MS_LUA
+    + """
+local now = now_ms()
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
   return 1
 end
 return 0
 """
+)
+"""Take a slot, leased until a time on Redis's clock (ms), if fewer than the cap are held."""
 
 
 def _bucket_key(target: str, kind: str) -> str:
@@ -93,7 +103,6 @@ class RateGate:
                     _bucket_key(self.target, kind),
                     per_minute / 60,
                     burst,
-                    int(time.time() * 1000),
                     cost,
                 )
             )
@@ -104,14 +113,12 @@ class RateGate:
     def _take_slot(self, deadline: float) -> str:
         slot, cap = uuid.uuid4().hex, self.max_concurrency or 1
         while True:
-            now = time.time()
             if self.client.eval(
                 _TAKE_SLOT,
                 1,
                 _bucket_key(self.target, "slots"),
-                now,
                 cap,
-                now + SLOT_LEASE_SECONDS,
+                int(SLOT_LEASE_SECONDS * 1000),
                 slot,
             ):
                 return slot

@@ -65,3 +65,27 @@ def test_min_score_decides_the_exit_and_says_why(project: WriteFiles, private_ho
     assert "exit 1: mean score 0.000 is below --min-score 0.500" in said
     code, said = _run(root, private_home, "--target", "right", "--min-score", "0.5")
     assert code == 0, said
+
+
+def test_the_summary_shows_intervals_and_under_github_annotates_failed_cases(
+    project: WriteFiles, private_home: Path, tmp_path: Path
+) -> None:
+    """The pass rate with its Wilson interval (0 of 2: 0% to 66%); on GitHub Actions, an
+    `::error` on stdout at the line of each failed case's `id`."""
+    root = project({"targets.yaml": TARGETS, "evals/c.yaml": CASES})
+    step_summary = tmp_path / "summary.md"
+    env = {
+        **embedded_env(private_home, "OPENAI_API_KEY"),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_STEP_SUMMARY": str(step_summary),
+    }
+    done = run("evals/c.yaml", "--target", "wrong", env=env, cwd=root)
+    assert done.returncode == 1, done.stderr
+    assert "0% [0%\u201366%]" in done.stderr
+    assert sorted(done.stdout.splitlines()) == [  # in the order the results came
+        "::error file=evals/c.yaml,line=4,title=capital failed (wrong)::score 0.00; "
+        "answer does not contain 'Paris'",
+        "::error file=evals/c.yaml,line=5,title=again failed (wrong)::score 0.00; "
+        "answer does not contain 'Paris'",
+    ]
+    assert not step_summary.exists()  # one target: no pair to show

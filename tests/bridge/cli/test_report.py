@@ -4,6 +4,7 @@ path; compare's exit status and two targets side by side; and the HTML report th
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -49,9 +50,11 @@ def test_unknown_campaign_names_the_folder_and_recent_ones(tmp_path: Path) -> No
 
 
 def compare(*args: str) -> tuple[int, list[str]]:
-    """`evalrelay compare` in this process: its exit status and its lines, table rules gone."""
+    """`evalrelay compare` in this process: its exit status and its lines, table rules gone
+    and the en dash of an interval as a hyphen."""
     outcome = CliRunner().invoke(cli, ["compare", *args], catch_exceptions=False)
-    lines = [" ".join(line.replace("│", " ").split()) for line in outcome.output.splitlines()]
+    output = outcome.output.replace("\u2013", "-")
+    lines = [" ".join(line.replace("│", " ").split()) for line in output.splitlines()]
     return outcome.exit_code, lines
 
 
@@ -63,7 +66,7 @@ def test_compare_lists_changed_cases_and_target_rates_and_exits_1_on_a_regressio
     write_campaign(results, [graded("capital", "gpt", 0.2), graded("river", "gpt", 0.9)], "after")
     code, lines = compare("before", "after", "--results", str(results))
     assert code == 1, lines
-    assert "gpt 50% → 50% 0.600 → 0.550 1 1" in lines
+    assert "gpt 50% [9%-91%] → 50% 0.600 [0.00-1.00] → 1 1" in lines  # the intervals wrap
     assert "capital gpt regressed ok 0.90 ok 0.20" in lines
     assert "river gpt improved ok 0.30 ok 0.90" in lines
     assert "mountain gpt gone infra_error -" in lines
@@ -112,10 +115,37 @@ def test_compare_puts_two_targets_of_one_campaign_side_by_side(tmp_path: Path) -
         code, lines = compare(*args, "--results", str(results))
         assert code == 1, lines
         assert "both:gpt → both:claude" in lines
-        assert "gpt → claude 67% → 67% 0.700 → 0.783 1 1" in lines
+        assert "gpt → claude 67% [21%-94%] → 0.700 [0.00-1.00] 1 1" in lines  # wraps
+        assert "67% [21%-94%] → 0.783" in lines
+        assert any(
+            line.startswith("claude vs gpt: no detectable difference, mean") for line in lines
+        )
         assert "capital gpt → claude regressed ok 0.90 ok 0.50" in lines
         assert "river gpt → claude improved ok 0.30 ok 0.95" in lines
         assert lines[-1] == "1 of 3 cases regressed (1 passed before and not now); also 1 improved"
+
+
+def test_compare_json_of_two_campaigns_pairs_each_target_on_its_shared_cases(
+    tmp_path: Path,
+) -> None:
+    """Sides are `CAMPAIGN:TARGET`; a case of one campaign only is in its side's numbers
+    and not in the pair; the difference is AFTER less BEFORE."""
+    results = tmp_path / "results"
+    write_campaign(results, TWO_TARGETS, "before")
+    after = [graded("capital", "gpt", 0.5), graded("river", "gpt", 0.3), graded("sea", "gpt", 1)]
+    write_campaign(results, after, "after")
+    outcome = CliRunner().invoke(
+        cli, ["compare", "before", "after", "--json", "--results", str(results)]
+    )
+    found = json.loads(outcome.output)
+    assert outcome.exit_code == 1  # a case regressed, and no --gate
+    assert sorted(found["targets"]) == ["after:gpt", "before:gpt"]  # claude is in one only
+    assert found["targets"]["after:gpt"]["n"] == 3
+    (pair,) = found["pairs"]
+    assert (pair["a"], pair["b"], pair["n_paired"]) == ("before:gpt", "after:gpt", 3 - 1)
+    assert pair["difference"] == pytest.approx(((0.5 - 0.9) + (0.3 - 0.3)) / 2)
+    assert pair["p_value_holm"] == pair["p_value"]  # one pair: nothing to correct
+    assert found["cases"]["regressed"] == 1 and found["gate"]["failed"] == []
 
 
 def test_compare_with_one_campaign_and_no_targets_says_what_it_needs(tmp_path: Path) -> None:

@@ -291,3 +291,62 @@ def test_run_name_names_the_campaign_for_the_other_commands(
         shown = evalrelay("status", name, env={**env, "COLUMNS": "200"}, cwd=root)
         assert shown.returncode == 0, shown.stderr
         assert jsonl.stem in shown.stdout
+
+
+TWO_TARGETS = """\
+targets:
+  - {name: alpha, provider: mock, response: "alpha's default", responses: {case-1: "alpha on 1"}}
+  - {name: beta, provider: mock, response: "beta's default", responses: {case-1: "beta on 1"}}
+"""
+
+
+def test_several_targets_run_every_case_on_each_in_one_campaign(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """`--target a,b` and `--target a --target b`: each case once per target, the target a
+    field of the result and never part of the case id, `responses` by case id for both."""
+    root = project({"targets.yaml": TWO_TARGETS, "evals.yaml": cases(3)})
+    env = embedded_env(private_home)
+    for name, options in (
+        ("commas", ["--target", "alpha,beta"]),
+        ("repeated", ["--target", "alpha", "--target", "beta"]),
+    ):
+        done = run("evals.yaml", *options, "--repeats", "2", "--name", name, env=env, cwd=root)
+        assert done.returncode == 0, done.stderr
+        (jsonl,) = (root / "results").glob(f"{name}-*.jsonl")
+        lines = read_jsonl(jsonl)
+        assert len(lines) == 12 == len({line["job_id"] for line in lines})
+        assert sorted({(line["case_id"], line["target"]) for line in lines}) == [
+            (f"case-{i}", target) for i in range(3) for target in ("alpha", "beta")
+        ]
+        answers = {(line["case_id"], line["target"]): line["answer"] for line in lines}
+        assert answers[("case-1", "alpha")] == "alpha on 1"
+        assert answers[("case-1", "beta")] == "beta on 1"
+        assert answers[("case-2", "beta")] == "beta's default"
+
+
+def test_an_option_that_takes_one_value_given_twice_is_an_error(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project({"targets.yaml": TWO_TARGETS, "evals.yaml": cases(1)})
+    done = run("evals.yaml", "--name", "a", "--name", "b", env=embedded_env(private_home), cwd=root)
+    assert done.returncode == 2
+    assert "--name given twice; it takes one value: give it once" in done.stderr
+    assert not (root / "results").exists()  # nothing ran
+
+
+def test_detach_without_a_cluster_is_refused_with_the_commands_that_work(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """The trap of the first hour: a detached campaign on the private Redis of `run`, which
+    ends with it, would wait for ever."""
+    root = project({"targets.yaml": TWO_TARGETS, "evals.yaml": cases(2)})
+    done = run(
+        "evals.yaml", "--target", "alpha", "--detach", env=embedded_env(private_home), cwd=root
+    )
+    assert done.returncode == 2
+    said = done.stderr
+    assert "with no EVALRELAY_REDIS_URL there are none" in said
+    assert "evalrelay worker" in said and "evalrelay collect" in said
+    assert "evalrelay run FILES --detach" in said
+    assert not (private_home / "redis").exists()  # no Redis was started for it

@@ -23,6 +23,8 @@ import redis
 
 from bridge.keys import results_home_key
 from bridge.live.feed import CampaignFeed, CampaignsFeed
+from bridge.queue.campaigns import CampaignInfo
+from bridge.queue.rebuild import write_record
 from bridge.results.collected import ResultsHome
 from bridge.results.result import Status
 from tests.bridge.cli.test_run import evalrelay
@@ -610,3 +612,24 @@ def test_a_page_reloads_itself_for_new_results_unless_a_row_is_open(
         )
     finally:
         browser.close()
+
+
+def test_a_campaign_redis_lost_is_named_with_how_to_rebuild_it(
+    processes: Processes, tmp_path: Path
+) -> None:
+    """Its record and part of its results are in the folder, Redis has never heard of it."""
+    results, port = tmp_path / "results", free_port()
+    info = CampaignInfo(
+        campaign_id="gone-1", created_at="2026-01-01T00:00:00Z", sources=["e.yaml"],
+        targets=["t"], total=5, out_dir=str(results),
+    )  # type: ignore[arg-type]  # fmt: skip
+    write_record(info)
+    (results / "gone-1.jsonl").write_text("")
+    start_serve(processes, port, results)
+    status, _, body = get(port, "/api/campaigns")
+    assert status == 200
+    assert json.loads(body)["lost"] == [
+        f"campaign gone-1 (0 of 5 results in {results}) is not in this Redis: it lost its "
+        "data (restarted empty, or evicted keys). `evalrelay resume gone-1` rebuilds it and "
+        "sends the rest."
+    ]

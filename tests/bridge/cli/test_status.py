@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -15,6 +16,9 @@ from bridge.keys import collected_key, manifest_key, watchers_key, workers_key
 from bridge.queue.holders import GONE_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
+from tests.clocks import SKEW, skewed_clock
+from tests.conftest import Processes
+from worker.app import WORKER_HEARTBEAT_SECONDS
 
 LONG_ID = "a-dataset-with-a-rather-long-descriptive-name-20260301-120000-ab12"
 
@@ -101,3 +105,23 @@ def test_status_of_one_campaign_counts_its_jobs_without_a_result(
     client.sadd(collected_key(campaign), *[f"job-{i}" for i in range(0, 2500, 2)], "job-other")
     shown = status(redis_url, tmp_path, campaign).stdout
     assert "(1250 without a result)" in shown
+
+
+def test_status_lists_workers_300_s_behind_and_ahead_as_just_seen(
+    processes: Processes, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """Every `seen` and the time it is compared with are Redis's: a worker's clock 300 s off
+    (and the clock of `status` itself) changes nothing."""
+    for name, clock in (("ahead@test", SKEW), ("behind@test", -SKEW)):
+        processes.worker(client, name, "-c", "1", extra_env=skewed_clock(clock))
+    for clock in (0, SKEW, -SKEW):
+        env = {**os.environ, **skewed_clock(clock)}
+        shown = evalrelay(
+            "status", env=env | {"EVALRELAY_REDIS_URL": redis_url, "COLUMNS": "200"}, cwd=tmp_path
+        )
+        assert shown.returncode == 0, shown.stderr
+        for name in ("ahead@test", "behind@test"):
+            (line,) = [line for line in shown.stdout.splitlines() if name in line] or [shown.stdout]
+            seen = re.search(r"│ (-?\d+)s ago", line)
+            assert seen and 0 <= int(seen.group(1)) <= WORKER_HEARTBEAT_SECONDS + 2, line
+            assert "gone" not in line, line

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import resource
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -342,3 +347,107 @@ def test_a_judging_evaluator_without_a_judge_fails_validate_at_the_evaluator(
     ]
     (root / "targets.yaml").write_text("targets:\n  - {name: cx, provider: openai, model: m}\n")
     assert validate(root / "t.yaml")[0] == 0  # an API target grades itself
+
+
+def test_million_case_file_is_refused_by_the_case_limit_within_seconds(
+    project: WriteFiles,
+) -> None:
+    root = project({"evalrelay.yaml": ""})
+    path = root / "million.yaml"
+    with path.open("w") as out:
+        out.write("evalcases:\n")
+        out.writelines(f"  - {{id: c{i}, input: q}}\n" for i in range(1_000_000))
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert time.monotonic() - started < 15, done.stdout
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        f"{path}:100002:5: more than 100000 cases (this is case 100001); split the file, or "
+        "raise `load_limits: {cases: ...}` in evalrelay.yaml if the file really needs more"
+    )
+
+
+def test_suite_with_more_tests_than_the_limit_is_refused(project: WriteFiles) -> None:
+    tests = "".join(f"  - {{id: t{i}, vars: {{q: x}}}}\n" for i in range(4))
+    suite = f"prompts: [a, b]\ntests:\n{tests}"
+    root = project({"evalrelay.yaml": "load_limits: {cases: 5}\n", "s.yaml": suite})
+    code, lines = validate(root / "s.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/s.yaml:5:5: more than 5 cases (tests times prompts times providers); split the "
+        "file, or raise `load_limits: {cases: ...}` in evalrelay.yaml if the file really needs more"
+    ]
+
+
+def test_file_over_the_size_limit_is_refused_before_it_is_read(project: WriteFiles) -> None:
+    root = project({"evalrelay.yaml": "load_limits: {bytes: 100}\n", "a.yaml": GOOD})
+    code, lines = validate(root / "a.yaml")
+    assert code == 1
+    assert lines == [
+        f"{root}/a.yaml:1:1: the file is {len(GOOD)} bytes, more than the 100 an eval file may "
+        "be; split it, or raise `load_limits: {bytes: ...}` in evalrelay.yaml if the file "
+        "really needs more"
+    ]
+
+
+def test_file_needing_more_memory_than_the_limit_is_an_error(project: WriteFiles) -> None:
+    prompt = (
+        "{% set ns = namespace(l=[]) %}{% for i in range(100000) %}"
+        "{% set ns.l = ns.l + ['x'.ljust(1000000)] %}{% endfor %}{{ ns.l|length }}"
+    )
+    root = project(
+        {
+            "evalrelay.yaml": "load_limits: {memory_mb: 768}\n",
+            "a.yaml": f"prompts: [{json.dumps(prompt)}]\ntests:\n  - id: t1\n",
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "validate", str(root / "a.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        f"{root}/a.yaml:1:1: loading it needed more than 768 MB of memory; split the file, or "
+        "raise `load_limits: {memory_mb: ...}` in evalrelay.yaml if the file really needs more"
+    ]
+
+
+def test_a_judge_target_that_does_not_exist_is_an_error_at_its_line(project: WriteFiles) -> None:
+    """`run` would fail every job of it; no `--target` chooses another judge."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: judge, provider: mock, judge: true}\n",
+            "evals.yaml": (
+                "evalcases:\n"
+                "  - id: c\n"
+                "    input_messages: [{role: user, content: hi}]\n"
+                "    evaluators:\n"
+                "      - {type: llm_judge, target: judge}\n"
+                "      - {type: llm_judge, target: jduge}\n"
+            ),
+        }
+    )
+    code, lines = validate(root / "evals.yaml")
+    assert code == 1
+    joined = "\n".join(lines)
+    assert f"{root}/evals.yaml:6:35: case 'c': judge unknown target 'jduge'" in joined, joined
+    assert "evals.yaml:5:" not in joined  # the judge that exists is fine
+
+
+def test_the_memory_bound_is_lifted_once_the_files_are_checked(project: WriteFiles) -> None:
+    """Invoked in a process that goes on (a test runner, which then starts a browser), the
+    bound on the address space must not outlive the check."""
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    root = project(
+        {"evals.yaml": "evalcases: [{id: x, input_messages: [{role: user, content: y}]}]\n"}
+    )
+    code, _ = validate(root / "evals.yaml")
+    assert code == 0
+    assert resource.getrlimit(resource.RLIMIT_AS) == before

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 from typing import Any
 
+import pytest
 import redis
 from celery import Celery
 
-from bridge.keys import workers_key
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from bridge.evalfile.cases import load_eval_file
+from bridge.keys import inflight_key, results_stream_key, workers_key
+from bridge.queue.campaigns import plan_jobs, store_jobs
+from bridge.queue.celery_queue import JobQueue
+from tests.conftest import (
+    FAST_RECOVERY,
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    one_turn_cases,
+    wait_for,
+)
 from tests.worker.test_tasks import collect_all, submit_campaign
 
 
@@ -47,3 +60,43 @@ def test_flower_s_enable_events_turns_task_events_on(
     finally:
         stop.set()
         listening.join(5)
+
+
+def test_a_worker_told_to_stop_while_redis_is_away_stops_and_its_jobs_run_later(
+    project: WriteFiles, processes: Processes, private_redis: PrivateRedis
+) -> None:
+    """Its running jobs could not report (they retry for minutes): the worker stops without
+    them soon after SIGTERM, and a worker of the Redis come back runs them."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 3000}\n",
+            "evals.yaml": one_turn_cases(2),
+        }
+    )
+    processes.env |= {"EVALRELAY_REDIS_URL": private_redis.url, **FAST_RECOVERY}
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    worker = processes.worker(client, "stopped@test", "--concurrency", "2")
+    jobs = plan_jobs("away", [load_eval_file(root / "evals.yaml")], "slow", None)
+    store_jobs(client, jobs)
+    JobQueue.connect(private_redis.url).send(jobs)
+    wait_for(lambda: client.zcard(inflight_key()) == 2, 30, "both jobs to start")
+    private_redis.stop()
+    worker.send_signal(signal.SIGTERM)
+    try:
+        assert worker.wait(40) == 1
+    except subprocess.TimeoutExpired:
+        pytest.fail("the worker still runs 40 s after SIGTERM with Redis away")
+    assert "stopping without the jobs still running" in " ".join(
+        processes.log("stopped@test").split()
+    )
+    private_redis.start()
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    processes.worker(client, "after@test", "--concurrency", "2")
+    wait_for(
+        lambda: (
+            {e["job_id"] for _, e in client.xrange(results_stream_key("away"))}
+            == {j.job_id for j in jobs}
+        ),
+        60,
+        "both jobs' results from the second worker",
+    )

@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
 from bridge.evalfile.cases import load_eval_file
+from bridge.evalfile.project import Project, ProjectConfig
 from bridge.prompt.build import request_for
 from tests.conftest import WriteFiles
 
@@ -32,3 +36,13 @@ def test_the_nearest_agentv_config_makes_instructions_guidelines(project: WriteF
     request = request_for(loaded.cases[0], None)
     assert request.guidelines is not None and "Be terse." in request.guidelines
     assert "Be terse." not in request.question
+
+
+def test_a_project_pickles_after_its_guideline_patterns_are_compiled(tmp_path: Path) -> None:
+    """A project travels to the process that loads a watcher's files and back; its compiled
+    patterns may not pickle (pathspec's re2 backend), and are compiled again there."""
+    project = Project(tmp_path, ProjectConfig(guideline_patterns=["**/*.md"]))
+    assert project.is_guideline("docs/a.md")
+    copy = pickle.loads(pickle.dumps(project))
+    assert "guideline_spec" not in copy.__dict__
+    assert copy.is_guideline("docs/a.md") and not copy.is_guideline("a.py")

@@ -167,3 +167,44 @@ def test_files_a_suite_names_stay_inside_the_project(project: WriteFiles, tmp_pa
     (root / "evals/s.yaml").write_text(suite.replace("../../outside.md", "judge.md"))
     (job,) = plan_jobs("c", [load_eval_file(root / "evals/s.yaml")], "mock", None)
     assert job.evaluators[0].prompt == "Grade {{ output }}."  # type: ignore[union-attr]
+
+
+def test_several_providers_run_each_test_on_each_without_renaming_it(
+    project: WriteFiles,
+) -> None:
+    """`providers: [alpha, beta]`: one case per test, planned on both targets; the target is
+    a field of each job, and mock `responses` keyed by the test's id match for both."""
+    targets = (
+        "targets:\n"
+        "  - {name: alpha, provider: mock, responses: {math-1: '4'}}\n"
+        "  - {name: beta, provider: mock, responses: {math-1: 'four'}}\n"
+    )
+    suite = (
+        "providers: [alpha, beta]\n"
+        "tests:\n"
+        "  - {id: math-1, vars: {input: 2+2?}}\n"
+        "  - {id: math-2, vars: {input: 3+3?}}\n"
+    )
+    root = project({"targets.yaml": targets, "suite.yaml": suite})
+    loaded = load_eval_file(root / "suite.yaml")
+    assert [c.id for c in loaded.cases] == ["math-1", "math-2"]
+    jobs = plan_jobs("c", [loaded], None, None)
+    assert [(j.case_id, j.target.name) for j in jobs] == [
+        ("math-1", "alpha"), ("math-1", "beta"), ("math-2", "alpha"), ("math-2", "beta"),
+    ]  # fmt: skip
+    assert len({j.job_id for j in jobs}) == 4
+
+
+def test_agentv_execution_targets_plan_each_case_on_each_target(project: WriteFiles) -> None:
+    targets = "targets:\n  - {name: alpha, provider: mock}\n  - {name: beta, provider: mock}\n"
+    evals = (
+        "execution: {targets: [alpha, beta]}\n"
+        "evalcases:\n"
+        "  - {id: both, input_messages: [{role: user, content: hi}]}\n"
+        "  - {id: own, target: beta, input_messages: [{role: user, content: hi}]}\n"
+    )
+    root = project({"targets.yaml": targets, "evals.yaml": evals})
+    jobs = plan_jobs("c", [load_eval_file(root / "evals.yaml")], None, None)
+    assert [(j.case_id, j.target.name) for j in jobs] == [
+        ("both", "alpha"), ("both", "beta"), ("own", "beta"),
+    ]  # fmt: skip

@@ -7,6 +7,7 @@ no worker is needed for a file to become a campaign, so most tests leave files i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -68,6 +69,15 @@ def files_in(folder: Path, pattern: str = "*.yaml") -> list[str]:
     return sorted(p.name for p in folder.rglob(pattern)) if folder.exists() else []
 
 
+def taken_after_the_rest(client: redis.Redis, inbox: Path, campaigns_before: int) -> None:
+    """Drop one more file and wait for its campaign: the watcher takes files in the order
+    they settle, so whatever it would do with every file dropped before, it has done."""
+    (inbox / "zz-last.yaml").write_text(CASE.format(name="zz-last"))
+    wait_for(lambda: (inbox / "queued" / "zz-last.yaml").exists(), 60, "the last file queued")
+    wait_for(lambda: campaigns(client) >= campaigns_before + 1, 60, "the last file's campaign")
+    assert campaigns(client) == campaigns_before + 1
+
+
 def test_file_written_slowly_is_taken_once_after_its_last_write(
     inbox: Path, client: redis.Redis, redis_url: str
 ) -> None:
@@ -80,11 +90,10 @@ def test_file_written_slowly_is_taken_once_after_its_last_write(
                 time.sleep(0.4)
             last_write = time.time()
         wait_for(lambda: campaigns(client) == 1, 20, "the campaign")
-        time.sleep(3)
-    (info,) = list_campaigns(client)
+        (info,) = list_campaigns(client)
+        taken_after_the_rest(client, inbox, 1)  # and never a second time
     assert info.created_at.timestamp() >= last_write
-    assert campaigns(client) == 1
-    assert files_in(inbox / "queued") == ["slow.yaml"]
+    assert files_in(inbox / "queued") == ["slow.yaml", "zz-last.yaml"]
     assert files_in(inbox / "failed") == []
 
 
@@ -102,10 +111,10 @@ def test_writer_that_closes_and_reopens_the_file_gets_it_taken_whole(
     with path.open("a") as handle:
         handle.write(CASE.format(name="second").split("\n", 1)[1])
     wait_for(lambda: (inbox / "queued" / "parts.yaml").exists(), 30, "the file to be queued")
-    time.sleep(1)
     (info,) = list_campaigns(client)
+    taken_after_the_rest(client, inbox, 1)  # and no part taken on its own
     assert info.total == 2
-    assert files_in(inbox) == ["parts.yaml"]  # nothing left behind in the inbox
+    assert files_in(inbox) == ["parts.yaml", "zz-last.yaml"]  # nothing left in the inbox
 
 
 def test_burst_of_500_files_each_becomes_one_campaign(
@@ -115,14 +124,13 @@ def test_burst_of_500_files_each_becomes_one_campaign(
         for i in range(500):
             (inbox / f"f{i:03}.yaml").write_text(CASE.format(name=f"f{i}"))
         wait_for(lambda: len(files_in(inbox / "queued")) == 500, 240, "500 files queued")
-        time.sleep(1)
-    assert campaigns(client) == 500
+        taken_after_the_rest(client, inbox, 500)  # none of the 500 taken twice
     sources = {
         Path(load_info(client, i.campaign_id).sources[0]).name
         for i in list_campaigns(client, limit=1000)
     }
-    assert sources == {f"f{i:03}.yaml" for i in range(500)}
-    assert files_in(inbox, "f*.yaml") == files_in(inbox / "queued")
+    assert sources == {f"f{i:03}.yaml" for i in range(500)} | {"zz-last.yaml"}
+    assert files_in(inbox, "f*.yaml") == files_in(inbox / "queued", "f*.yaml")
 
 
 def test_malformed_file_goes_to_failed_and_the_watcher_goes_on(
@@ -223,8 +231,7 @@ def test_hidden_temporary_and_ignored_files_are_left_alone(
             (inbox / name).write_text(CASE.format(name="ignored"))
         (inbox / "real.yaml").write_text(CASE.format(name="real"))
         wait_for(lambda: campaigns(client) == 1, 20, "the real file's campaign")
-        time.sleep(3)
-    assert campaigns(client) == 1
+        taken_after_the_rest(client, inbox, 1)  # and none of the others
     for name in (".hidden.yaml", "x.yaml.tmp", "wip.draft.yaml", "drafts/d.yaml", "notes.txt"):
         assert (inbox / name).exists()
 
@@ -251,9 +258,19 @@ def test_two_watcher_processes_on_one_inbox_never_both_submit(
     for i in range(100):
         (inbox / f"d{i:02}.yaml").write_text(CASE.format(name=f"d{i}"))
     wait_for(lambda: len(files_in(inbox / "queued")) == 100, 120, "100 files queued")
-    time.sleep(2)
-    assert campaigns(client) == 100
-    assert files_in(inbox, "d*.yaml") == files_in(inbox / "queued")
+    taken_after_the_rest(client, inbox, 100)  # none by both watchers
+    after = time.time()
+
+    def both_idle_since() -> dict[str, dict[str, float]] | None:
+        reports = {n: json.loads(r) for n, r in client.hgetall("evalrelay:watchers").items()}
+        idle = all(r["seen"] > after and r["backlog"] == 0 for r in reports.values())
+        return reports if idle and len(reports) == 2 else None
+
+    wait_for(both_idle_since, 30, "both watchers to report nothing left to take")
+    reports = both_idle_since()
+    assert reports is not None and sum(r["submitted"] for r in reports.values()) == 101
+    assert campaigns(client) == 101
+    assert files_in(inbox, "d*.yaml") == files_in(inbox / "queued", "d*.yaml")
 
 
 def test_watch_on_the_embedded_default_runs_files_to_done(

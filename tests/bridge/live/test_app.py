@@ -12,6 +12,8 @@ from bridge.live.campaigns import Campaigns
 from bridge.live.panel import live_panel
 from bridge.live.redis_link import RedisLink
 from bridge.live.report_cache import ReportCache
+from bridge.queue.connection import connect
+from bridge.results.write_errors import can_write, cannot_write
 from tests.bridge.reports.reporting import CAMPAIGN, write_campaign
 
 
@@ -63,3 +65,27 @@ def test_unknown_pages_name_the_campaigns_there_are(web: TestClient) -> None:
     assert api.json()["detail"].startswith("No campaign 'nope': Redis does not know it, and")
     assert web.get("/campaigns/a..b/").status_code == 404
     assert "is not a campaign id" in web.get("/campaigns/.hidden/").text
+
+
+def test_a_collector_that_cannot_write_is_said_on_both_feeds(
+    web: TestClient, redis_url: str, tmp_path: Path
+) -> None:
+    client = connect(redis_url)
+    error = "No space left on device (ENOSPC)"
+    cannot_write(client, "collect@h", "camp", "/r/camp.jsonl", error, since=0)
+    (said,) = web.get("/api/campaigns").json()["cannot_write"]
+    assert said.startswith("collector collect@h: cannot write ")
+    assert "/r/camp.jsonl: No space left on device (ENOSPC) since " in said
+    assert web.get("/api/campaigns/camp").json()["cannot_write"] == [said]
+    can_write(client, "collect@h", "camp")
+    assert web.get("/api/campaigns").json()["cannot_write"] == []
+
+
+def test_the_part_a_collector_wrote_before_a_takeover_is_no_campaign(
+    web: TestClient, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    (results / "camp.partial-host-1.jsonl").write_bytes((results / "camp.jsonl").read_bytes())
+    listed = [c["campaign_id"] for c in web.get("/api/campaigns").json()["campaigns"]]
+    assert listed == ["camp"]
+    assert web.get("/api/campaigns/camp.partial-host-1").status_code == 404

@@ -9,6 +9,9 @@ import redis
 
 from bridge.keys import workers_key
 from bridge.live.workers import live_workers, serving
+from tests.clocks import SKEW, skewed_clock
+from tests.conftest import Processes
+from worker.app import WORKER_HEARTBEAT_SECONDS
 
 
 def test_live_workers_are_listed_and_silent_ones_counted(client: redis.Redis) -> None:
@@ -27,3 +30,14 @@ def test_live_workers_are_listed_and_silent_ones_counted(client: redis.Redis) ->
     assert 0 <= live[1].seen_seconds_ago < 5 and silent == 1
     assert [w.name for w in serving(live, ["api", "agent.codex"])] == ["w-live"]
     assert sorted(client.hkeys(workers_key())) == ["w-agents", "w-late", "w-live", "w-odd"]
+
+
+def test_workers_300_s_behind_and_ahead_are_live_and_just_seen(
+    processes: Processes, client: redis.Redis
+) -> None:
+    """`serve` ages workers on Redis's clock, the one their `seen` is written on."""
+    for name, clock in (("ahead@test", SKEW), ("behind@test", -SKEW)):
+        processes.worker(client, name, "-c", "1", extra_env=skewed_clock(clock))
+    live, silent = live_workers(client)
+    assert [w.name for w in live] == ["ahead@test", "behind@test"] and silent == 0
+    assert all(0 <= w.seen_seconds_ago <= WORKER_HEARTBEAT_SECONDS + 2 for w in live), live

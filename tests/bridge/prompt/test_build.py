@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
 
 from bridge.cli.main import cli
-from bridge.prompt.build import PromptRequest, api_messages
+from bridge.evalfile.cases import load_eval_file
+from bridge.prompt.build import PromptRequest, api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from tests.conftest import WriteFiles
 
@@ -381,3 +383,78 @@ def test_render_case_option_selects_one_case(project: WriteFiles, tmp_path: Path
     )
     assert result.exit_code == 0
     assert [json.loads(line)["case_id"] for line in result.output.splitlines()] == ["b"]
+
+
+@pytest.mark.parametrize("where", ["case", "file"])
+def test_the_cases_system_prompt_beats_the_targets(project: WriteFiles, where: str) -> None:
+    conversation = "input_messages: [{role: user, content: Hi}, {role: assistant, content: Yo}]"
+    text = (
+        f"evalcases: [{{id: c, system_prompt: Be brief., {conversation[:-1]}]}}]\n"
+        if where == "case"
+        else f"system_prompt: Be brief.\nevalcases: [{{id: c, {conversation}}}]\n"
+    )
+    root = project({"evals/case.yaml": text})
+    (case,) = load_eval_file(root / "evals/case.yaml").cases
+    request = request_for(case, "Target prompt")
+    assert request.system_prompt == "Be brief."
+    assert api_messages(request)[0] == ChatMessage(role="system", content="Be brief.")
+    bare = project({"evals/bare.yaml": f"evalcases: [{{id: c, {conversation}}}]\n"})
+    (plain,) = load_eval_file(bare / "evals/bare.yaml").cases
+    assert request_for(plain, "Target prompt").system_prompt == "Target prompt"
+
+
+def test_two_leading_system_messages_are_one_system_turn(project: WriteFiles) -> None:
+    record = render(
+        project,
+        """
+        evalcases:
+          - id: two
+            input_messages:
+              - {role: system, content: S1}
+              - {role: system, content: S2}
+              - {role: user, content: U1}
+        """,
+    )
+    assert record["chat_prompt"] == [msg(S, "S1\n\nS2"), msg(U, "U1")]
+
+
+def test_an_all_system_conversation_is_one_system_turn(project: WriteFiles) -> None:
+    record = render(
+        project,
+        """
+        evalcases:
+          - id: only
+            input_messages:
+              - {role: system, content: S1}
+              - {role: system, content: S2}
+        """,
+    )
+    assert record["chat_prompt"] == [msg(S, "S1\n\nS2")]
+    assert record["question"] == "[System]: S1\n[System]: S2"
+
+
+def test_tool_call_arguments_keep_their_characters_in_the_transcript(project: WriteFiles) -> None:
+    record = render(
+        project,
+        """
+        evalcases:
+          - id: accents
+            input_messages:
+              - {role: user, content: "Météo ?"}
+              - role: assistant
+                content: Je regarde.
+                tool_calls: [{id: c1, name: weather, arguments: {city: Zürich}}]
+        """,
+    )
+    assert record["question"] == (
+        '[User]: Météo ?\n[Assistant]: Je regarde.\n<Tool call: weather {"city": "Zürich"}>'
+    )
+
+
+def test_a_prompt_request_refuses_unknown_fields_and_changes() -> None:
+    """It travels in jobs: a field this bridge does not know is an error, not dropped."""
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        PromptRequest.model_validate({"question": "q", "sytem_prompt": "typo"})
+    request = PromptRequest(question="q")
+    with pytest.raises(ValidationError, match="frozen"):
+        request.question = "other"  # type: ignore[misc]

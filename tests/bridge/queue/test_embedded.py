@@ -17,7 +17,7 @@ import redis
 from bridge.keys import workers_key
 from bridge.queue.embedded import embedded_redis
 from bridge.queue.local_worker import local_worker
-from tests.conftest import WriteFiles, embedded_env, one_turn_cases, wait_for
+from tests.conftest import WriteFiles, embedded_env, one_turn_cases, running_with, wait_for
 
 
 def process_exists(pid: int) -> bool:
@@ -75,7 +75,8 @@ def test_a_run_killed_outright_leaves_no_worker_behind(
     project: WriteFiles, private_home: Path
 ) -> None:
     """SIGKILL gives the command no chance to stop its worker: the worker, in a process
-    of its own, sees the command gone, finishes the job it runs, and exits."""
+    of its own, sees the command gone, finishes the job it runs, and exits; then the
+    private Redis, which the worker used to the end, stops too."""
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 500}\n",
@@ -94,5 +95,29 @@ def test_a_run_killed_outright_leaves_no_worker_behind(
     command.send_signal(signal.SIGKILL)
     command.wait(10)
     wait_for(lambda: not process_exists(worker_pid), 15, "the worker to exit")
-    assert not shared.hexists(workers_key(), f"embedded-{command.pid}@{os.uname().nodename}")
-    shared.shutdown(nosave=True)  # nothing else stops the private Redis of a killed command
+    wait_for(lambda: not answers(url), 10, "the private Redis to stop with its last user")
+    with embedded_redis(private_home) as again:  # what the worker did last is kept
+        name = f"embedded-{command.pid}@{os.uname().nodename}"
+        assert not redis.Redis.from_url(again).hexists(workers_key(), name)
+
+
+def test_the_private_redis_of_a_watcher_killed_outright_stops(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """SIGKILL leaves the watcher no chance to stop the Redis it started: its keeper sees
+    no command holds the Redis any more and stops it; the data stays (append-only file)."""
+    root = project({"targets.yaml": "targets:\n  - {name: quick, provider: mock}\n"})
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli.main", "watch", "inbox", "--target", "quick"],
+        env=embedded_env(private_home), cwd=root,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    socket = private_home / "redis" / "redis.sock"
+    wait_for(lambda: answers(f"unix://{socket}"), 30, "the private Redis")
+    redis.Redis(unix_socket_path=str(socket)).set("kept", "yes")
+    (server,) = running_with(f"unixsocket:{socket}")  # redis-server names itself so
+    watcher.send_signal(signal.SIGKILL)
+    watcher.wait(10)
+    wait_for(lambda: not process_exists(server), 10, "the redis-server to exit")
+    with embedded_redis(private_home) as again:
+        assert redis.Redis.from_url(again, decode_responses=True).get("kept") == "yes"

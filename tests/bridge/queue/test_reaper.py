@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
+import pytest
 import redis
 
 from bridge.evalfile.cases import load_eval_file
@@ -11,7 +13,8 @@ from bridge.keys import done_key, inflight_key
 from bridge.queue.campaigns import cancel, plan_jobs, store_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import reap_expired
-from tests.conftest import WriteFiles, one_turn_cases
+from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
+from tests.conftest import Processes, WriteFiles, one_turn_cases
 from worker.lease import Lease
 
 
@@ -48,3 +51,26 @@ def test_cancelled_campaign_jobs_are_not_sent_again(
     sent: list[Job] = []
     reap_expired(client, sent.append)
     assert sent == []
+
+
+@pytest.mark.parametrize("victim_clock", [SKEW, -SKEW], ids=["dead-worker-ahead", "behind"])
+def test_dead_worker_300_s_off_has_its_job_sent_again_as_fast_as_one_on_time(
+    project: WriteFiles,
+    processes: Processes,
+    client: redis.Redis,
+    redis_url: str,
+    victim_clock: int,
+) -> None:
+    """A worker killed (SIGKILL) while it runs a job, its clock 300 s off: the reaper sends
+    the job again when the lease runs out, as soon as for a worker with a true clock (not
+    later, by the slower ways of finding a dead worker's jobs)."""
+    root = project({"targets.yaml": SLOW, "evals.yaml": one_turn_cases(1)})
+    kill = signal.SIGKILL
+    true = seconds_to_rescue(
+        processes, client, redis_url, root, victim_clock=0, rescuer_clock=0, cut=kill
+    )
+    skewed = seconds_to_rescue(
+        processes, client, redis_url, root, victim_clock=victim_clock, rescuer_clock=0, cut=kill
+    )
+    assert true < WITHIN_LEASE and skewed < WITHIN_LEASE, (true, skewed)
+    assert abs(skewed - true) < 2.0, (true, skewed)

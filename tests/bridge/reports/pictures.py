@@ -15,6 +15,8 @@ from tests.browser import screenshot
 PASSED_GREEN = (0x1A, 0x7F, 0x37)
 FAILED_RED = (0xCF, 0x22, 0x2E)
 """`--ok` and `--fail` of the pages' style sheet."""
+INTERVAL_BLUE = (0x0A, 0x30, 0x69)
+"""The error bars of the charts (`rect.ci`)."""
 
 
 def colours(png: Path) -> Counter[tuple[int, int, int]]:

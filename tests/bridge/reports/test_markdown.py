@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
 from pathlib import Path
+
+from markdown_it import MarkdownIt
 
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.markdown import markdown_report
@@ -40,3 +43,39 @@ def test_cached_answers_are_counted_and_marked(tmp_path: Path) -> None:
     assert "1 answered from the response cache (`run --cache`)." in text
     assert "| capital | gpt | 1 (1 cached) | 0/1 | 0.30 | failed | ok | wrong city |" in text
     assert "| river | gpt | 1 | 0/1 | 0.30 | failed | ok | wrong city |" in text
+
+
+class Cells(HTMLParser):
+    """The elements of rendered Markdown, and the text of each table row's cells."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.rows: list[list[str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.rows[-1].append("")
+
+    def handle_data(self, data: str) -> None:
+        if self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def test_html_and_markdown_in_agent_text_render_as_text(tmp_path: Path) -> None:
+    """Rendered as GitHub renders Markdown (tables, strikethrough), a case id and an
+    error holding HTML, links, images and pipes show as written, in their own cells."""
+    case_id = "<img src=x onerror=alert(1)>|[c](http://x)"
+    error = "<script>alert('x')</script> & ![t](http://t/p.png) *b* ~~s~~ `c` a\\|b\nnext"
+    results = [result(case_id, "gpt", Status.INFRA_ERROR, error=error)]
+    text = markdown_report(CampaignResults.load(write_campaign(tmp_path, results)))
+    parser = Cells()
+    parser.feed(MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text))
+    assert parser.tags <= {"h1", "h2", "p", "code", "table", "thead", "tbody", "tr", "th", "td"}
+    row = next([c.strip() for c in r] for r in parser.rows if r[0].startswith("<img"))
+    assert row[0] == case_id
+    assert row[-1] == error.replace("\n", " ")
+    assert len(row) == 8

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.bridge.reports.pictures import FAILED_RED, PASSED_GREEN, picture
+from tests.bridge.reports.pictures import FAILED_RED, INTERVAL_BLUE, PASSED_GREEN, picture
 from tests.browser import dom
 from tests.conftest import embedded_env, read_jsonl
 
@@ -155,6 +155,46 @@ def test_the_report_header_charts_the_campaign(
 
     colours = picture(page.as_uri(), "report", tmp_path, (1280, 1000))
     assert colours[PASSED_GREEN] > 2000 and colours[FAILED_RED] > 500  # bars drawn, not blank
+
+
+def test_the_report_draws_intervals_and_the_targets_side_by_side(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Error bars at each target's intervals and a row per pair of targets, as
+    `summary.json` has them (checked against scipy and statsmodels in
+    test_compare_statistics.py)."""
+    results, _ = campaigns
+    page = results.with_suffix(".html")
+    summary = results.with_name(results.name.removesuffix(".jsonl") + ".summary.json")
+    stats = json.loads(summary.read_text())["statistics"]
+    shown = dom(page.as_uri(), tmp_path / "profile")
+
+    for target, numbers in stats["targets"].items():
+        for word, key in (("pass rate", "pass_rate_ci"), ("mean score", "mean_score_ci")):
+            low, high = numbers[key]
+            title = f"<title>{target}: {word}: 95% interval {low:.2f} to {high:.2f}</title>"
+            assert shown.count(title) == 3, title  # a whisker and two caps
+        low, high = numbers["pass_rate_ci"]
+        assert f">pass rate {numbers['pass_rate']:.0%} [{low:.0%}\u2013{high:.0%}]<" in shown
+    table = shown[
+        shown.index('<table id="pairs">') : shown.index(
+            "</table>", shown.index('<table id="pairs">')
+        )
+    ]
+    rows = re.findall(r'<tr data-pair="(\w+) (\w+)">(.*?)</tr>', table, re.DOTALL)
+    assert [(a, b) for a, b, _ in rows] == [
+        ("atlas", "flaky"),
+        ("atlas", "guesser"),
+        ("flaky", "guesser"),
+    ]
+    for (_, _, cells), pair in zip(rows, stats["pairs"], strict=True):
+        texts = re.findall(r"<td[^>]*>([^<]*)</td>", cells)
+        assert texts[:3] == [pair["a"], pair["b"], str(pair["n_paired"])]
+        assert texts[3].startswith(f"{pair['difference']:+.3f} [")
+        assert texts[6] == pair["verdict"]
+
+    colours = picture(page.as_uri(), "report", tmp_path, (1280, 1000))
+    assert colours[INTERVAL_BLUE] > 100  # the error bars, drawn
 
 
 def test_the_matrix_has_a_row_per_case_and_a_chip_per_result(

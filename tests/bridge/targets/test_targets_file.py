@@ -324,3 +324,33 @@ def test_a_missing_azure_endpoint_is_named_as_written_not_by_its_old_alias(
         "targets:\n  - {name: az, provider: azure, deployment: d, resource: 'https://r'}\n"
     )
     assert Targets.load(root).get("az").settings({}).endpoint == "https://r"  # type: ignore[union-attr]
+
+
+def test_a_placeholder_inside_a_shell_script_is_refused_at_load_at_its_line(
+    project: WriteFiles,
+) -> None:
+    """`sh -c 'agent {prompt}'` would run the case's text as shell code on the worker; the
+    prompt passed as an argument of its own after the script is fine."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n"
+            "  - name: safe\n    provider: cli\n"
+            "    command_template: sh -c 'my-agent --task \"$1\"' sh {prompt}\n"
+            "  - name: unsafe\n    provider: cli\n"
+            "    command_template: sh -c 'my-agent --task {prompt}'\n"
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    (problem,) = info.value.diagnostics
+    assert (problem.line, problem.column) == (7, 23)
+    assert problem.message.startswith(
+        "targets[1].command_template: {prompt} is inside the script `sh -c` runs, so the "
+        "case's text would run as code on the worker; pass it as an argument of its own"
+    )
+    (root / "targets.yaml").write_text(
+        "\n".join((root / "targets.yaml").read_text().splitlines()[:4]) + "\n"
+    )
+    assert Targets.load(root).get("safe").settings({}).command == (  # type: ignore[union-attr]
+        "sh -c 'my-agent --task \"$1\"' sh {prompt}"
+    )

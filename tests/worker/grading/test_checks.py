@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
+import time
+
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
@@ -16,6 +20,7 @@ from bridge.evalfile.evaluators import (
 )
 from tests.conftest import direct_job
 from worker.grading.checks import check, token_f1
+from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.grade import grade
 
@@ -176,3 +181,48 @@ def test_a_negated_check_states_the_claim_it_forbids_both_ways(
     claim = ABSENT_CLAIMS.get(str(entry["type"]), hit)
     assert lacks is not None and (lacks.score, lacks.misses) == (1.0, [])
     assert lacks.hits == [f"not so, as required: {claim}"]
+
+
+def test_an_empty_answer_shares_no_word_with_a_reference() -> None:
+    assert token_f1("", "Paris") == 0.0
+    assert token_f1("Paris", "") == 0.0
+
+
+def test_icontains_folds_the_answer_and_the_value() -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "icontains", "value": "paris"})
+    assert check(spec, "x", "IT IS PARIS", None).score == 1.0  # type: ignore[arg-type]
+    assert check(spec, "x", "It is Rome", None).score == 0.0  # type: ignore[arg-type]
+
+
+def test_equals_strips_the_expected_value_too() -> None:
+    assert check(EqualsEvaluator(type="equals", value=" 42\n"), "x", "42", None).score == 1.0
+
+
+def test_multi_line_json_in_a_code_fence_is_valid() -> None:
+    fenced = '```json\n{\n  "a": [1,\n        2]\n}\n```\n'
+    assert check(JsonValidEvaluator(type="json_valid"), "j", fenced, None).score == 1.0
+    assert check(JsonValidEvaluator(type="json_valid"), "j", "```\n[1,\n2\n```", None).score == 0.0
+
+
+def test_a_regex_search_lets_the_other_threads_run() -> None:
+    """The lease heartbeat and a worker's other jobs go on while a regex backtracks: the
+    search lets go of the GIL (`concurrent=True`); holding it, this thread would stand
+    still until the deadline."""
+    spec = RegexEvaluator(type="regex", pattern=r"^(a|aa)+$")
+    outcome: list[object] = []
+
+    def search() -> None:
+        try:
+            check(spec, "r", "a" * 60 + "!", None, Deadline.after(1.0))
+        except GradingError as exc:
+            outcome.append(exc)
+
+    searching = threading.Thread(target=search)
+    ticks = [time.monotonic()]
+    searching.start()
+    while searching.is_alive():
+        time.sleep(0.01)
+        ticks.append(time.monotonic())
+    assert outcome and "backtracks without end" in str(outcome[0])
+    assert ticks[-1] - ticks[0] >= 0.9  # the search ran to its deadline
+    assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.5

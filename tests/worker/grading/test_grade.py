@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator
+import pytest
+from pydantic import TypeAdapter
+
+from bridge.evalfile.evaluators import (
+    ContainsEvaluator,
+    EvaluatorSpec,
+    LlmJudgeEvaluator,
+    SimilarityEvaluator,
+    ToolTrajectoryEvaluator,
+)
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from tests.conftest import direct_job
-from worker.grading.grade import combine, evaluator_names, grade
+from worker.grading.grade import combine, evaluator_names, grade, negated
+from worker.grading.run_facts import RunFacts
 
 
 def result(name: str, score: float, weight: float = 1.0) -> EvaluatorResult:
@@ -66,3 +76,94 @@ def test_negate_turns_a_check_around() -> None:
     assert apologetic.misses == ["must not hold, but does: answer contains 'sorry'"]
     assert plain is not None and plain.score == 1.0
     assert plain.hits == ["not so, as required: answer contains 'sorry'"]
+
+
+def test_a_required_evaluator_below_the_threshold_makes_the_score_zero() -> None:
+    specs = [
+        ContainsEvaluator(type="contains", value="a", required=True),
+        ContainsEvaluator(type="contains", value="b"),
+    ]
+    graded = grade(job(evaluators=specs, pass_threshold=0.5), "b only")
+    assert graded is not None and (graded.score, graded.passed) == (0.0, False)
+    assert graded.misses[0] == "required evaluator contains-1 scored 0 < 0.5"
+    optional = grade(job(evaluators=[specs[0].model_copy(update={"required": False}), specs[1]],
+                         pass_threshold=0.5), "b only")  # fmt: skip
+    assert optional is not None and (optional.score, optional.passed) == (0.5, True)
+
+
+def test_a_required_evaluators_min_score_replaces_the_threshold() -> None:
+    specs = [ContainsEvaluator(type="contains", value="a", required=True, min_score=0.4)]
+    above = combine([result("contains", 0.5)], threshold=0.8, specs=specs)  # type: ignore[arg-type]
+    assert above.score == 0.5 and not any("required" in m for m in above.misses)
+    below = combine([result("contains", 0.3)], threshold=0.2, specs=specs)  # type: ignore[arg-type]
+    assert (below.score, below.passed) == (0.0, False)
+    assert below.misses[0] == "required evaluator contains scored 0.3 < 0.4"
+
+
+def test_an_unmet_required_rubric_item_fails_a_case_that_scores_above_the_threshold() -> None:
+    judged = result("rubric", 0.9).model_copy(update={"details": {"required_unmet": ["cites"]}})
+    specs: list[EvaluatorSpec] = [LlmJudgeEvaluator(type="llm_judge")]
+    graded = combine([judged], threshold=0.5, specs=specs)
+    assert (graded.score, graded.passed) == (0.9, False)  # the score stays, the case fails
+    assert graded.misses[0] == "required rubric item cites of rubric not met"
+    met = combine([result("rubric", 0.9)], threshold=0.5, specs=specs)
+    assert met.passed is True
+
+
+def test_a_failing_negated_evaluator_is_a_failure_not_an_exception() -> None:
+    spec = SimilarityEvaluator(type="similarity", negate=True)  # no reference: it fails
+    graded = grade(job(evaluators=[spec, ContainsEvaluator(type="contains", value="x")]), "x")
+    assert graded is not None and (graded.score, graded.passed) == (None, None)
+    assert graded.failures == [
+        "evaluator similarity: the case has no expected_messages to compare the answer with"
+    ]
+    failed = EvaluatorResult(name="n", type="similarity", score=None, weight=1.0, error="broke")
+    assert negated(failed) == failed
+
+
+def test_scores_keep_six_decimals() -> None:
+    third = combine([result("a", 1.0), result("b", 0.0), result("c", 0.0)], threshold=0.3)
+    assert third.score == 0.333333 and third.passed is True
+    unweighted = combine([result("a", 1.0, 0), result("b", 0.0, 0), result("c", 0.0, 0)], 0.3)
+    assert unweighted.score == 0.333333
+    judged = result("j", 0.1234567)
+    assert negated(judged).score == 0.876543
+    assert [r.name for r in third.evaluator_results] == ["a", "b", "c"]
+
+
+def test_weights_summing_to_less_than_one_still_weigh() -> None:
+    assert combine([result("a", 1.0, 0.75), result("b", 0.0, 0.25)], 0.8).score == 0.75
+
+
+def test_run_facts_reach_a_trajectory_evaluator_and_default_to_none_recorded() -> None:
+    spec = ToolTrajectoryEvaluator(type="tool_trajectory", mode="any_order", minimums={"ls": 1})
+    called = grade(job(evaluators=[spec]), "done", run=RunFacts(tool_calls=[{"name": "ls"}]))
+    assert called is not None and (called.score, called.failures) == (1.0, [])
+    unrecorded = grade(job(evaluators=[spec]), "done")  # no run facts: no tool called
+    assert unrecorded is not None and (unrecorded.score, unrecorded.failures) == (0.0, [])
+
+
+@pytest.mark.parametrize(
+    ("entry", "passing", "failing"),
+    [
+        ({"type": "trajectory", "check": "tool-used", "value": "ls"}, [{"name": "ls"}], []),
+        ({"type": "latency", "threshold": 100}, 50, 500),
+    ],
+)
+def test_each_run_evaluator_is_graded_through_grade(
+    entry: dict[str, object], passing: object, failing: object
+) -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python(entry)
+    facts = "tool_calls" if isinstance(passing, list) else "duration_ms"
+    good = grade(job(evaluators=[spec]), "x", run=RunFacts(**{facts: passing}))
+    bad = grade(job(evaluators=[spec]), "x", run=RunFacts(**{facts: failing}))
+    assert good is not None and (good.score, good.failures) == (1.0, [])
+    assert bad is not None and (bad.score, bad.failures) == (0.0, [])
+
+
+def test_field_accuracy_is_graded_through_grade() -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python(
+        {"type": "field_accuracy", "fields": [{"path": "a", "match": "exact"}]}
+    )
+    graded = grade(job(evaluators=[spec], reference_answer='{"a": 1}'), '{"a": 1}')
+    assert graded is not None and (graded.score, graded.failures) == (1.0, [])

@@ -298,7 +298,11 @@ def proxy_trap(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Trap]:
 
 
 def test_the_model_server_is_all_it_talks_to(
-    project: WriteFiles, tmp_path: Path, client: redis.Redis, proxy_trap: _Trap
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    proxy_trap: _Trap,
+    private_home: Path,
 ) -> None:
     """Without the provider's switches, this CLI sends telemetry to api.anthropic.com."""
     fixtures = [{"match": {}, "response": {"content": "Quiet."}}]
@@ -307,7 +311,7 @@ def test_the_model_server_is_all_it_talks_to(
     assert result.status is Status.OK, result.error
     assert proxy_trap.requests == []
     home = Path(result.artifacts["claude"]["home"])
-    assert home.is_relative_to(tmp_path) and not (home / "telemetry").exists()
+    assert home.is_relative_to(private_home) and not (home / "telemetry").exists()
 
 
 def test_claude_jobs_run_on_an_agent_cli_worker_with_its_own_key_and_base_url(

@@ -6,14 +6,18 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import redis
 
+from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs
 from bridge.queue.celery_queue import JobQueue
+from bridge.results.result import Status
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
+from worker.providers.failures import ProviderFailure
 from worker.providers.limits import RateGate
 
 KEY = "sk-limits-secret-987654321"
@@ -81,9 +85,8 @@ def test_concurrency_cap_is_shared_and_a_dead_holders_slot_expires(client: redis
     for thread in threads:
         thread.join()
     assert most == 2
-    client.zadd(
-        "evalrelay:limit:capped:slots", {"dead-1": time.time() - 1, "dead-2": time.time() - 1}
-    )
+    expired = now_ms(client) - 1000  # slot leases are on Redis's clock, in ms
+    client.zadd("evalrelay:limit:capped:slots", {"dead-1": expired, "dead-2": expired})
     started = time.monotonic()
     with gate.call(time.monotonic() + 5):
         pass
@@ -92,9 +95,12 @@ def test_concurrency_cap_is_shared_and_a_dead_holders_slot_expires(client: redis
 
 def test_concurrency_slot_wait_past_the_deadline_is_a_timeout(client: redis.Redis) -> None:
     gate = RateGate(client, "full", max_concurrency=1)
-    client.zadd("evalrelay:limit:full:slots", {"held": time.time() + 600})
-    try:
-        with gate.call(time.monotonic() + 0.3):
-            raise AssertionError("got a slot that was taken")
-    except Exception as exc:
-        assert "max_concurrency of target full" in str(exc)
+    client.zadd("evalrelay:limit:full:slots", {"held": now_ms(client) + 600_000})
+    entered = False
+    with pytest.raises(ProviderFailure) as caught, gate.call(time.monotonic() + 0.3):
+        entered = True
+    assert not entered, "got a slot that was taken"
+    assert caught.value.status is Status.TIMEOUT
+    assert str(caught.value) == (
+        "the job's time ran out waiting for the max_concurrency of target full"
+    )

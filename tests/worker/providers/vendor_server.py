@@ -9,19 +9,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-
-@dataclass
-class Reply:
-    body: Any
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
 
 
 @dataclass
@@ -30,6 +22,16 @@ class Seen:
     headers: dict[str, str]
     body: Any
     at: float
+
+
+@dataclass
+class Reply:
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    made: Callable[[Seen], tuple[Any, dict[str, str]]] | None = None
+    """Body and headers made from the request (a server that echoes what it was sent)."""
 
 
 class VendorServer:
@@ -53,13 +55,16 @@ class VendorServer:
                         )
                     )
                     reply = server.replies[min(len(server.seen), len(server.replies)) - 1]
+                    body, headers = (
+                        reply.made(server.seen[-1]) if reply.made else (reply.body, reply.headers)
+                    )
                 time.sleep(reply.delay)
-                payload = json.dumps(reply.body).encode()
+                payload = json.dumps(body).encode()
                 try:
                     self.send_response(reply.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
-                    for name, value in reply.headers.items():
+                    for name, value in headers.items():
                         self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)

@@ -1,0 +1,58 @@
+"""What the commands print, with the control characters of case ids, answers and messages
+shown as escapes (`\\x1b`), so a file or an agent can never move the cursor, clear the
+screen, retitle the window or ring the bell of whoever reads the output.
+
+rich leaves ESC alone (it strips only BEL, BS, VT, FF and CR), and click prints as it
+gets: every command prints through `TerminalConsole` or `echo`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import click
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+from rich.text import Text
+
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL, and C1 controls (0x9b is a CSI of its own)."""
+
+
+def printable(text: str) -> str:
+    """The text with each control character written as its Python escape (ESC as `\\x1b`)."""
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class TerminalConsole(Console):
+    """A rich Console whose output holds no control character but the ones rich writes
+    itself (colours, cursor moves of a progress bar): every segment of text goes through
+    `printable`, whether it came as a string, markup, a Text, a table cell or a log line.
+    A Text built from a file's text is best made with `printable` itself: rich measures a
+    Text before it is rendered."""
+
+    def render_str(self, text: str, **options: Any) -> Text:
+        """Strings and markup are made printable before rich measures them, so a table
+        column is as wide as what it shows."""
+        return super().render_str(printable(text), **options)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or not CONTROL.search(segment.text):
+                yield segment
+            else:
+                yield Segment(printable(segment.text), segment.style, segment.control)
+
+
+def echo(message: str, err: bool = False) -> None:
+    """`click.echo` of text that may hold a case id, an answer or a message from a file."""
+    click.echo(printable(message), err=err)
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 job`, `2 jobs`: a count with its noun, singular or plural (a regular plural)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

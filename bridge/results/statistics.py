@@ -1,0 +1,358 @@
+"""How sure a campaign's numbers are: intervals per target, and paired tests between targets.
+
+A pass rate over 14 cases is a guess within some 20 points either way, and two targets a
+few points apart may differ by noise alone; these numbers say which. The distributions and
+tests are scipy's and statsmodels', never written here.
+
+The unit of sampling is the case (dataset and case id): repeats of one case are not
+independent, so standard errors are clustered by case (Miller 2024, "Adding Error Bars to
+Evals") and paired differences average a case's repeats first. Only graded results count
+(status `ok` or `model_failure`, with a score), as in the mean score and pass rate.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel
+
+from bridge.results.result import Status
+
+if TYPE_CHECKING:
+    import numpy as np
+    from statsmodels.regression.linear_model import RegressionResults
+
+# scipy and statsmodels take seconds to import: each function imports what it uses, so
+# only the commands that compute statistics pay for them.
+
+LEVEL = 0.95
+"""Every interval is a 95% one."""
+ALPHA = 1 - LEVEL
+"""A pair's difference is significant when its Holm-corrected p-value is below this."""
+POWER = 0.8
+
+Verdict = Literal["better", "worse", "no detectable difference"]
+
+Case = tuple[str, str]
+"""Dataset and case id."""
+
+
+class TargetStatistics(BaseModel):
+    """One target's numbers with their 95% intervals."""
+
+    n: int
+    """Graded cases (each counted once, however many repeats)."""
+    results: int
+    """Graded results: cases times their graded repeats."""
+    pass_rate: float
+    pass_rate_ci: tuple[float, float]
+    """Wilson's, on the effective number of results when cases are repeated (see `_wilson`)."""
+    mean_score: float
+    mean_score_ci: tuple[float, float] | None
+    """Clustered by case, on Student's t with one degree of freedom fewer than the cases,
+    cut to 0..1; null with fewer than two cases."""
+    pass_at_k: dict[int, float]
+    """k → the chance that at least one of k answers to a case passes (Chen et al. 2021's
+    unbiased estimator), for every k up to the fewest graded repeats of any case."""
+
+
+class PairStatistics(BaseModel):
+    """Target `b` set against target `a` on the cases both answered."""
+
+    a: str
+    b: str
+    n_paired: int
+    """Cases graded for both."""
+    difference: float | None
+    """Mean score of `b` less that of `a`: positive when `b` scores higher."""
+    difference_ci: tuple[float, float] | None
+    """The paired t interval on the case mean scores (a case's repeats averaged first),
+    cut to -1..1; null with fewer than two shared cases."""
+    test: str = "paired t-test on the case mean scores"
+    p_value: float | None
+    p_value_holm: float | None
+    """`p_value` corrected by Holm's method across every pair of the comparison."""
+    p_value_mcnemar: float | None
+    """Exact McNemar on pass/fail; null when a case has several graded repeats."""
+    verdict: Verdict
+    """`better` or `worse` (said of `b`) when `p_value_holm` is below 0.05."""
+    cases_for_80_power: int | None
+    """About how many paired cases would detect this difference 80% of the time (at the
+    5% level, before correction); null when there is no difference to detect."""
+
+
+class Observed(Protocol):
+    """What the statistics read of a result (a whole `Result`, or a report's `ResultHead`)."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def dataset(self) -> str: ...
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def repeat(self) -> int: ...
+    @property
+    def status(self) -> Status: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def passed(self) -> bool | None: ...
+
+
+@dataclass
+class Observations:
+    """The graded results of one campaign, by target and case: a few numbers each (a
+    campaign of 100,000 results keeps them all, so a case's repeats are a list, and its
+    names one string shared by every target)."""
+
+    by_target: dict[str, dict[Case, list[tuple[int, float, bool]]]] = field(default_factory=dict)
+
+    def add(
+        self, target: str, dataset: str, case_id: str, repeat: int, score: float, passed: bool
+    ) -> None:
+        cases = self.by_target.setdefault(target, {})
+        case = (sys.intern(dataset), sys.intern(case_id))
+        cases.setdefault(case, []).append((repeat, score, passed))
+
+    def observe(self, result: Observed) -> None:
+        """Only graded results count, as in the mean score and pass rate."""
+        if result.score is not None and Status(result.status).is_scored:
+            self.add(
+                result.target,
+                result.dataset,
+                result.case_id,
+                result.repeat,
+                result.score,
+                bool(result.passed),
+            )
+
+    def cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
+        """Each case's graded answers of `target`, in repeat order; of a repeat listed
+        twice (a retried job), the later line."""
+        found = self.by_target.get(target, {})
+        return {case: _by_repeat(runs) for case, runs in found.items()}
+
+
+def _by_repeat(runs: list[tuple[int, float, bool]]) -> list[tuple[float, bool]]:
+    if len(runs) == 1:
+        return [(runs[0][1], runs[0][2])]
+    latest = {repeat: (score, passed) for repeat, score, passed in runs}
+    return [latest[repeat] for repeat in sorted(latest)]
+
+
+def target_statistics(cases: dict[Case, list[tuple[float, bool]]]) -> TargetStatistics | None:
+    """None when the target has no graded result."""
+    import numpy as np
+
+    answers = [
+        (score, passed, index)
+        for index, runs in enumerate(cases.values())
+        for score, passed in runs
+    ]
+    if not answers:
+        return None
+    scores = np.array([a[0] for a in answers], dtype=float)
+    passes = np.array([a[1] for a in answers], dtype=float)
+    groups = np.array([a[2] for a in answers])
+    return TargetStatistics(
+        n=len(cases),
+        results=len(answers),
+        pass_rate=float(passes.mean()),
+        pass_rate_ci=_wilson(passes, groups),
+        mean_score=float(scores.mean()),
+        mean_score_ci=_clustered_ci(scores, groups),
+        pass_at_k=pass_at_k([[p for _, p in runs] for runs in cases.values()]),
+    )
+
+
+def pass_at_k(cases: Sequence[Sequence[bool]]) -> dict[int, float]:
+    """The mean over cases of 1 - C(n-c, k) / C(n, k), n answers of which c passed."""
+    from scipy.special import comb
+
+    fewest = min((len(runs) for runs in cases), default=0)
+    values = {}
+    for k in range(1, fewest + 1):
+        chances = [
+            1.0 - comb(len(runs) - sum(runs), k, exact=True) / comb(len(runs), k, exact=True)
+            for runs in cases
+        ]
+        values[k] = sum(chances) / len(chances)
+    return values
+
+
+def _clustered(values: np.ndarray, groups: np.ndarray) -> RegressionResults:
+    """The mean as an intercept-only regression, its standard error clustered by case."""
+    import numpy as np
+    from statsmodels.regression.linear_model import OLS
+
+    model = OLS(values, np.ones_like(values))
+    return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
+
+
+def _clustered_ci(values: np.ndarray, groups: np.ndarray) -> tuple[float, float] | None:
+    if len(set(groups.tolist())) < 2:
+        return None
+    low, high = _clustered(values, groups).conf_int(ALPHA)[0]
+    return _within(low, high, 0.0, 1.0)
+
+
+def _within(low: float, high: float, least: float, most: float) -> tuple[float, float]:
+    """An interval cut to the values a score (0 to 1) or a difference of two (-1 to 1) can
+    take: with few cases, the t distribution's reaches past them."""
+    return min(max(float(low), least), most), max(min(float(high), most), least)
+
+
+def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+    """Wilson's interval on the effective number of results (Kish): as many as would give
+    the binomial variance p(1-p)/n the variance clustered by case has (CR0, so that one
+    result per case is the plain count). Repeats that all pass (or all fail) have no
+    variance to measure: they count as one result per case."""
+    import numpy as np
+    from statsmodels.regression.linear_model import OLS
+    from statsmodels.stats.proportion import proportion_confint
+
+    rate, cases = float(passes.mean()), len(set(groups.tolist()))
+    nobs = float(cases)
+    if cases < len(passes) and 0 < rate < 1:
+        fit = OLS(passes, np.ones_like(passes)).fit(
+            cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
+        )
+        nobs = rate * (1 - rate) / float(fit.bse[0]) ** 2
+    low, high = proportion_confint(rate * nobs, nobs, alpha=ALPHA, method="wilson")
+    return _within(low, high, 0.0, 1.0)
+
+
+def pair_statistics(
+    a: str,
+    b: str,
+    a_cases: dict[Case, list[tuple[float, bool]]],
+    b_cases: dict[Case, list[tuple[float, bool]]],
+) -> PairStatistics:
+    """`b` against `a` on their shared cases, before the Holm correction (see `corrected`)."""
+    import numpy as np
+    from scipy.stats import ttest_rel
+
+    shared = sorted(a_cases.keys() & b_cases.keys())
+    a_means = np.array([_mean_score(a_cases[c]) for c in shared], dtype=float)
+    b_means = np.array([_mean_score(b_cases[c]) for c in shared], dtype=float)
+    differences = b_means - a_means
+    difference = float(differences.mean()) if shared else None
+    ci = p_value = None
+    if len(shared) >= 2 and np.ptp(differences) == 0:
+        # Every case moved by the same amount: no spread to test against.
+        ci = (float(differences[0]), float(differences[0]))
+        p_value = 1.0 if differences[0] == 0 else 0.0
+    elif len(shared) >= 2:
+        test = ttest_rel(b_means, a_means)
+        low, high = test.confidence_interval(LEVEL)
+        ci, p_value = _within(low, high, -1.0, 1.0), float(test.pvalue)
+    return PairStatistics(
+        a=a,
+        b=b,
+        n_paired=len(shared),
+        difference=difference,
+        difference_ci=ci,
+        p_value=p_value,
+        p_value_holm=None,
+        p_value_mcnemar=_mcnemar([a_cases[c] for c in shared], [b_cases[c] for c in shared]),
+        verdict="no detectable difference",
+        cases_for_80_power=_cases_for_power(differences),
+    )
+
+
+def _mean_score(runs: list[tuple[float, bool]]) -> float:
+    return sum(score for score, _ in runs) / len(runs)
+
+
+def _mcnemar(
+    a_runs: Sequence[list[tuple[float, bool]]], b_runs: Sequence[list[tuple[float, bool]]]
+) -> float | None:
+    """Exact McNemar: of the cases where one passed and the other did not, is the split
+    further from half and half than chance makes it? (A binomial test on the discordant.)"""
+    from scipy.stats import binomtest
+
+    if not a_runs or any(len(r) != 1 for r in (*a_runs, *b_runs)):
+        return None
+    only_b = sum(b[0][1] and not a[0][1] for a, b in zip(a_runs, b_runs, strict=True))
+    only_a = sum(a[0][1] and not b[0][1] for a, b in zip(a_runs, b_runs, strict=True))
+    if only_a + only_b == 0:
+        return 1.0
+    return float(binomtest(only_b, only_a + only_b, 0.5).pvalue)
+
+
+def _cases_for_power(differences: np.ndarray) -> int | None:
+    """Two cases (the fewest a paired test takes) when they already give 80% power; else
+    statsmodels' solution; None when there is no difference, no spread, or no solution."""
+    import numpy as np
+    from statsmodels.stats.power import TTestPower
+
+    if len(differences) < 2 or differences.mean() == 0 or np.ptp(differences) == 0:
+        return None
+    effect = abs(float(differences.mean())) / float(differences.std(ddof=1))
+    power = TTestPower()
+    if power.power(effect_size=effect, nobs=2, alpha=ALPHA) >= POWER:
+        return 2
+    needed = float(power.solve_power(effect_size=effect, alpha=ALPHA, power=POWER))
+    return math.ceil(needed) if math.isfinite(needed) else None
+
+
+def corrected(pairs: list[PairStatistics]) -> list[PairStatistics]:
+    """The pairs with Holm's correction across all of them, and their verdicts."""
+    from statsmodels.stats.multitest import multipletests
+
+    tested = [i for i, pair in enumerate(pairs) if pair.p_value is not None]
+    if not tested:
+        return pairs
+    _, adjusted, _, _ = multipletests([pairs[i].p_value for i in tested], method="holm")
+    result = list(pairs)
+    for i, p_holm in zip(tested, adjusted, strict=True):
+        pair = pairs[i]
+        verdict: Verdict = "no detectable difference"
+        if p_holm < ALPHA and pair.difference:
+            verdict = "better" if pair.difference > 0 else "worse"
+        result[i] = pair.model_copy(update={"p_value_holm": float(p_holm), "verdict": verdict})
+    return result
+
+
+class CampaignStatistics(BaseModel):
+    """`summary.json`'s `statistics`: per target, and per pair of targets."""
+
+    targets: dict[str, TargetStatistics]
+    pairs: list[PairStatistics]
+
+
+def campaign_statistics(observations: Observations) -> CampaignStatistics:
+    """Every target, and every pair of targets in name order (`b` against `a`, a < b)."""
+    with quiet():
+        return _campaign_statistics(observations)
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """scipy's and statsmodels' warnings (a root finder that did not converge, a t-test on
+    identical numbers) would reach `run`'s terminal and the collector's log: the numbers
+    they concern are null or said otherwise."""
+    import statsmodels.tools.sm_exceptions  # noqa: F401  # its own filters, set at import
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _campaign_statistics(observations: Observations) -> CampaignStatistics:
+    cases = {name: observations.cases(name) for name in sorted(observations.by_target)}
+    targets = {}
+    for name, graded in cases.items():
+        stats = target_statistics(graded)
+        if stats is not None:
+            targets[name] = stats
+    pairs = [pair_statistics(a, b, cases[a], cases[b]) for a, b in combinations(sorted(targets), 2)]
+    return CampaignStatistics(targets=targets, pairs=corrected(pairs))

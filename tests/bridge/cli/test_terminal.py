@@ -1,0 +1,69 @@
+"""Control characters of a file never reach the terminal raw, whichever command prints them."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from bridge.cli.terminal import TerminalConsole, counted, printable
+from tests.bridge.cli.test_run import evalrelay
+from tests.conftest import WriteFiles, embedded_env
+
+HOSTILE_ID = "title\\e]0;pwned\\a\\e[2J"
+"""A case id (YAML's escapes) that would retitle the window, ring the bell, clear the screen."""
+
+
+def test_case_ids_and_questions_print_as_escapes_in_every_command(
+    project: WriteFiles, private_home: Path
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: broken, provider: mock, failure_rate: 1.0, "
+            "failure_kind: model_failure}\n",
+            "evals.yaml": f'evalcases:\n  - id: "{HOSTILE_ID}"\n'
+            '    input_messages: [{role: user, content: "clear\\e[2J the screen\\a"}]\n',
+            "bad.yaml": f'evalcases:\n  - id: "{HOSTILE_ID}"\n    input_mesages: []\n',
+        }
+    )
+    env = embedded_env(private_home)
+    outputs = {}
+    for command in (
+        ["validate", "evals.yaml", "bad.yaml"],
+        ["render", "evals.yaml"],
+        ["run", "evals.yaml", "--target", "broken"],
+    ):
+        done = evalrelay(*command, env=env, cwd=root)
+        outputs[command[0]] = done.stdout + done.stderr
+    (results,) = (root / "results").glob("*.jsonl")
+    done = evalrelay("report", str(results), "--markdown", "report.md", env=env, cwd=root)
+    outputs["report"] = done.stdout + done.stderr
+    for command, output in outputs.items():
+        assert "\x1b" not in output and "\x07" not in output, f"{command} printed:\n{output!r}"
+    assert "case 'title\\x1b]0;pwned\\x07\\x1b[2J'" in outputs["validate"]
+    assert "clear\\x1b[2J the screen" in outputs["render"]
+    assert "title\\x1b]0;p" in outputs["run"]  # the failures' table, its column cut short
+
+
+def test_the_console_shows_control_characters_however_they_are_printed() -> None:
+    """rich strips BEL but leaves ESC and C1 controls: strings, markup, Text objects and table
+    cells all come out as escapes, while rich's own colours stay."""
+    out = io.StringIO()
+    console = TerminalConsole(file=out, force_terminal=True, color_system="standard", width=200)
+    hostile = "a\x1b[2Jb\x9b31mc\x00"
+    table = Table("case")
+    table.add_row(hostile)
+    table.add_row(Text(hostile))
+    console.print(f"[red]{hostile}[/]", Text(hostile), table)
+    written = out.getvalue()
+    assert "\x1b[31m" in written  # rich's own red, and bold for the highlighted parts
+    assert re.sub(r"\x1b\[[0-9;]*m", "", written).count(printable(hostile)) == 4
+    assert "\x1b[2J" not in written and "\x9b" not in written and "\x00" not in written
+    assert printable("tab\tand\nnewline") == "tab\tand\nnewline"
+
+
+def test_a_count_says_its_noun_in_the_singular_only_for_one() -> None:
+    assert [counted(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]

@@ -1,0 +1,223 @@
+"""A Redis that restarts without its data mid-campaign: `run` rebuilds its campaign from the
+eval files and its results file and finishes it, `status` and `resume` say what happened
+and rebuild a campaign whose `run` is gone; every job ends with exactly one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+import redis
+
+from bridge.keys import epoch_key
+from bridge.queue.campaigns import CampaignInfo, Plan
+from bridge.queue.rebuild import find_record, read_record, record_path, write_record
+from tests.conftest import PrivateRedis, WriteFiles, one_turn_cases, read_jsonl, wait_for
+
+JOBS = 120
+TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"
+
+
+@pytest.fixture
+def forgetful(tmp_path: Path) -> Iterator[PrivateRedis]:
+    """A Redis that keeps nothing across a restart, as one without persistence."""
+    server = PrivateRedis(tmp_path / "redis", keep=False)
+    server.folder.mkdir()
+    server.start()
+    yield server
+    server.stop()
+
+
+def env_for(server: PrivateRedis, private_home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "EVALRELAY_REDIS_URL": server.url,
+        "EVALRELAY_HOME": str(private_home),
+        "PYTHONUNBUFFERED": "1",
+        "EVALRELAY_LEASE_SECONDS": "3",
+        "EVALRELAY_REAP_SECONDS": "0.5",
+        "EVALRELAY_ALIVE_SECONDS": "5",
+    }
+
+
+def evalrelay(
+    args: list[str], env: dict[str, str], cwd: Path, log: Path
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bridge.cli.main", *args],
+        env=env, cwd=cwd, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+
+
+def unwrapped(text: str) -> str:
+    """Without white space: the terminal wraps long lines, paths included."""
+    return "".join(text.split())
+
+
+def lines_in(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def restart_empty(server: PrivateRedis) -> None:
+    """Stop and start `server`, which keeps nothing: its mark changes (a command that
+    noticed first may have made a new one, and rebuilt its campaign already)."""
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    before = client.get(epoch_key())
+    assert before is not None
+    server.stop()
+    server.start()
+    assert client.get(epoch_key()) != before
+
+
+def one_line_per_job(path: Path) -> None:
+    lines = read_jsonl(path)
+    assert len(lines) == JOBS
+    assert len({line["job_id"] for line in lines}) == JOBS
+    assert {line["status"] for line in lines} == {"ok"}
+
+
+class MidCampaign(NamedTuple):
+    root: Path
+    env: dict[str, str]
+    run: subprocess.Popen[bytes]
+    results: Path
+
+
+@contextmanager
+def mid_campaign(
+    project: WriteFiles, server: PrivateRedis, private_home: Path, logs: Path
+) -> Iterator[MidCampaign]:
+    """A worker and a foreground `run` on `server`, once 30 of the results are on disk."""
+    root = project({"targets.yaml": TARGETS, "evals.yaml": one_turn_cases(JOBS)})
+    env = env_for(server, private_home)
+    worker = evalrelay(["worker", "-c", "4"], env, root, logs / "worker.log")
+    run = evalrelay(["run", "evals.yaml", "--target", "slow"], env, root, logs / "run.log")
+    try:
+        wait_for(lambda: list((root / "results").glob("*.jsonl")), 60, "the results file")
+        (results,) = (root / "results").glob("*.jsonl")
+        wait_for(lambda: lines_in(results) >= 30, 60, "30 results")
+        yield MidCampaign(root, env, run, results)
+    finally:
+        for process in (worker, run):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(20)
+
+
+def test_run_rebuilds_its_campaign_when_redis_restarts_empty(
+    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    with mid_campaign(project, forgetful, private_home, tmp_path) as running:
+        restart_empty(forgetful)
+        assert running.run.wait(120) == 0, (tmp_path / "run.log").read_text()
+        worker_said = lambda: unwrapped((tmp_path / "worker.log").read_text())  # noqa: E731
+        lost = unwrapped("Redis lost its data (it restarted empty, or evicted keys)")
+        wait_for(lambda: lost in worker_said(), 30, "the worker to say Redis lost its data")
+    said = unwrapped((tmp_path / "run.log").read_text())
+    assert unwrapped("Redis lost its data (it restarted empty, or evicted keys") in said, said
+    assert unwrapped(f"rebuilt from its eval files and {running.results}") in said
+    one_line_per_job(running.results)
+
+
+def test_status_and_resume_rebuild_a_campaign_whose_run_is_gone(
+    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    with mid_campaign(project, forgetful, private_home, tmp_path) as running:
+        root, env, results = running.root, running.env, running.results
+        os.killpg(running.run.pid, signal.SIGKILL)  # the run that collected it is gone
+        running.run.wait(10)
+        restart_empty(forgetful)
+        campaign = results.name.removesuffix(".jsonl")
+        kept = lines_in(results)
+
+        status = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "status"],
+            env=env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        said = unwrapped(status.stdout)
+        assert unwrapped(f"campaign {campaign} ({kept} of {JOBS} results in") in said, said
+        assert unwrapped(f"`evalrelay resume {campaign}` rebuilds it") in said
+
+        resume = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "resume", campaign],
+            env=env, cwd=root, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    said = unwrapped(resume.stderr)
+    assert resume.returncode == 0, said
+    assert unwrapped(f"campaign {campaign} was not in this Redis (it lost its data)") in said
+    assert unwrapped(f"{kept} results kept, {JOBS - kept} jobs sent again") in said
+    one_line_per_job(results)
+
+
+def test_a_campaign_unknown_to_an_empty_redis_says_how_to_rebuild_it(
+    forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    env = env_for(forgetful, private_home)
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "resume", "gone-20260101-000000-abcd"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    said = unwrapped(done.stderr)
+    assert done.returncode != 0
+    assert unwrapped("it is new, or it restarted without its data") in said, said
+    assert unwrapped("evalrelay resume results/<campaign>.jsonl") in said
+
+
+def test_a_record_is_found_by_id_by_results_file_or_by_its_own_path(tmp_path: Path) -> None:
+    info = CampaignInfo(
+        campaign_id="c-1", created_at="2026-01-01T00:00:00Z", sources=["e.yaml"],
+        targets=["t"], total=3, out_dir=str(tmp_path / "results"), plan=Plan(repeats=2),
+    )  # type: ignore[arg-type]  # fmt: skip
+    path = write_record(info)
+    assert path == record_path(tmp_path / "results", "c-1")
+    assert read_record(path).info == info
+    assert find_record("c-1", [tmp_path, tmp_path / "results"]) == path
+    assert find_record(str(tmp_path / "results" / "c-1.jsonl"), []) == path
+    assert find_record(str(path), []) == path
+    assert find_record("c-2", [tmp_path / "results"]) is None
+
+
+def test_resume_rebuilds_a_detached_campaign_from_the_record_its_collector_kept(
+    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    root = project({"targets.yaml": TARGETS, "evals.yaml": one_turn_cases(JOBS)})
+    env = env_for(forgetful, private_home)
+    out = tmp_path / "collected"
+    services = [
+        evalrelay(["worker", "-c", "4"], env, root, tmp_path / "worker.log"),
+        evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log"),
+    ]
+    try:
+        submitted = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+             "--detach"],
+            env=env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        campaign = submitted.stdout.strip()
+        results = out / f"{campaign}.jsonl"
+        wait_for(lambda: lines_in(results) >= 30, 60, "30 results")
+        assert record_path(out, campaign).is_file()  # kept by the collector
+        restart_empty(forgetful)
+        said_by_collect = lambda: unwrapped((tmp_path / "collect.log").read_text())  # noqa: E731
+        lost = unwrapped("collect: Redis lost its data (it restarted empty, or evicted keys)")
+        wait_for(lambda: lost in said_by_collect(), 30, "collect to say Redis lost its data")
+        resume = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "resume", str(results)],
+            env=env, cwd=root, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        for process in services:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(20)
+    said = unwrapped(resume.stderr)
+    assert resume.returncode == 0, said
+    assert unwrapped(f"campaign {campaign} was not in this Redis (it lost its data)") in said
+    one_line_per_job(results)

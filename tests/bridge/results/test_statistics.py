@@ -1,0 +1,115 @@
+"""The statistics on numbers small enough to check: without repeats, the Wilson interval
+and exact McNemar are the textbook ones on the counts; Holm corrects across every pair;
+the degenerate cases (one case, no difference) say so instead of inventing a number."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binomtest
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+
+from bridge.results.statistics import Observations, campaign_statistics, pass_at_k
+
+
+def observed(scores: dict[str, list[float]], repeats: int = 1) -> Observations:
+    """Target → one score per case (repeated as given); passed at 0.8 and above."""
+    observations = Observations()
+    for target, values in scores.items():
+        for case, score in enumerate(values):
+            for repeat in range(repeats):
+                observations.add(target, "d", f"c{case}", repeat, score, score >= 0.8)
+    return observations
+
+
+def test_without_repeats_wilson_and_mcnemar_are_those_of_the_counts() -> None:
+    a = [1.0] * 10 + [0.0] * 4
+    b = [1.0] * 3 + [0.0] * 7 + [1.0] * 1 + [0.0] * 3  # 7 of a's passes lost, 1 gained
+    stats = campaign_statistics(observed({"a": a, "b": b}))
+    assert stats.targets["a"].pass_rate_ci == pytest.approx(
+        proportion_confint(10, 14, alpha=0.05, method="wilson")
+    )
+    assert stats.targets["b"].n == stats.targets["b"].results == 14
+    (pair,) = stats.pairs
+    assert pair.p_value_mcnemar == pytest.approx(binomtest(1, 8, 0.5).pvalue)
+    assert (pair.a, pair.b, pair.verdict) == ("a", "b", "worse")
+    assert pair.difference == pytest.approx(-6 / 14)
+
+
+def test_holm_corrects_across_every_pair_of_targets() -> None:
+    base = [1.0, 0.0] * 8
+    stats = campaign_statistics(observed({"a": base, "b": [*base[:-2], 0.0, 0.0], "c": [0.0] * 16}))
+    raw = [pair.p_value for pair in stats.pairs]
+    assert [(p.a, p.b) for p in stats.pairs] == [("a", "b"), ("a", "c"), ("b", "c")]
+    assert [p.p_value_holm for p in stats.pairs] == pytest.approx(
+        list(multipletests(raw, method="holm")[1])
+    )
+
+
+def test_repeats_widen_the_pass_rate_interval_to_the_cases_behind_them() -> None:
+    """Three identical repeats of 12 cases are 12 cases' worth of evidence, not 36."""
+    scores = [1.0] * 8 + [0.0] * 4
+    once = campaign_statistics(observed({"t": scores})).targets["t"]
+    thrice = campaign_statistics(observed({"t": scores}, repeats=3)).targets["t"]
+    assert thrice.results == 36 and thrice.n == 12
+    assert thrice.pass_rate_ci == pytest.approx(once.pass_rate_ci)
+    assert thrice.pass_at_k == pytest.approx({1: 8 / 12, 2: 8 / 12, 3: 8 / 12})
+
+
+def test_pass_at_k_is_chen_et_al_s_unbiased_estimator() -> None:
+    # n=4, c=1: pass@2 = 1 - C(3,2)/C(4,2) = 1 - 3/6
+    assert pass_at_k([[True, False, False, False]]) == pytest.approx(
+        {1: 0.25, 2: 0.5, 3: 0.75, 4: 1.0}
+    )
+    assert pass_at_k([[True, False], [False]]) == pytest.approx({1: 0.25})  # up to the fewest
+
+
+def test_one_case_or_no_difference_give_no_interval_and_no_verdict() -> None:
+    single = campaign_statistics(observed({"a": [1.0], "b": [0.0]}))
+    assert single.targets["a"].mean_score_ci is None
+    assert single.pairs[0].difference_ci is None and single.pairs[0].p_value is None
+    assert single.pairs[0].verdict == "no detectable difference"
+    same = campaign_statistics(observed({"a": [1.0, 0.5, 0.0], "b": [1.0, 0.5, 0.0]}))
+    (pair,) = same.pairs
+    assert (pair.difference, pair.difference_ci, pair.p_value) == (0.0, (0.0, 0.0), 1.0)
+    assert pair.cases_for_80_power is None and pair.verdict == "no detectable difference"
+
+
+scores = st.sampled_from([0.0, 1 / 3, 0.333333, 0.5, 2 / 3, 1.0])
+answers = st.lists(
+    st.tuples(st.sampled_from("abc"), st.integers(0, 5), st.integers(0, 2), scores),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(answers)
+def test_any_campaign_gets_statistics_never_an_error(
+    found: list[tuple[str, int, int, float]],
+) -> None:
+    """A summary must always be written: identical differences, one case, all passed, a
+    root finder that finds nothing; every interval is ordered and within its range."""
+    observations = Observations()
+    for target, case, repeat, score in found:
+        observations.add(target, "d", f"c{case}", repeat, score, score >= 0.8)
+    stats = campaign_statistics(observations)
+    for target in stats.targets.values():
+        for low, high in filter(None, (target.pass_rate_ci, target.mean_score_ci)):
+            assert 0 <= low <= high <= 1
+    for pair in stats.pairs:
+        if pair.difference_ci is not None:
+            assert -1 <= pair.difference_ci[0] <= pair.difference_ci[1] <= 1
+        assert pair.cases_for_80_power is None or pair.cases_for_80_power >= 2
+
+
+def test_the_same_difference_in_every_case_needs_no_power_calculation() -> None:
+    """Seven cases each a third lower: the mean of the differences is off by rounding, so
+    their spread is not quite 0 and the power solver finds no solution (it once failed
+    the summary)."""
+    stats = campaign_statistics(observed({"a": [1.0] * 7, "b": [0.666667] * 7}))
+    (pair,) = stats.pairs
+    assert pair.cases_for_80_power is None
+    assert pair.difference_ci == (pytest.approx(-0.333333), pytest.approx(-0.333333))
+    assert pair.verdict == "worse"

@@ -1,0 +1,55 @@
+"""What every command-line agent shares, with the real CLIs against aimock: under
+`runtime: sandbox` each still reads its workspace, runs commands in it and reaches its
+model server, declared in `isolation.network`, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+
+from bridge.results.result import Status
+from tests.conftest import WriteFiles
+from tests.worker.providers.agent_cases import ATTACHED
+from tests.worker.providers.real_agents import reading_round_trip, run_against_aimock
+from tests.worker.providers.test_claude_code import claude_targets
+from tests.worker.providers.test_codex import codex_targets
+from tests.worker.providers.test_copilot_cli import copilot_targets
+
+AGENTS: dict[str, tuple[Callable[[str], str], str, dict[str, str]]] = {
+    "codex": (codex_targets, "exec_command", {"cmd": f"cat 'inputs/{ATTACHED}'"}),
+    "claude": (claude_targets, "Bash", {"command": f"cat 'inputs/{ATTACHED}'"}),
+    "copilot": (copilot_targets, "bash", {"command": f"cat 'inputs/{ATTACHED}'"}),
+}
+
+
+def sandboxed(targets: Callable[[str], str]) -> Callable[[str], str]:
+    def written(url: str) -> str:
+        endpoint = urlsplit(url).netloc
+        return targets(url) + f"    runtime: sandbox\n    isolation: {{network: ['{endpoint}']}}\n"
+
+    return written
+
+
+@pytest.mark.usefixtures("aimock_key")
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_real_agent_in_the_sandbox_reads_its_workspace_through_a_tool(
+    project: WriteFiles,
+    tmp_path: Path,
+    client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+) -> None:
+    if agent == "claude":  # its key comes from the worker, as in its own tests
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "aimock-key")
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "usual-claude"))
+    targets, tool, arguments = AGENTS[agent]
+    fixtures = reading_round_trip(tool, arguments)
+    result = run_against_aimock(
+        project, tmp_path, client, sandboxed(targets), agent, fixtures, "Read the module"
+    )
+    assert result.status is Status.OK, result.error
+    assert result.answer == "The module prints a greeting."

@@ -1,0 +1,149 @@
+"""No piece of a secret the worker holds reaches any sink: a vendor that echoes the key back
+JSON-escaped, URL-encoded, base64-encoded and cut in pieces, a worker logging at debug level,
+and a Redis with a password, through the real CLI, worker and reports."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import redis
+
+from bridge.keys import workers_key
+from tests.bridge.cli.test_run import evalrelay
+from tests.conftest import Processes, WriteFiles, free_port, read_jsonl, wait_for
+from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
+
+KEY = f"sk-test-{secrets.token_hex(6)}-{secrets.token_hex(8)}-{secrets.token_hex(10)}"
+REDIS_PASSWORD = f"redis-pw-{secrets.token_hex(12)}"
+
+
+def pieces(secret: str, size: int = 8) -> set[str]:
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
+
+
+def leaks(text: str) -> list[str]:
+    """The 8-character pieces of the key or the Redis password found in `text`."""
+    return sorted(p for p in pieces(KEY) | pieces(REDIS_PASSWORD) if p in text)
+
+
+def echoed(seen: Seen) -> tuple[dict[str, object], dict[str, str]]:
+    """The request's Authorization header back, in the answer and in the response headers."""
+    auth = seen.headers["authorization"]
+    key = auth.removeprefix("Bearer ")
+    forms = [
+        json.dumps(auth).replace("-", "\\u002d"),  # JSON-escaped, only the dashes
+        quote(auth, safe=""),
+        base64.b64encode(auth.encode()).decode(),
+        base64.b64encode(f"user:{key}".encode()).decode(),
+        " / ".join(key[i : i + 12] for i in range(0, len(key), 12)),
+    ]
+    headers = {"x-echo-authorization": auth, "x-echo-escaped": auth.replace("-", "\\u002d")}
+    return openai_chat("You sent: " + " | ".join(forms)), headers
+
+
+@pytest.fixture
+def locked_redis(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of the test's own that asks for a password, keeping an append-only file."""
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server must be installed for this test"
+    folder = tmp_path / "redis"
+    folder.mkdir()
+    port = free_port()
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+         "--requirepass", REDIS_PASSWORD, "--appendonly", "yes", "--save", ""],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    url = f"redis://:{REDIS_PASSWORD}@127.0.0.1:{port}/0"
+
+    def answers() -> bool:
+        try:
+            return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+        except (redis.RedisError, OSError):
+            return False
+
+    try:
+        wait_for(answers, 20, "the private redis-server")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(20)
+
+
+def everything_in(client: redis.Redis) -> str:
+    """Every key and every value in Redis, streams included, as one text."""
+    read = {
+        "string": client.get,
+        "hash": client.hgetall,
+        "list": lambda key: client.lrange(key, 0, -1),
+        "set": client.smembers,
+        "zset": lambda key: client.zrange(key, 0, -1, withscores=True),
+        "stream": client.xrange,
+    }
+    return "\n".join(f"{key} {read[client.type(key)](key)!r}" for key in client.scan_iter())
+
+
+def test_no_piece_of_a_secret_reaches_results_reports_redis_or_logs(
+    project: WriteFiles, private_home: Path, tmp_path: Path, locked_redis: str
+) -> None:
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"},
+        "EVALRELAY_REDIS_URL": locked_redis,
+        "EVALRELAY_HOME": str(private_home),
+        "OPENAI_API_KEY": KEY,
+        "PYTHONUNBUFFERED": "1",
+    }
+    client = redis.Redis.from_url(locked_redis, decode_responses=True)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    processes = Processes(env, logs)
+    with serving(Reply(None, made=echoed)) as server:
+        try:
+            processes.start("-vv", "worker", "--name", "w@mask", "-l", "DEBUG", name="worker")
+            wait_for(lambda: "w@mask" in client.hkeys(workers_key()), 30, "the worker to start")
+            targets = (
+                "targets:\n  - {name: echo-key, provider: openai, model: gpt-test, "
+                f"base_url: '{server.url}/v1', retry_initial_delay_ms: 10}}\n"
+            )
+            cases = "evalcases: [{id: a, input_messages: [{role: user, content: hi}]}]\n"
+            root = project({"targets.yaml": targets, "evals/a.yaml": cases})
+            done = evalrelay(
+                "-vv", "run", "evals/a.yaml", "--target", "echo-key", "--out", "out",
+                env=env, cwd=root,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        finally:
+            processes.stop_all()
+    assert server.seen[0].headers["authorization"] == f"Bearer {KEY}"  # the key did travel
+    (jsonl,) = (root / "out").glob("*.jsonl")
+    (line,) = read_jsonl(jsonl)
+    assert line["status"] == "ok", line.get("error")
+    assert "You sent: " in str(line["answer"])
+
+    reported = evalrelay(
+        "report", str(jsonl), "--html", "r.html", "--markdown", "r.md", env=env, cwd=root
+    )
+    assert reported.returncode == 0, reported.stderr
+    sinks = {
+        "results JSONL": jsonl.read_text(),
+        "summary.json": "\n".join(p.read_text() for p in (root / "out").rglob("*summary*.json")),
+        "HTML report": (root / "r.html").read_text(),
+        "Markdown report": (root / "r.md").read_text(),
+        "Redis": everything_in(client),
+        "worker log": processes.log("worker"),
+        "CLI output": done.stdout + done.stderr + reported.stdout + reported.stderr,
+    }
+    assert sinks["summary.json"], list((root / "out").rglob("*"))
+    assert "DEBUG" in sinks["worker log"] or "debug" in sinks["worker log"].lower()
+    found = {sink: leaks(text) for sink, text in sinks.items() if leaks(text)}
+    assert not found, found
+    assert "***" in str(line["answer"])
