@@ -96,11 +96,11 @@ def _load_some(
         while current < len(files):
             path, project = files[current]
             deadline = time.monotonic() + project.config.load_limits.seconds
-            outcome = _wait_for_one(receive, child, path, project, deadline, stopping)
+            outcome, ended = _wait_for_one(receive, child, path, project, deadline, stopping)
             yield current, outcome
             current += 1
-            if not child.is_alive() and not receive.poll():
-                break  # ended with this file: a new child takes the rest
+            if ended:
+                break  # the child ended with this file: a new child takes the rest
         return current
     finally:
         if child.is_alive():
@@ -116,24 +116,29 @@ def _wait_for_one(
     project: Project,
     deadline: float,
     stopping: Callable[[], bool],
-) -> Outcome:
+) -> tuple[Outcome, bool]:
+    """The file's outcome, and whether the child ended with it (killed, dead, or out of
+    memory, after which it stops): a dead child's pipe reads as ready, not as empty."""
     limits = project.config.load_limits
     while True:
         left = max(0.0, deadline - time.monotonic())
         ready = multiprocessing.connection.wait([receive, child.sentinel], min(POLL_SECONDS, left))
         if receive in ready:
             try:
-                return _outcome(path, project, receive.recv())
+                said = receive.recv()
+                return _outcome(path, project, said), said[0] == "memory"
             except EOFError:
                 pass  # it died before saying anything: say why below
         if ready:
             child.join(5)
-            return _died(path, project, child.exitcode)
+            return _died(path, project, child.exitcode), True
         if stopping():
             raise LoadStopped(str(path))
         if time.monotonic() >= deadline:
             child.kill()
-            return _over(path, f"loading it took more than {limits.seconds:g} seconds", "seconds")
+            child.join(5)
+            took = f"loading it took more than {limits.seconds:g} seconds"
+            return _over(path, took, "seconds"), True
 
 
 def _load_in_child(send: Connection, jobs: list[tuple[Path, Path, ProjectConfig]]) -> None:
