@@ -1,7 +1,8 @@
 """Shared fixtures: projects on disk, a real Redis, real worker processes.
 
 Tests that need Redis use the machine's server on 127.0.0.1:6379 (database 13, flushed
-before and after each test) and fail loudly when it is not there.
+before and after each test) and fail loudly when it is not there; run in parallel
+(`pytest -n 2`), each pytest-xdist worker starts a redis-server of its own instead.
 """
 
 from __future__ import annotations
@@ -71,12 +72,26 @@ def private_home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(home.parent, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def session_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The Redis this test process uses: the machine's (database 13) in a plain run; under
+    pytest-xdist (`-n`), a redis-server of each worker's own, since two workers flushing
+    one database, or seeing each other's pub/sub, would share state."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield TEST_REDIS_URL
+        return
+    server = PrivateRedis(tmp_path_factory.mktemp("redis"), keep=False, port=free_port())
+    server.start()
+    yield server.url
+    server.stop()
+
+
 @pytest.fixture
-def redis_url() -> Iterator[str]:
-    """The test database of the machine's Redis, empty before and after the test."""
-    client = connect(TEST_REDIS_URL)  # raises, naming the URL, when Redis is down
+def redis_url(session_redis_url: str) -> Iterator[str]:
+    """The test database, empty before and after the test."""
+    client = connect(session_redis_url)  # raises, naming the URL, when Redis is down
     client.flushdb()
-    yield TEST_REDIS_URL
+    yield session_redis_url
     client.flushdb()
 
 
