@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
+import regex
 from pydantic import (
     AfterValidator,
     AliasChoices,
@@ -23,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from bridge.evalfile.evaluators import compile_regex
 from bridge.evalfile.limits import Seconds
 from bridge.targets.cli_command import check_no_placeholder_in_scripts
 
@@ -204,6 +206,38 @@ class MockUsage(BaseModel):
     output_tokens: NonNegativeInt = 0
 
 
+class MockJudgeRule(BaseModel):
+    """A score for answers that contain a text or match a pattern."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    contains: str | None = None
+    matches: str | None = None
+    """A regular expression, as the `regex` evaluator reads it (searched, not anchored)."""
+    score: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_test(self) -> MockJudgeRule:
+        if (self.contains is None) == (self.matches is None):
+            raise ValueError("a mock judge rule needs exactly one of `contains` or `matches`")
+        if self.matches is not None:
+            try:
+                compile_regex(self.matches, None)
+            except regex.error as exc:
+                raise ValueError(f"`matches` is not a valid regular expression ({exc})") from None
+        return self
+
+
+class MockJudge(BaseModel):
+    """What a mock judge replies: the first rule that fits the candidate answer gives the
+    score, else `score`; rubric items are all met at 0.5 or more, none below."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    score: float = Field(default=1.0, ge=0.0, le=1.0)
+    rules: list[MockJudgeRule] = Field(default_factory=list)
+
+
 class MockTarget(TargetBase):
     """A provider that answers without a network: for quick starts, tests and benchmarks."""
 
@@ -216,8 +250,10 @@ class MockTarget(TargetBase):
     latency_ms: NonNegativeFloat = 0
     failure_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     failure_kind: FailureKind = "infra_error"
-    judge: bool = False
-    """Answer as a judge that finds everything right: a verdict of 1.0, every rubric met."""
+    judge: bool | MockJudge = False
+    """Answer as a judge: `true` finds everything right (a verdict of 1.0, every rubric
+    met); `{score, rules}` scores answers by what they contain, so a dry run shows what a
+    judge would see."""
     tool_calls: list[MockToolCall] = Field(default_factory=list)
     """Tool calls the run reports, for trying `tool_trajectory` and the like."""
     usage: MockUsage | None = None

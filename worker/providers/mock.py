@@ -11,10 +11,11 @@ import json
 import re
 import time
 
+from bridge.evalfile.evaluators import compile_regex
 from bridge.prompt.build import PromptRequest
 from bridge.queue.jobs import Job
 from bridge.results.result import Status, Usage
-from bridge.targets.settings import MockTarget
+from bridge.targets.settings import MockJudge, MockJudgeRule, MockTarget
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
 
@@ -44,8 +45,9 @@ class MockProvider(Provider):
         )
 
     def _answer(self, job: Job) -> str:
-        if self.settings.judge:
-            return _verdict(job.request.question)
+        judge = self.settings.judge
+        if judge:
+            return _verdict(job.request.question, MockJudge() if judge is True else judge)
         if job.case_id in self.settings.responses:
             return self.settings.responses[job.case_id]
         if self.settings.echo:
@@ -59,14 +61,61 @@ class MockProvider(Provider):
         return int.from_bytes(digest[:8], "big") / 2**64 < self.settings.failure_rate
 
 
-def _verdict(prompt: str) -> str:
-    """A judge's reply that finds everything right: each rubric item listed in the prompt
-    is satisfied, or the score is 1."""
+def _verdict(prompt: str, judge: MockJudge) -> str:
+    """A judge's reply: the score of the first rule that fits the candidate answer (or the
+    judge's own score), for each rubric item listed in the prompt or as a whole."""
+    answer = _candidate_answer(prompt)
+    score, why = judge.score, "mock judge: no rule fits"
+    for rule in judge.rules:
+        if _fits(rule, answer):
+            score, why = rule.score, f"mock judge: {_described(rule)}"
+            break
+    if not judge.rules:
+        why = "mock judge"
     ids = re.findall(r"^- \[([^\]]+)\]", prompt, re.MULTILINE)
     if ids:
-        checks = [{"id": i, "satisfied": True, "reasoning": "mock judge"} for i in ids]
-        return json.dumps({"checks": checks, "overall_reasoning": "mock judge: all met"})
-    return json.dumps({"score": 1.0, "hits": [], "misses": [], "reasoning": "mock judge"})
+        met = score >= 0.5
+        checks = [{"id": i, "satisfied": met, "reasoning": why} for i in ids]
+        return json.dumps({"checks": checks, "overall_reasoning": why})
+    return json.dumps({"score": score, "hits": [], "misses": [], "reasoning": why})
+
+
+def _candidate_answer(prompt: str) -> str:
+    """The answer under the judge prompt's `candidate_answer` header; a custom prompt has
+    none, and its rules look at the whole prompt."""
+    found = CANDIDATE_SECTION.search(prompt)
+    return found[1] if found else prompt
+
+
+CANDIDATE_SECTION = re.compile(
+    r"^\[\[ ## candidate_answer ## \]\]\n(.*?)(?=\n\n\[\[ ## |\Z)", re.S | re.M
+)
+
+
+def _fits(rule: MockJudgeRule, answer: str) -> bool:
+    if rule.contains is not None:
+        return rule.contains in answer
+    assert rule.matches is not None
+    try:
+        pattern = compile_regex(rule.matches, None)
+        return pattern.search(answer, timeout=RULE_SECONDS, concurrent=True) is not None
+    except TimeoutError:
+        raise ProviderFailure(
+            Status.MODEL_FAILURE,
+            f"mock judge rule /{rule.matches}/ still matching after {RULE_SECONDS:g} s; "
+            "rewrite it without nested repetition",
+        ) from None
+
+
+RULE_SECONDS = 1.0
+"""How long one rule's pattern may search: the targets file is trusted, but a pattern that
+backtracks without end should still not hold a worker."""
+
+
+def _described(rule: MockJudgeRule) -> str:
+    if rule.contains is not None:
+        return f"contains {rule.contains!r}"
+    return f"matches /{rule.matches}/"
 
 
 def last_user_text(request: PromptRequest) -> str:

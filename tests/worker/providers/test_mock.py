@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from bridge.evalfile.cases import load_eval_file
+from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator
+from bridge.prompt.build import PromptRequest
 from bridge.queue.campaigns import plan_jobs
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import MockTarget
-from tests.conftest import WriteFiles, one_turn_cases
+from tests.conftest import WriteFiles, one_turn_cases, target_ref
+from tests.conftest import direct_job as job
+from worker.execute import execute
 from worker.providers.base import ProviderFailure
 from worker.providers.mock import MockProvider
 
@@ -72,3 +79,80 @@ def test_injected_failures_are_reproducible_per_attempt(project: WriteFiles) -> 
     assert 30 < sum(first) < 90
     retried = [failed(job.model_copy(update={"attempt": 2})) for job in jobs]
     assert retried != first
+
+
+RULED_JUDGE = {
+    "name": "judge",
+    "provider": "mock",
+    "judge": {
+        "score": 0.2,
+        "rules": [
+            {"contains": "Paris", "score": 0.9},
+            {"matches": r"(?i)\blyon\b", "score": 0.4},
+        ],
+    },
+}
+
+
+def judged(answer: str, judge: dict[str, Any], **update: Any) -> Job:
+    """A job on a mock answering `answer`, graded by an `llm_judge` on `judge`."""
+    return job(
+        **{
+            "target": target_ref({"name": "t", "provider": "mock", "response": answer}),
+            "evaluators": [LlmJudgeEvaluator(type="llm_judge")],
+            "judges": {"judge": target_ref(judge)},
+            "default_judge": "judge",
+            **update,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "score", "why"),
+    [
+        ("It is Paris.", 0.9, "mock judge: contains 'Paris'"),
+        ("LYON, I think", 0.4, r"mock judge: matches /(?i)\blyon\b/"),
+        ("No idea.", 0.2, "mock judge: no rule fits"),
+    ],
+)
+def test_a_mock_judge_scores_the_candidate_answer_by_its_first_rule(
+    answer: str, score: float, why: str
+) -> None:
+    graded = execute(judged(answer, RULED_JUDGE), "w")
+    assert graded.status is Status.OK
+    assert graded.score == score
+    assert graded.evaluator_results[0].reasoning == why
+
+
+def test_a_mock_judge_looks_only_at_the_answer_not_the_question() -> None:
+    graded = execute(
+        judged("No idea.", RULED_JUDGE, request=PromptRequest(question="Is it Paris?")), "w"
+    )
+    assert graded.score == 0.2
+
+
+def test_a_mock_judge_meets_every_rubric_item_at_half_or_more_and_none_below() -> None:
+    rubric = RubricEvaluator(type="rubric", rubrics=["names the city", "is polite"])
+    met = execute(judged("Paris", RULED_JUDGE, evaluators=[rubric]), "w")
+    unmet = execute(judged("Lyon", RULED_JUDGE, evaluators=[rubric]), "w")
+    assert (met.score, met.passed) == (1.0, True)
+    assert (unmet.score, unmet.passed) == (0.0, False)
+
+
+def test_judge_true_still_finds_everything_right() -> None:
+    graded = execute(judged("No idea.", {"name": "judge", "provider": "mock", "judge": True}), "w")
+    assert graded.score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"score": 0.5}, "exactly one of `contains` or `matches`"),
+        ({"contains": "a", "matches": "b", "score": 0.5}, "exactly one of"),
+        ({"matches": "(", "score": 0.5}, "`matches` is not a valid regular expression"),
+        ({"contains": "a", "score": 2}, "less than or equal to 1"),
+    ],
+)
+def test_a_bad_mock_judge_rule_is_refused_saying_why(rule: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        MockTarget.model_validate({"name": "j", "provider": "mock", "judge": {"rules": [rule]}})
