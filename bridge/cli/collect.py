@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -47,7 +48,8 @@ log = logging.getLogger(__name__)
     "resumes its own unacknowledged entries at once.",
 )
 def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str | None) -> None:
-    """Write results from Redis into <out>/<campaign>.jsonl until stopped."""
+    """Write results from Redis into <out>/<campaign>.jsonl: every service campaign until
+    stopped, or, with --campaign, the campaigns named until each is complete."""
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -80,6 +82,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             ensure_html_beside,
         )
         ride_out = RideOut(lambda text: log.warning("collect: %s", text))
+        shown = ProgressLines()
 
         def one_round() -> None:
             nonlocal epoch_seen
@@ -109,6 +112,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             collector.poll(active, block_ms=1000)
             for campaign_id in active:
                 state = progress(runtime.client, campaign_id)
+                shown.report(campaign_id, state.done, state.total)
                 if state.finished:
                     collector.finish(campaign_id)
                     finished.add(campaign_id)
@@ -116,9 +120,27 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
                     echo(f"campaign {campaign_id} complete: {state.done} results in {where}")
 
         try:
-            while not stopping:
+            while not stopping and not (campaign_ids and finished.issuperset(campaign_ids)):
                 ride_out(one_round)
         except KeyboardInterrupt:
             pass
         finally:
             collector.close()
+
+
+class ProgressLines:
+    """A line per campaign whenever its count moved, at most every `PROGRESS_SECONDS`:
+    a collector runs for days in a log, where a bar would be noise."""
+
+    def __init__(self) -> None:
+        self.said: dict[str, tuple[int, float]] = {}
+
+    def report(self, campaign_id: str, done: int, total: int) -> None:
+        last_done, last_at = self.said.get(campaign_id, (0, 0.0))
+        now = time.monotonic()
+        if done != last_done and now - last_at >= PROGRESS_SECONDS:
+            echo(f"campaign {campaign_id}: {done}/{total} results")
+            self.said[campaign_id] = (done, now)
+
+
+PROGRESS_SECONDS = 10.0

@@ -1,4 +1,5 @@
-"""`evalrelay resume`: send again the jobs of a campaign that have no result, and follow it."""
+"""`evalrelay resume`: send again the jobs of a campaign that were lost or cancelled, and
+collect it when no one else does."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ from bridge.queue.campaigns import (
     CampaignInfo,
     load_info,
     missing_jobs,
+    progress,
     resolve_campaign,
     uncancel,
 )
 from bridge.queue.celery_queue import JobQueue
+from bridge.queue.outstanding import not_sent
 from bridge.queue.rebuild import find_record, read_record, rebuild
 from bridge.queue.runtime import open_runtime
+from bridge.results.collector import collectors_of
 from bridge.results.results_file import read_results, results_path
 
 
@@ -54,19 +58,31 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             )
         else:
             info = load_info(client, campaign)
+            if (
+                not progress(client, campaign).finished
+                and not collectors_of(client, [campaign])[campaign]
+            ):
+                info = info.model_copy(update={"collector": "run"})  # nobody else will
             uncancel(client, campaign)
             missing = missing_jobs(client, campaign)
-            queue.send(missing)
-            console.print(
-                f"campaign [bold]{campaign}[/]: {len(missing)} of {info.total} jobs sent again"
-            )
-            summary = follow_campaign(client, info, console, sent=[j.job_id for j in missing])
+            unsent = not_sent(client, missing)
+            queue.send(unsent)
+            console.print(resumed_text(campaign, info.total, len(missing), len(unsent)))
+            summary = follow_campaign(client, info, console)
         where = results_location(client, info)
     print_summary(console, info, summary, where)
     code, why = exit_status(summary, None)
     if why:
         console.print(why)
     sys.exit(code)
+
+
+def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
+    """What `resume` did: jobs still queued, running or waiting to be collected are left
+    alone (sending them again would only pay for them twice)."""
+    waiting = missing - unsent
+    left = f"; {waiting} still queued, running or waiting to be collected" if waiting else ""
+    return f"campaign [bold]{campaign}[/]: {unsent} of {total} jobs sent again{left}"
 
 
 def rebuilt(

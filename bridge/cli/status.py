@@ -37,6 +37,7 @@ from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
+from bridge.results.collector import collectors_of
 from bridge.results.write_errors import write_errors
 
 RECENT_FINISHED = 5
@@ -77,8 +78,9 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             # copies whole.
             console.print(Text.assemble("campaign ", (info.campaign_id, "bold")), soft_wrap=True)
             console.print(campaign_detail(client, info))
+            print_uncollected(console, client, [info], runtime.embedded)
         else:
-            print_campaigns(console, client, show_all, last)
+            print_campaigns(console, client, show_all, last, runtime.embedded)
         print_write_errors(console, client)
         console.print(queue_table(client))
         now = now_seconds(client)  # every `seen` was written on Redis's clock
@@ -87,7 +89,9 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             print_live(console, client, watchers_key(), watcher_table, show_all, now)
 
 
-def print_campaigns(console: Console, client: redis.Redis, show_all: bool, last: int) -> None:
+def print_campaigns(
+    console: Console, client: redis.Redis, show_all: bool, last: int, embedded: bool
+) -> None:
     infos = list_campaigns(client, limit=None)
     print_lost(console, {i.campaign_id for i in infos})
     if not infos:
@@ -98,6 +102,8 @@ def print_campaigns(console: Console, client: redis.Redis, show_all: bool, last:
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
         print_fitted(console, *campaign_tables(shown, states, homes))
+        unfinished = [i for i in shown if not states[i.campaign_id].finished]
+        print_uncollected(console, client, unfinished, embedded)
     hidden = len(infos) - len(shown)
     if hidden:
         console.print(f"{hidden} older finished campaigns not shown (--all lists them)")
@@ -160,6 +166,28 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         if value:
             table.add_row(field, value)
     return table
+
+
+def print_uncollected(
+    console: Console, client: redis.Redis, infos: Sequence[CampaignInfo], embedded: bool
+) -> None:
+    """A line for each unfinished campaign no collector polls, with the command that
+    finishes it: without one its results wait in Redis and `done` never moves."""
+    progress = progress_many(client, [i.campaign_id for i in infos])
+    unfinished = [i.campaign_id for i in infos if not progress[i.campaign_id].finished]
+    for campaign_id, collector in collectors_of(client, unfinished).items():
+        if collector is not None:
+            continue
+        if embedded:
+            why = "the run that started it has ended"
+            todo = f"`evalrelay resume {campaign_id}` sends its missing jobs and collects it"
+        else:
+            why = "no collector is writing its results, which wait in Redis"
+            todo = (
+                f"`evalrelay resume {campaign_id}` sends the jobs that were lost and collects "
+                f"it, or start `evalrelay collect --campaign {campaign_id}`"
+            )
+        console.print(Text(f"{campaign_id}: {why}; {todo}", style="yellow"), soft_wrap=True)
 
 
 def count_missing(client: redis.Redis, campaign_id: str) -> int:

@@ -22,9 +22,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -56,8 +57,9 @@ SUMMARY_INTERVAL_SECONDS = 1.0
 CLAIM_INTERVAL_SECONDS = 5.0
 """How often to look for entries abandoned by dead collectors."""
 
-COLLECTOR_LEASE_MS = 30_000
-"""A collector that has not polled a campaign for this long loses it to another."""
+COLLECTOR_LEASE_MS = int(1000 * float(os.environ.get("EVALRELAY_COLLECTOR_LEASE_SECONDS", "30")))
+"""A collector that has not polled a campaign for this long loses it to another (and
+`status` says the campaign has no collector)."""
 
 _HOLD = """
 local holder = redis.call('GET', KEYS[1])
@@ -400,6 +402,14 @@ class Collector:
                 except OSError as exc:
                     self._cannot_write(campaign_id, file.summary_path, exc)
             self.summary_written = time.monotonic()
+
+
+def collectors_of(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, str | None]:
+    """The collector polling each campaign now (its lease holder), or None: nobody writes
+    that campaign's results, which then wait in Redis."""
+    keys = [collector_lease_key(c) for c in campaign_ids]
+    holders = cast(list[str | None], client.mget(keys)) if keys else []
+    return dict(zip(campaign_ids, holders, strict=True))
 
 
 def _parse(fields: dict[str, str]) -> Result | None:
