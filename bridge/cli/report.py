@@ -132,7 +132,7 @@ def report_command(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print the statistics as JSON (per side and per pair; see the README) instead of "
+    help="Print the statistics as JSON (per side and per pair; see docs/compare.md) instead of "
     "the tables.",
 )
 @click.option(
