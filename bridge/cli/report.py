@@ -229,7 +229,7 @@ def comparison_json(
     min_effect: float,
     gated: list[PairStatistics],
 ) -> dict[str, object]:
-    """`compare --json`: the contract the README documents."""
+    """`compare --json`: the contract docs/compare.md documents."""
     return {
         "before": old.campaign_id,
         "after": new.campaign_id,
