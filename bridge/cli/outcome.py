@@ -1,5 +1,5 @@
 """What a finished campaign tells the terminal: the summary table, the failed cases and
-why, and the exit status (documented in the README)."""
+why, and the exit status (documented in docs/commands.md)."""
 
 from __future__ import annotations
 

@@ -62,9 +62,24 @@ results_option = click.option(
 @click.option(
     "--out", type=click.Path(path_type=Path, file_okay=False), help="Write all three here."
 )
-@click.option("--html", "html_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--junit", "junit_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--markdown", "markdown_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the HTML report (charts, the matrix of cases and targets) to this file.",
+)
+@click.option(
+    "--junit",
+    "junit_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the JUnit XML report, a testcase per result, to this file, for CI.",
+)
+@click.option(
+    "--markdown",
+    "markdown_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the Markdown summary to this file instead of printing it.",
+)
 @results_option
 def report_command(
     campaign: str,
@@ -77,7 +92,8 @@ def report_command(
     """Write CAMPAIGN's HTML, JUnit XML and Markdown reports.
 
     CAMPAIGN is a .jsonl file, an id, the start of one, a name given to `run --name`, or
-    `latest`. With no option, all three go next to the campaign's JSONL file.
+    `latest`. With no option, all three go next to the campaign's JSONL file; with
+    --html, --junit or --markdown, only those (and, with --out too, the others there).
     """
     loaded = CampaignResults.load(results_file(campaign, results))
     chosen = {"html": html_file, "junit": junit_file, "markdown": markdown_file}
@@ -116,7 +132,7 @@ def report_command(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print the statistics as JSON (per side and per pair; see the README) instead of "
+    help="Print the statistics as JSON (per side and per pair; see docs/compare.md) instead of "
     "the tables.",
 )
 @click.option(
@@ -213,7 +229,7 @@ def comparison_json(
     min_effect: float,
     gated: list[PairStatistics],
 ) -> dict[str, object]:
-    """`compare --json`: the contract the README documents."""
+    """`compare --json`: the contract docs/compare.md documents."""
     return {
         "before": old.campaign_id,
         "after": new.campaign_id,

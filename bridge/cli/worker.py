@@ -49,7 +49,13 @@ def default_concurrency(queue: str) -> int:
     help="prefork runs each job in a child process.",
 )
 @click.option("--name", "-n", help="Worker name (default: evalrelay-<queues>-<pid>@<host>).")
-@click.option("--loglevel", "-l", default="INFO", show_default=True)
+@click.option(
+    "--loglevel",
+    "-l",
+    default="INFO",
+    show_default=True,
+    help="The least severe log lines shown: DEBUG, INFO, WARNING or ERROR.",
+)
 @click.option(
     "--task-events",
     "-E",

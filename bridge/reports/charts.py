@@ -105,7 +105,7 @@ def score_chart(distributions: Distributions) -> Chart:
     bins = distributions.score_bins()
     scored = sum(b.outcomes.total() for b in bins)
     chart = histogram("scores", "Scores", bins, "score from")
-    chart.note = f"{scored:,} graded results, by score in tenths and by outcome."
+    chart.note = f"{scored:,} graded results, by score in tenths (1.0 alone) and by outcome."
     return chart
 
 

@@ -16,7 +16,9 @@ from bridge.reports.lines import ResultHead
 from bridge.reports.outcomes import Outcome
 
 SCORE_BINS = 10
-"""Scores fall in tenths, from [0, 0.1) to [0.9, 1.0]."""
+"""Scores below 1 fall in tenths, from [0, 0.1) to [0.9, 1); a score of 1 has the top bin
+to itself, labelled 1.0: full marks are what most checks give, and a column labelled 0.9
+must not hold them."""
 
 LATENCY_EDGES_MS = (250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000)
 """Bins from a quarter second to five minutes, wider as they go: an API call takes
@@ -32,15 +34,14 @@ class Bin(NamedTuple):
 
 class Distributions:
     def __init__(self) -> None:
-        self.scores = [Counter[Outcome]() for _ in range(SCORE_BINS)]
+        self.scores = [Counter[Outcome]() for _ in range(SCORE_BINS + 1)]
         self.latencies = [Counter[Outcome]() for _ in range(len(LATENCY_EDGES_MS) + 1)]
         self.durations = array("q")
         """Every result's time, for its quantiles: 8 bytes a result."""
 
     def add(self, head: ResultHead, kind: Outcome) -> None:
         if head.score is not None and head.status.is_scored:
-            tenth = min(SCORE_BINS - 1, max(0, int(head.score * SCORE_BINS)))
-            self.scores[tenth][kind] += 1
+            self.scores[_score_bin(head.score)][kind] += 1
         self.latencies[bisect_right(LATENCY_EDGES_MS, head.duration_ms)][kind] += 1
         self.durations.append(head.duration_ms)
 
@@ -62,6 +63,13 @@ class Distributions:
         ordered = sorted(self.durations)
         last = len(ordered) - 1
         return {q: ordered[min(last, int(q * len(ordered)))] for q in QUANTILES}
+
+
+def _score_bin(score: float) -> int:
+    """The bin of a score: its tenth, or the top bin for a score of 1."""
+    if score >= 1:
+        return SCORE_BINS
+    return min(SCORE_BINS - 1, max(0, int(score * SCORE_BINS)))
 
 
 def _seconds(ms: int) -> str:

@@ -1,7 +1,7 @@
 """Faults across hosts: links cut mid-handoff and mid-job, a collector partitioned while a
 second takes over, Redis stopped and killed, a submitter killed mid-submit. Each ends with
 every job exactly one line, without `resume`, within a stated time; each prints what it
-measured (the README's cluster section quotes these lines)."""
+measured (docs/guarantees.md quotes these lines)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ CASE = "input_messages: [{role: user, content: q}]"
 def test_the_limits_are_the_documented_ones() -> None:
     """The boundary tests below follow the constants; these are the values promised."""
     assert (MAX_REPEATS, MAX_JOB_SECONDS) == (1000, 4 * 3600)
-    # As the README's evalrelay.yaml example writes them out.
+    # As docs/configuration.md's evalrelay.yaml example writes them out.
     assert TemplateLimits().model_dump() == {
         "iterations": 100000,
         "output_bytes": 1048576,

@@ -1,4 +1,4 @@
-"""Screenshots of the pages, checked by their pixels, and kept for the README when
+"""Screenshots of the pages, checked by their pixels, and kept for the README and docs/ when
 `EVALRELAY_SCREENSHOT_DIR` names a folder (`docs/images`)."""
 
 from __future__ import annotations

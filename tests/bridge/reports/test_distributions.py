@@ -19,17 +19,19 @@ def head(score: float | None, ms: int, status: Status = Status.OK) -> ResultHead
     return ResultHead.model_validate_json(made.model_dump_json())
 
 
-def test_scores_fall_in_tenths_with_one_in_the_last_and_errors_in_none() -> None:
+def test_scores_fall_in_tenths_with_one_alone_in_the_top_bin_and_errors_in_none() -> None:
     spread = Distributions()
-    for score in (0.0, 0.09, 0.1, 0.55, 0.8, 0.99, 1.0):
+    for score in (0.0, 0.09, 0.1, 0.55, 0.8, 0.99, 1.0, 1.0):
         one = head(score, 100)
         spread.add(one, outcome(one))
     timed_out = head(None, 60_000, Status.TIMEOUT)
     spread.add(timed_out, outcome(timed_out))
-    counts = [b.outcomes.total() for b in spread.score_bins()]
-    assert counts == [2, 1, 0, 0, 0, 1, 0, 0, 1, 2]
-    assert spread.score_bins()[9].outcomes == {Outcome.PASSED: 2}
-    assert spread.score_bins()[0].outcomes == {Outcome.FAILED: 2}
+    bins = spread.score_bins()
+    assert [b.outcomes.total() for b in bins] == [2, 1, 0, 0, 0, 1, 0, 0, 1, 1, 2]
+    assert [b.label for b in bins[-3:]] == ["0.8", "0.9", "1.0"]
+    assert bins[-1].outcomes == {Outcome.PASSED: 2}
+    assert bins[-2].outcomes == {Outcome.PASSED: 1}
+    assert bins[0].outcomes == {Outcome.FAILED: 2}
 
 
 def test_times_fall_in_widening_bins_and_quantiles_are_by_rank() -> None:

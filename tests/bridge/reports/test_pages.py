@@ -139,9 +139,9 @@ def test_the_report_header_charts_the_campaign(
     statuses = Counter(str(line["status"]) for line in lines)
     for status, count in statuses.items():
         assert re.search(rf"<title>{count} {status} of {len(lines)} \(\d+%\)</title>", shown)
-    # Three evaluators a case: scores in thirds, in the bins 0.0, 0.3, 0.6 and 0.9.
+    # Three evaluators a case: scores in thirds, in the bins 0.0, 0.3, 0.6 and 1.0.
     thirds = Counter(
-        min(9, int(float(line["score"]) * 10))  # type: ignore[arg-type]
+        int(float(line["score"]) * 10)  # type: ignore[arg-type]
         for line in lines
         if line["score"] is not None and line["status"] in ("ok", "model_failure")
     )
