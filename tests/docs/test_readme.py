@@ -57,7 +57,9 @@ def play(title: str, project: Path, env: dict[str, str]) -> list[str]:
 
 
 def test_the_quick_start_runs_as_written(tmp_path: Path, private_home: Path) -> None:
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    shutil.copytree(
+        ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("results")
+    )
     shown = [s for block in section("Quick start") for s in commands_in(block)]
     assert shown and shown[0].argv[:2] == ["run", "examples/evals/quickstart.yaml"]
     env = embedded_env(private_home)

@@ -105,4 +105,4 @@ def test_the_readme_keeps_the_test_command_ci_runs() -> None:
     text = README.read_text()
     section = text[text.index("## Running the tests") :]
     section = section[: section.index("\n## ", 1)] if "\n## " in section[1:] else section
-    assert 'pip install -e ".[dev]" && python -m pytest -q' in section
+    assert 'pip install -e ".[dev]" && python -m pytest -q -n 2' in section
