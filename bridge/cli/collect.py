@@ -11,7 +11,7 @@ from types import FrameType
 
 import click
 
-from bridge.cli.terminal import echo
+from bridge.cli.terminal import counted, echo
 from bridge.queue.campaigns import (
     CampaignInfo,
     list_campaigns,
@@ -117,7 +117,8 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
                     collector.finish(campaign_id)
                     finished.add(campaign_id)
                     where = results_path(out_dir_for(campaign_id), campaign_id)
-                    echo(f"campaign {campaign_id} complete: {state.done} results in {where}")
+                    results = counted(state.done, "result")
+                    echo(f"campaign {campaign_id} complete: {results} in {where}")
 
         try:
             while not stopping and not (campaign_ids and finished.issuperset(campaign_ids)):
@@ -139,7 +140,7 @@ class ProgressLines:
         last_done, last_at = self.said.get(campaign_id, (0, 0.0))
         now = time.monotonic()
         if done != last_done and now - last_at >= PROGRESS_SECONDS:
-            echo(f"campaign {campaign_id}: {done}/{total} results")
+            echo(f"campaign {campaign_id}: {done}/{counted(total, 'result')}")
             self.said[campaign_id] = (done, now)
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as Bar
 
+from bridge.cli.terminal import counted
 from bridge.clock import now_seconds
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
@@ -156,7 +157,7 @@ def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: int) -> str:
     file = results_path(Path(info.out_dir), info.campaign_id)
     return (
         f"{LOST}: campaign {info.campaign_id} was gone from it; rebuilt from its eval files "
-        f"and {file}: {kept} results kept, {sent} jobs sent again"
+        f"and {file}: {counted(kept, 'result')} kept, {counted(sent, 'job')} sent again"
     )
 
 

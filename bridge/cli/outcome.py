@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bridge.cli.follow import STATUS_STYLES
+from bridge.cli.terminal import counted
 from bridge.queue.campaigns import CampaignInfo
 from bridge.reports.case_places import case_places
 from bridge.reports.github import error_annotation, under_github_actions, write_step_summary
@@ -64,7 +65,7 @@ def print_summary(
         why = [f"{no_evaluator} answered with no evaluator"] if no_evaluator else []
         why += [f"{summary.unanswered} without an answer"] if summary.unanswered else []
         console.print(
-            f"{summary.results - summary.scored} of {summary.results} results were not "
+            f"{summary.results - summary.scored} of {counted(summary.results, 'result')} were not "
             f"graded ({', '.join(why)}): the mean score and passed count leave them out"
         )
     print_failures(console, summary)
@@ -125,8 +126,8 @@ def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int,
     when a case failed; else 0. The text says why, for the terminal."""
     if summary.unanswered:
         return EXIT_UNANSWERED, (
-            f"exit {EXIT_UNANSWERED}: {summary.unanswered} of {summary.results} jobs ended "
-            "without an answer to grade (see `why` above)"
+            f"exit {EXIT_UNANSWERED}: {summary.unanswered} of "
+            f"{counted(summary.results, 'job')} ended without an answer to grade (see `why` above)"
         )
     if min_score is not None:
         mean = summary.mean_score()

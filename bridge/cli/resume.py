@@ -12,7 +12,7 @@ from rich.console import Console
 
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
-from bridge.cli.terminal import TerminalConsole
+from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
 from bridge.queue.campaigns import (
@@ -82,7 +82,7 @@ def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
     alone (sending them again would only pay for them twice)."""
     waiting = missing - unsent
     left = f"; {waiting} still queued, running or waiting to be collected" if waiting else ""
-    return f"campaign [bold]{campaign}[/]: {unsent} of {total} jobs sent again{left}"
+    return f"campaign [bold]{campaign}[/]: {unsent} of {counted(total, 'job')} sent again{left}"
 
 
 def rebuilt(
@@ -99,7 +99,7 @@ def rebuilt(
     sent = rebuild(client, queue, info, done)
     console.print(
         f"campaign [bold]{info.campaign_id}[/] was not in this Redis (it lost its data): "
-        f"rebuilt from its eval files and {found.parent}: {len(done)} results kept, "
-        f"{len(sent)} jobs sent again"
+        f"rebuilt from its eval files and {found.parent}: {counted(len(done), 'result')} kept, "
+        f"{counted(len(sent), 'job')} sent again"
     )
     return info

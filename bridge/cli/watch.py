@@ -114,8 +114,9 @@ def print_event(event: InboxEvent) -> None:
         text = f"{event.file}: campaign {event.campaign_id}, {jobs} queued"
     elif event.kind == "done":
         counts = ", ".join(f"{k} {v}" for k, v in sorted(event.counts.items()))
+        results = counted(event.jobs or 0, "result")
         text = (
-            f"{event.file}: campaign {event.campaign_id} complete, {event.jobs} results "
+            f"{event.file}: campaign {event.campaign_id} complete, {results} "
             f"({counts}) in {event.results}"
         )
     else:

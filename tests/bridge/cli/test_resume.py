@@ -24,4 +24,4 @@ def test_resume_latest_resumes_the_newest_campaign(
         resumed = evalrelay("resume", text, env=env, cwd=tmp_path)
         assert resumed.returncode == 0, resumed.stderr
         assert f"campaign {campaign_id}" in resumed.stderr
-        assert "0 of 1 jobs sent again" in resumed.stderr
+        assert "0 of 1 job sent again" in resumed.stderr
