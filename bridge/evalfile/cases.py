@@ -100,11 +100,14 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
         spec = EvalFile.model_validate(doc.data)
     except ValidationError as exc:
         problems += diagnostics(EvalFile, exc, doc, lambda loc: _case_id(doc.data, loc))
+        problems += _check_cases(doc, list(_valid_cases(doc, files)))
         raise InvalidFileError(_sorted(problems)) from None
     if problems:
+        problems += _check_cases(doc, list(_valid_cases(doc, files)))
         raise InvalidFileError(_sorted(problems))
     cases = [_load_case(spec, i, case, files) for i, case in enumerate(spec.evalcases)]
-    problems = _check_cases(doc, cases) + _check_judge_prompts(doc, spec, path.parent, project.root)
+    problems = _check_cases(doc, list(enumerate(cases)))
+    problems += _check_judge_prompts(doc, spec, path.parent, project.root)
     if problems:
         raise InvalidFileError(_sorted(problems))
     notes += _unsupported_evaluators(spec, cases)
@@ -297,10 +300,27 @@ def _load_case(
     )
 
 
-def _check_cases(doc: YamlDocument, cases: list[LoadedCase]) -> list[Diagnostic]:
+def _valid_cases(
+    doc: YamlDocument, files: dict[Loc, ResolvedFile]
+) -> Iterator[tuple[int, LoadedCase]]:
+    """The cases of a file that failed as a whole which are valid on their own (and whose
+    files resolved), so their own problems are reported in the same pass."""
+    spec = EvalFile.model_construct(evalcases=[], system_prompt=None)
+    for index, raw in _raw_cases(doc.data):
+        try:
+            case = EvalCase.model_validate(raw)
+        except ValidationError:
+            continue
+        try:
+            yield index, _load_case(spec, index, case, files)
+        except KeyError:
+            continue  # a file it attaches did not resolve: reported already
+
+
+def _check_cases(doc: YamlDocument, cases: list[tuple[int, LoadedCase]]) -> list[Diagnostic]:
     """Checks on the meaning of valid cases: something to send, tool outputs with their calls."""
     problems = []
-    for index, loaded in enumerate(cases):
+    for index, loaded in cases:
         loc: Loc = ("evalcases", index, "input_messages")
         if not has_something_to_send(loaded.messages):
             problems.append(

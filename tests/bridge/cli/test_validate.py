@@ -203,6 +203,10 @@ def test_all_errors_of_a_file_are_reported_at_once(project: WriteFiles) -> None:
           - id: a
             repeats: 0
             input_messages: [{role: user, content: [{type: file, value: gone.md}]}]
+          - id: answered
+            input_messages:
+              - {role: tool, tool_call_id: call_9, content: "21"}
+              - {role: user, content: go on}
         """
         }
     )
@@ -213,7 +217,10 @@ def test_all_errors_of_a_file_are_reported_at_once(project: WriteFiles) -> None:
         f"{root}/many.yaml:4:9",
         f"{root}/many.yaml:5:14",
         f"{root}/many.yaml:6:65",
+        f"{root}/many.yaml:9:36",
     ]
+    # What only a case whose shape is valid can show comes in the same pass.
+    assert "case 'answered': tool_call_id 'call_9' matches no tool call" in lines[4]
 
 
 def test_unknown_target_name_is_a_note_at_its_key(project: WriteFiles) -> None:
