@@ -317,6 +317,15 @@ def agents_bin() -> Path:
     return install()
 
 
+@pytest.fixture(scope="session")
+def sandbox_image() -> str:
+    """The Docker image `runtime: sandbox` tests run agents in, built once (a running
+    engine too, started when none answers)."""
+    from tests.worker.agents.sandbox_images import sandbox_image as build
+
+    return build()
+
+
 @pytest.fixture
 def aimock_key(monkeypatch: pytest.MonkeyPatch) -> str:
     """The key agents send to aimock, in the environment as the targets' `${AIMOCK_KEY}`."""

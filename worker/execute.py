@@ -41,7 +41,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         raise  # not a result: the job goes back to its queue
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
-        error = ErrorInfo(kind=failure.status.value, message=failure.message)
+        error = ErrorInfo(kind=failure.kind, message=failure.message)
         calls = failure.calls
         kept = failure.artifacts
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash

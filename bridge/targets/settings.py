@@ -65,11 +65,23 @@ class TargetBase(BaseModel):
     differs."""
 
 
+SANDBOX_IMAGE = "evalrelay-sandbox:bookworm"
+"""The image `runtime: sandbox` runs agents in under Docker, unless `isolation.image` names
+another; `docker/sandbox.Dockerfile` builds it."""
+
+
 class Isolation(BaseModel):
     """How `runtime: sandbox` confines an agent (`worker.agents.sandbox`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    engine: Literal["auto", "docker", "bubblewrap"] = "auto"
+    """What confines the agent: a Docker container, or bubblewrap's namespaces; `auto` is
+    Docker when an engine answers on the worker, else bubblewrap."""
+    image: str = Field(default=SANDBOX_IMAGE, min_length=1)
+    """The Docker image the agent runs in: it brings the system (a shell, the agent's
+    runtime such as Node.js, and Python 3 for the relay to `network`); the agent's own
+    program is mounted from the worker."""
     network: list[str] = Field(default_factory=list)
     """`host:port` endpoints the agent may reach, such as its model server
     (`api.openai.com:443`, `127.0.0.1:8080`); nothing else is reachable, Redis included."""
@@ -77,9 +89,23 @@ class Isolation(BaseModel):
     """More folders the agent may read (an interpreter its command needs, say); the system's
     own folders, the agent's program and its workspace need no mention."""
     memory_mb: PositiveInt = 4096
-    """Address space of each of the agent's processes."""
+    """Memory of all the agent's processes together; over it, the attempt is stopped (Docker:
+    its cgroup's memory; bubblewrap: their resident memory, looked at 5 times a second,
+    each process's address space held to twice it)."""
     processes: PositiveInt = 512
-    """Processes (and threads) the agent may run at once."""
+    """Processes and threads the agent may run at once (the sandbox's own helpers count);
+    reaching it stops the attempt."""
+    cpus: PositiveFloat | None = None
+    """CPUs' worth of time the agent may use (`1.5`); Docker only, bubblewrap cannot hold it."""
+
+    @model_validator(mode="after")
+    def _cpus_need_docker(self) -> Isolation:
+        if self.cpus is not None and self.engine == "bubblewrap":
+            raise ValueError(
+                "cpus needs engine docker (or auto with a Docker engine on the worker): "
+                "bubblewrap cannot hold an agent's CPU use; remove cpus or change the engine"
+            )
+        return self
 
 
 class AgentTargetBase(TargetBase):
@@ -88,8 +114,9 @@ class AgentTargetBase(TargetBase):
 
     runtime: Literal["host", "sandbox"] = "host"
     """`host`: as the worker's user, with the worker's files and network in reach (only
-    its environment is clean); `sandbox`: under bubblewrap, with only its workspace
-    writable, no other file of the worker's, and only `isolation.network` reachable."""
+    its environment is clean); `sandbox`: in a Docker container or under bubblewrap
+    (`isolation.engine`), with only its workspace writable, no other file of the
+    worker's, and only `isolation.network` reachable."""
     isolation: Isolation = Field(default_factory=Isolation)
     """What `runtime: sandbox` lets the agent reach."""
     inherit_env: list[str] = Field(default_factory=list)

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 from pydantic import BaseModel
@@ -36,6 +37,10 @@ POLL_SECONDS = 0.2
 FatalCheck = Callable[[str], str | None]
 """Given one line of the agent's standard output: why it cannot succeed, or None."""
 
+LimitCheck = Callable[[int], str | None]
+"""Given the agent's process id, looked at while it runs: which of its limits it went
+over, or None (`worker.agents.sandbox_limits`)."""
+
 
 class AgentRun(BaseModel):
     argv: list[str]
@@ -46,10 +51,12 @@ class AgentRun(BaseModel):
     duration_ms: int
     stopped_because: str | None = None
     """The fatal error the agent reported, for which it was stopped before its deadline."""
+    over_limit: str | None = None
+    """The limit the agent went over, for which it was stopped before its deadline."""
 
     @property
     def timed_out(self) -> bool:
-        return self.returncode is None and self.stopped_because is None
+        return self.returncode is None and self.stopped_because is None and not self.over_limit
 
 
 def run_agent(
@@ -61,9 +68,11 @@ def run_agent(
     deadline: float,
     stdout_file: Path,
     fatal: FatalCheck | None = None,
+    limits: LimitCheck | None = None,
 ) -> AgentRun:
-    """Run until exit, `deadline` (a `time.monotonic()` value), or a line of output that
-    `fatal` says the agent cannot recover from; stdout also goes to a file."""
+    """Run until exit, `deadline` (a `time.monotonic()` value), a line of output that
+    `fatal` says the agent cannot recover from, or a limit that `limits` says it went
+    over; stdout also goes to a file."""
     started = time.monotonic()
     stderr_file = stdout_file.with_suffix(".stderr.txt")
     mark = uuid.uuid4().hex
@@ -82,28 +91,40 @@ def run_agent(
                 target=_feed, args=(process, stdin_text), daemon=True, name="agent-stdin"
             ).start()
         try:
-            returncode, stopped_because = _wait(process, deadline, stdout_file, fatal)
+            ending = _wait(process, deadline, stdout_file, fatal, limits)
         finally:
             stop_tree(process, mark)
     return AgentRun(
         argv=argv,
-        stopped_because=stopped_because,
-        returncode=returncode,
+        returncode=ending.returncode,
+        stopped_because=ending.stopped_because,
+        over_limit=ending.over_limit,
         stdout=stdout_file.read_text(encoding="utf-8", errors="replace"),
         stderr=stderr_file.read_text(encoding="utf-8", errors="replace"),
         duration_ms=int((time.monotonic() - started) * 1000),
     )
 
 
+class _Ending(NamedTuple):
+    """How an agent's run ended: its exit code, or why it was stopped (neither: its deadline)."""
+
+    returncode: int | None
+    stopped_because: str | None = None
+    over_limit: str | None = None
+
+
 def _wait(
-    process: subprocess.Popen[bytes], deadline: float, stdout_file: Path, fatal: FatalCheck | None
-) -> tuple[int | None, str | None]:
-    """(exit code, None), or (None, why) when stopped early, or (None, None) at the deadline."""
-    if fatal is None:
+    process: subprocess.Popen[bytes],
+    deadline: float,
+    stdout_file: Path,
+    fatal: FatalCheck | None,
+    limits: LimitCheck | None,
+) -> _Ending:
+    if fatal is None and limits is None:
         try:
-            return process.wait(timeout=max(0.0, deadline - time.monotonic())), None
+            return _Ending(process.wait(timeout=max(0.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
-            return None, None
+            return _Ending(None)
     with stdout_file.open("rb") as output:
         pending = b""
         while True:
@@ -112,16 +133,19 @@ def _wait(
                 returncode = process.wait(timeout=max(0.0, min(POLL_SECONDS, remaining)))
             except subprocess.TimeoutExpired:
                 returncode = None
+            if returncode is not None:
+                return _Ending(returncode)
             pending += output.read()
             *lines, pending = pending.split(b"\n")
             for line in lines:
-                why = fatal(line.decode("utf-8", errors="replace"))
-                if why is not None and returncode is None:
-                    return None, why
-            if returncode is not None:
-                return returncode, None
+                why = fatal(line.decode("utf-8", errors="replace")) if fatal else None
+                if why is not None:
+                    return _Ending(None, stopped_because=why)
+            over = limits(process.pid) if limits else None
+            if over is not None:
+                return _Ending(None, over_limit=over)
             if time.monotonic() >= deadline:
-                return None, None
+                return _Ending(None)
 
 
 def stop_tree(process: subprocess.Popen[bytes], mark: str | None = None) -> None:

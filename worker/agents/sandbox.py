@@ -1,71 +1,38 @@
-"""`runtime: sandbox`: an agent attempt run under bubblewrap, out of reach of the worker.
+"""`runtime: sandbox`: an agent attempt run out of reach of the worker.
 
 The agent under evaluation runs commands an LLM chose, and could otherwise read the
 worker's keys and configuration, other jobs' workspaces and the results, or reach Redis
-and write its own grade. In the sandbox it sees the system's own folders and its program
-read-only, its workspace and agent home read-write, a private /tmp and HOME, and nothing
-else of the worker's files; it runs as an unprivileged user in namespaces of its own,
-with no capability; its network has nothing in it but the relay
+and write its own grade. In the sandbox it sees its program read-only, its workspace and
+agent home read-write, a private /tmp and HOME, and nothing else of the worker's files;
+it runs as a user that is not the worker's, with no capability and limits on its memory
+and processes; its network has nothing in it but the relay
 (`worker.agents.sandbox_relay`) to the endpoints its target declares, which the worker
 connects to on its behalf.
+
+Two engines do it: a Docker container (`sandbox_docker`), or where no engine answers,
+bubblewrap's namespaces (`sandbox_bubblewrap`); `isolation.engine` chooses.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import shutil
 import socket
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal
 
 from bridge.targets.settings import Isolation
-from worker.agents.sandbox_relay import PROXY_PORT, splice
+from worker.agents import docker_cli
+from worker.agents.sandbox_attempt import Attempt, Confined, Endpoint, SandboxUnavailable
+from worker.agents.sandbox_bubblewrap import bubblewrapped
+from worker.agents.sandbox_docker import contained
+from worker.agents.sandbox_relay import splice
 
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
-SYSTEM_FILES = (
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/pki",
-    "/etc/alternatives",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/localtime",
-    "/etc/os-release",
-    "/etc/mime.types",
-)
-"""What of /etc a program needs (certificates, users, the linker, the time zone); the rest
-of it, where a service may keep a password, stays out."""
-SANDBOX_HOME = "/home/agent"
-RELAY = "/run/evalrelay-relay.py"
-NOBODY = "65534"
+__all__ = ["Confined", "Endpoint", "SandboxUnavailable", "install_root", "sandboxed"]
 
-
-class SandboxUnavailable(RuntimeError):
-    """bubblewrap is not installed on this worker."""
-
-
-class Endpoint(NamedTuple):
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str) -> Endpoint:
-        host, _, port = text.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"network endpoint {text!r} is not host:port")
-        return cls(host.strip("[]"), int(port))
-
-    def __str__(self) -> str:
-        return f"{self.host}:{self.port}"
+Engine = Literal["docker", "bubblewrap"]
 
 
 @contextlib.contextmanager
@@ -77,72 +44,33 @@ def sandboxed(
     writable: Sequence[Path],
     readable: Sequence[Path],
     isolation: Isolation,
-) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """`argv` and `env` as they run in the sandbox; the relays to the declared endpoints
-    serve while the block runs. `writable`: the workspace and the agent's home, bound at
-    their own paths; `readable`: the agent's program, with the target's `isolation.read`."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise SandboxUnavailable(
-            "runtime: sandbox needs bubblewrap on the worker (apt-get install bubblewrap)"
-        )
+) -> Iterator[Confined]:
+    """`argv` and `env` as they run in the sandbox, with the watch on its limits; the
+    relays to the declared endpoints serve while the block runs. `writable`: the
+    workspace and the agent's home, at their own paths; `readable`: the agent's program."""
+    engine = chosen_engine(isolation)
     endpoints = [Endpoint.parse(e) for e in isolation.network]
     with tempfile.TemporaryDirectory(prefix="evalrelay-sandbox-") as scratch:
-        control = Path(scratch)
-        routes = {str(e): str(control / f"net-{i}.sock") for i, e in enumerate(endpoints)}
-        hosts = control / "hosts"
-        names = sorted({e.host for e in endpoints} - {"127.0.0.1", "localhost"})
-        hosts.write_text("127.0.0.1 localhost " + " ".join(names) + "\n::1 localhost\n")
+        sockets = Path(scratch) / "net"
+        sockets.mkdir()
+        routes = {str(e): str(sockets / f"{i}.sock") for i, e in enumerate(endpoints)}
+        attempt = Attempt(
+            argv, cwd, env, list(writable), list(readable), isolation,
+            endpoints, routes, sockets, Path(scratch),
+        )  # fmt: skip
         with _relays(endpoints, routes):
-            command = [
-                bwrap,
-                *_mounts(writable, [*readable, *map(Path, isolation.read)], hosts),
-                "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--uid", NOBODY, "--gid", NOBODY, "--hostname", "sandbox", "--chdir", str(cwd),
-            ]  # fmt: skip
-            if routes:
-                python = str(Path(sys.executable).resolve())  # the relay runs on it
-                prefix = str(Path(sys.base_prefix).resolve())
-                relay = str(Path(__file__).with_name("sandbox_relay.py"))
-                command += ["--ro-bind", scratch, scratch, "--ro-bind", prefix, prefix]
-                command += ["--ro-bind", relay, RELAY]
-                command += ["--", python, RELAY, json.dumps(routes), "--", *argv]
+            if engine == "docker":
+                with contained(attempt) as confined:
+                    yield confined
             else:
-                command += ["--", *argv]
-            yield command, _environment(env, endpoints)
+                yield bubblewrapped(attempt)
 
 
-def _mounts(writable: Sequence[Path], readable: Sequence[Path], hosts: Path) -> list[str]:
-    args: list[str] = []
-    for folder in SYSTEM_FOLDERS:
-        source = Path(folder)
-        if source.is_symlink():  # /bin -> usr/bin on a merged /usr
-            args += ["--symlink", str(source.readlink()), folder]
-        elif source.exists():
-            args += ["--ro-bind", folder, folder]
-    for name in SYSTEM_FILES:
-        args += ["--ro-bind-try", name, name]
-    args += ["--ro-bind", str(hosts), "/etc/hosts"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
-    for path in readable:
-        args += ["--ro-bind-try", str(path), str(path)]
-    for path in writable:
-        args += ["--bind", str(path), str(path)]
-    return args
-
-
-def _environment(env: dict[str, str], endpoints: list[Endpoint]) -> dict[str, str]:
-    """HOME in the sandbox; clients that honour a proxy reach the endpoints by name through
-    the relay's, the others (a local model server) at their own address and port."""
-    env = {**env, "HOME": SANDBOX_HOME, "TMPDIR": "/tmp"}
-    if endpoints:
-        proxy = f"http://127.0.0.1:{PROXY_PORT}"
-        direct = ",".join(sorted({e.host for e in endpoints if e.port >= 1024}))
-        for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
-            env[name] = proxy
-        for name in ("NO_PROXY", "no_proxy"):
-            env[name] = direct
-    return env
+def chosen_engine(isolation: Isolation) -> Engine:
+    """The target's engine; for `auto`, Docker when an engine answers, else bubblewrap."""
+    if isolation.engine != "auto":
+        return isolation.engine
+    return "docker" if docker_cli.engine_problem() is None else "bubblewrap"
 
 
 def install_root(executable: str) -> Path:

@@ -22,7 +22,7 @@ from worker.agents.environment import agent_environment
 from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
 from worker.agents.runner import AgentRun, run_agent
-from worker.agents.sandbox import SandboxUnavailable, install_root, sandboxed
+from worker.agents.sandbox import Confined, SandboxUnavailable, install_root, sandboxed
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput
@@ -62,16 +62,18 @@ class CommandLineAgent(Provider):
             env = agent_environment(
                 self.vendor_variables, self.environment(home), self._setting("inherit_env") or ()
             )
-            with self.runtime(argv, env, executable, workspace, home) as (command, env):
+            with self.runtime(argv, env, executable, workspace, home) as confined:
                 run = run_agent(
-                    command,
+                    confined.argv,
                     cwd=self.cwd(workspace),
-                    env=env,
+                    env=confined.env,
                     stdin_text=stdin_text,
                     deadline=deadline,
                     stdout_file=workspace.folder / TRANSCRIPT_FILE,
                     fatal=self.fatal_error,
+                    limits=confined.limits,
                 )
+                over_limit = run.over_limit or confined.verdict()
         events = json_events(run.stdout)
         record = {
             **workspace.record(),
@@ -83,6 +85,13 @@ class CommandLineAgent(Provider):
         }
         self.keep_log(job, workspace, record)
         try:
+            if over_limit is not None:
+                raise ProviderFailure(
+                    Status.INFRA_ERROR,
+                    f"{self.title} {over_limit} and was stopped with all its processes; "
+                    "raise the limit in the target's isolation if the task needs more",
+                    kind="resource_limit",
+                )
             if run.stopped_because is not None:
                 raise self.failed(run, run.stopped_because)
             if run.timed_out:
@@ -117,12 +126,12 @@ class CommandLineAgent(Provider):
         executable: str,
         workspace: AttemptWorkspace,
         home: Path | None,
-    ) -> Iterator[tuple[list[str], dict[str, str]]]:
+    ) -> Iterator[Confined]:
         """The command line and environment the agent runs with: as they are (`runtime:
         host`), or wrapped in a sandbox whose only writable folders are the workspace and
         the agent's home (`runtime: sandbox`)."""
         if self._setting("runtime") != "sandbox":
-            yield argv, env
+            yield Confined(argv, env)
             return
         try:
             with sandboxed(

@@ -49,10 +49,13 @@ class ProviderFailure(Exception):
         retry_after: float | None = None,
         *,
         retryable: bool = False,
+        kind: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.kind = kind or status.value
+        """The result's `error.kind`: the status, or a finer name (`resource_limit`)."""
         self.retry_after = retry_after
         self.retryable = retryable
         self.calls: list[dict[str, Any]] = []

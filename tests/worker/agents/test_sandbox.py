@@ -1,6 +1,7 @@
 """The agent under evaluation is untrusted: a hostile agent command on a real worker finds
-no secret in its environment, and under `runtime: sandbox` no file of the worker's and no
-way to Redis either, while its own job completes as usual."""
+no secret in its environment, and under `runtime: sandbox`, in a Docker container or
+under bubblewrap, no file of the worker's and no way to Redis either, while its own job
+completes as usual."""
 
 from __future__ import annotations
 
@@ -39,9 +40,24 @@ def hostile_script(home: Path, results: Path, redis_port: int) -> str:
             "echo '--- redis'",
             f"(exec 3<>/dev/tcp/127.0.0.1/{redis_port} && printf 'PING\\r\\n' >&3 "
             "&& timeout 2 head -c 7 <&3) 2>&1",
+            "echo \"--- first process: $(tr '\\0' ' ' </proc/1/cmdline)\"",
             "echo '--- end'",
         ]
     )
+
+
+RUNTIMES = ["host", "bubblewrap", "docker"]
+"""`runtime: host`, and `runtime: sandbox` with each engine."""
+
+
+def runtime_settings(runtime: str, request: pytest.FixtureRequest) -> dict[str, object]:
+    """A target's `runtime` and `isolation` for one of RUNTIMES (Docker: the test image)."""
+    if runtime == "host":
+        return {"runtime": "host"}
+    isolation: dict[str, object] = {"engine": runtime}
+    if runtime == "docker":
+        isolation["image"] = request.getfixturevalue("sandbox_image")
+    return {"runtime": "sandbox", "isolation": isolation}
 
 
 def run_hostile(
@@ -50,7 +66,7 @@ def run_hostile(
     client: redis.Redis,
     redis_url: str,
     home: Path,
-    runtime: str,
+    runtime: dict[str, object],
 ) -> list[dict[str, object]]:
     root = project({"evals.yaml": one_turn_cases(2)})
     (home / "secrets.env").parent.mkdir(parents=True, exist_ok=True)
@@ -59,7 +75,7 @@ def run_hostile(
     (root / "results" / "planted.jsonl").write_text('{"grade": "of another campaign"}\n')
     port = urlsplit(redis_url).port or 6379
     command = ["bash", "-c", hostile_script(home, root / "results", port)]
-    target = {"name": "hostile", "provider": "cli", "command": command, "runtime": runtime}
+    target = {"name": "hostile", "provider": "cli", "command": command, **runtime}
     (root / "targets.yaml").write_text(json.dumps({"targets": [target]}))
     processes.worker(
         client, "agents@test", "-Q", "agent.cli", "--concurrency", "2",
@@ -78,43 +94,57 @@ def assert_no_worker_secret(answer: str, redis_url: str) -> None:
     assert "EVALRELAY_REDIS_URL" not in answer and redis_url not in answer
 
 
-@pytest.mark.parametrize("runtime", ["host", "sandbox"])
+@pytest.mark.parametrize("runtime", RUNTIMES)
 def test_hostile_agent_finds_no_secret_in_its_environment(
     project: WriteFiles,
     processes: Processes,
     client: redis.Redis,
     redis_url: str,
     private_home: Path,
+    request: pytest.FixtureRequest,
     runtime: str,
 ) -> None:
-    for line in run_hostile(project, processes, client, redis_url, private_home, runtime):
+    settings = runtime_settings(runtime, request)
+    for line in run_hostile(project, processes, client, redis_url, private_home, settings):
         assert_no_worker_secret(str(line["answer"]), redis_url)
 
 
+@pytest.mark.parametrize("engine", ["bubblewrap", "docker"])
 def test_hostile_agent_in_the_sandbox_reaches_no_file_workspace_or_redis(
     project: WriteFiles,
     processes: Processes,
     client: redis.Redis,
     redis_url: str,
     private_home: Path,
+    request: pytest.FixtureRequest,
+    engine: str,
 ) -> None:
-    lines = run_hostile(project, processes, client, redis_url, private_home, "sandbox")
+    settings = runtime_settings(engine, request)
+    lines = run_hostile(project, processes, client, redis_url, private_home, settings)
+    first_process = {"docker": "/sbin/docker-init", "bubblewrap": shutil.which("bwrap")}[engine]
     planted = (private_home / "secrets.env").read_text().strip()
     for line in lines:
         answer = str(line["answer"])
         assert_no_worker_secret(answer, redis_url)
+        first = answer.split("--- first process: ", 1)[1].split(None, 1)[0]
+        assert first == first_process  # the engine the target chose ran it
         assert planted not in answer and "No such file or directory" in answer
         assert "of another campaign" not in answer
         redis_part = answer.split("--- redis", 1)[1]
         assert "+PONG" not in redis_part and "Connection refused" in redis_part
         workspaces = answer.split("--- workspaces", 1)[1].split("--- redis", 1)[0]
         other = next(w for w in lines if w is not line)
+        assert str(line["job_id"])[:12] in workspaces  # its own, and only its own
         assert str(other["job_id"])[:12] not in workspaces
 
 
-def test_endpoints_the_target_declares_are_reached_and_nothing_else(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["bubblewrap", "docker"])
+def test_endpoints_the_target_declares_are_reached_and_nothing_else(
+    tmp_path: Path, request: pytest.FixtureRequest, engine: str
+) -> None:
     """Through the relay: a declared loopback server answers at its own address, Redis on
     the same loopback does not; the workspace is writable, the system read-only."""
+    settings = runtime_settings(engine, request)
     server = subprocess.Popen(
         ["python3", "-m", "http.server", "0", "--bind", "127.0.0.1"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -129,12 +159,16 @@ def test_endpoints_the_target_declares_are_reached_and_nothing_else(tmp_path: Pa
             "(exec 3<>/dev/tcp/127.0.0.1/6379 && echo redis open) 2>&1 | tail -1; "
             f"touch {workspace}/made && echo wrote; touch /usr/made 2>&1; id -u"
         )
-        isolation = Isolation(network=[f"127.0.0.1:{port}"])
+        isolation = Isolation.model_validate(
+            {**settings["isolation"], "network": [f"127.0.0.1:{port}"]}  # type: ignore[dict-item]
+        )
         with sandboxed(
             ["bash", "-c", script], cwd=workspace, env={"PATH": "/usr/bin:/bin"},
             writable=[workspace], readable=[], isolation=isolation,
-        ) as (command, env):  # fmt: skip
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        ) as confined:  # fmt: skip
+            done = subprocess.run(
+                confined.argv, env=confined.env, capture_output=True, text=True, timeout=60
+            )
     finally:
         server.terminate()
         server.wait()
