@@ -25,7 +25,7 @@ from worker.agents.sandbox_attempt import (
     Confined,
     SandboxUnavailable,
 )
-from worker.agents.sandbox_limits import MEBIBYTE, LimitWatch, descendants
+from worker.agents.sandbox_limits import MEBIBYTE, TreeWatch
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
 SYSTEM_FILES = (
@@ -84,7 +84,7 @@ def bubblewrapped(attempt: Attempt) -> Confined:
     limits = [prlimit, f"--nproc={isolation.processes}"]
     limits += [f"--as={ADDRESS_SPACE_TIMES * isolation.memory_mb * MEBIBYTE}", "--"]
     command += ["--", *limits, *attempt.relayed(python)]
-    watch = LimitWatch(descendants, isolation.processes, isolation.memory_mb)
+    watch = TreeWatch(isolation.processes, isolation.memory_mb)
     return Confined(command, attempt.environment(), watch)
 
 

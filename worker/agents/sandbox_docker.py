@@ -38,7 +38,7 @@ from worker.agents.sandbox_attempt import (
     Confined,
     SandboxUnavailable,
 )
-from worker.agents.sandbox_limits import LimitWatch, tree
+from worker.agents.sandbox_limits import LimitWatch, oom_kills, tree
 
 NOBODY = 65534
 """The agent's user and group when the worker runs as root."""
@@ -80,7 +80,7 @@ def contained(attempt: Attempt) -> Iterator[Confined]:
             yield Confined(
                 argv,
                 {**env, **docker_cli.cli_environment()},
-                LimitWatch(ContainerProcesses(name), attempt.isolation.processes, None),
+                ContainerWatch(name, attempt.isolation.processes, attempt.isolation.memory_mb),
                 lambda: _memory_verdict(name, attempt.isolation.memory_mb),
             )
         finally:
@@ -175,24 +175,26 @@ def _chown_tree(folder: Path, uid: int, gid: int) -> None:
                 os.chown(os.path.join(parent, name), uid, gid, follow_symlinks=False)
 
 
-class ContainerProcesses:
+class ContainerWatch(LimitWatch):
     """The container's processes, found from its first one once it has started (the
-    worker must share the host's process IDs, as a worker on the host does)."""
+    worker must share the host's process IDs, as a worker on the host does); its memory is
+    its cgroup's, which went over when the kernel killed a process for it."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, processes: int, memory_mb: int) -> None:
+        super().__init__(processes, memory_mb)
         self.name = name
         self.pid = 0
 
-    def __call__(self, _cli_pid: int) -> list[psutil.Process]:
+    def members(self, pid: int) -> list[psutil.Process]:
         if not self.pid:
             self.pid = docker_cli.container_pid(self.name)
         return tree(self.pid) if self.pid else []
 
+    def memory_over(self, members: list[psutil.Process]) -> bool:
+        return bool(self.pid) and oom_kills(self.pid) > 0
+
 
 def _memory_verdict(name: str, memory_mb: int) -> str | None:
     if docker_cli.oom_killed(name):
-        return (
-            f"went over its memory limit of {memory_mb} MB (isolation.memory_mb): "
-            "the kernel killed it"
-        )
+        return f"went over its memory limit of {memory_mb} MB (isolation.memory_mb)"
     return None

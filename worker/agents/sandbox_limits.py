@@ -2,63 +2,98 @@
 
 The kernel holds the limits (Docker's cgroup; under bubblewrap, rlimits), but a held
 limit alone does not end an attempt: a fork bomb at its process limit would sit there
-until the deadline, each fork refused. The worker looks at the sandbox's processes while
-the agent runs, as it reads its output, and stops the attempt as soon as they reach a
-limit, saying which one. Memory is looked at only where no cgroup holds it (bubblewrap):
-the resident memory of all the agent's processes together, pages they share counted in
-each.
+until the deadline, each fork refused, and an agent whose command the kernel killed for
+its memory would carry on as if it had only failed. The worker looks at the sandbox's
+processes while the agent runs, as it reads its output, and stops the attempt as soon as
+they reach a limit, saying which one.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 
 MEBIBYTE = 1024 * 1024
 
-Members = Callable[[int], list[psutil.Process]]
-"""Given the pid the worker started, the processes that count against the sandbox's limits."""
-
 
 class LimitWatch:
-    """Called with the agent's pid on each look: which limit its processes reached, or None."""
+    """Called with the pid the worker started, on each look: which limit the sandbox's
+    processes reached, or None. Each engine says which processes count, and how memory
+    is seen to go over."""
 
-    def __init__(self, members: Members, processes: int, memory_mb: int | None) -> None:
-        self.members = members
+    def __init__(self, processes: int, memory_mb: int) -> None:
         self.processes = processes
         self.memory_mb = memory_mb
-        """None: the engine holds memory itself, and says when it stopped the agent."""
 
     def __call__(self, pid: int) -> str | None:
-        tasks = resident = 0
-        for process in self.members(pid):
+        members = self.members(pid)
+        tasks = 0
+        for process in members:
             with contextlib.suppress(psutil.Error):  # it ended while being looked at
                 tasks += process.num_threads()
-                resident += process.memory_info().rss
         if tasks >= self.processes:
             return (
                 f"reached its limit of {self.processes} processes and threads (isolation.processes)"
             )
-        if self.memory_mb is not None and resident > self.memory_mb * MEBIBYTE:
+        if self.memory_over(members):
             return f"went over its memory limit of {self.memory_mb} MB (isolation.memory_mb)"
         return None
 
+    def members(self, pid: int) -> list[psutil.Process]:
+        raise NotImplementedError
 
-def descendants(pid: int) -> list[psutil.Process]:
-    """Every process under `pid`, not `pid` itself: bubblewrap's first process stays
-    outside the sandbox."""
-    try:
-        return list(psutil.Process(pid).children(recursive=True))
-    except psutil.Error:
-        return []
+    def memory_over(self, members: list[psutil.Process]) -> bool:
+        raise NotImplementedError
+
+
+class TreeWatch(LimitWatch):
+    """Bubblewrap's: every process under the one the worker started (that one stays
+    outside the sandbox), and their resident memory together, pages they share counted in
+    each: nothing else holds the total."""
+
+    def members(self, pid: int) -> list[psutil.Process]:
+        try:
+            return list(psutil.Process(pid).children(recursive=True))
+        except psutil.Error:
+            return []
+
+    def memory_over(self, members: list[psutil.Process]) -> bool:
+        resident = 0
+        for process in members:
+            with contextlib.suppress(psutil.Error):
+                resident += process.memory_info().rss
+        return resident > self.memory_mb * MEBIBYTE
 
 
 def tree(pid: int) -> list[psutil.Process]:
-    """`pid` and every process under it: a container's first process is in it."""
+    """`pid` and every process under it."""
     try:
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
     except psutil.Error:
         return []
+
+
+def oom_kills(pid: int) -> int:
+    """How many processes the kernel killed in the memory cgroup of `pid` for its limit
+    (cgroup v1's `memory.oom_control`, or v2's `memory.events`); 0 when it cannot tell."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return 0
+    groups = dict(line.split(":", 2)[1:] for line in lines if line.count(":") >= 2)
+    v1 = next((path for names, path in groups.items() if "memory" in names.split(",")), None)
+    if v1 is not None:
+        events = Path(f"/sys/fs/cgroup/memory{v1}/memory.oom_control")
+    elif "" in groups:
+        events = Path(f"/sys/fs/cgroup{groups['']}/memory.events")
+    else:
+        return 0
+    with contextlib.suppress(OSError, ValueError):
+        for line in events.read_text().splitlines():
+            name, _, count = line.partition(" ")
+            if name == "oom_kill":
+                return int(count)
+    return 0

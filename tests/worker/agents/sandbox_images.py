@@ -80,6 +80,14 @@ def docker_engine() -> None:
         time.sleep(0.5)
 
 
+def containers_of_this_process() -> list[str]:
+    """The sandbox containers this test process started that are still there."""
+    argv = ["docker", "ps", "--all", "--filter", f"label=evalrelay.pid={os.getpid()}"]
+    done = subprocess.run([*argv, "--format", "{{.Names}}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 def apt_mirror() -> str:
     """The Debian mirror apt uses on this machine (its deb822 or one-line sources)."""
     sources = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
