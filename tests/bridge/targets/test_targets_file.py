@@ -354,3 +354,26 @@ def test_a_placeholder_inside_a_shell_script_is_refused_at_load_at_its_line(
     assert Targets.load(root).get("safe").settings({}).command == (  # type: ignore[union-attr]
         "sh -c 'my-agent --task \"$1\"' sh {prompt}"
     )
+
+
+def test_a_cpu_limit_under_bubblewrap_is_refused_at_load_at_its_line(project: WriteFiles) -> None:
+    """Bubblewrap cannot hold CPU use: a limit it would not keep is an error, not ignored."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n"
+            "  - name: boxed\n    provider: cli\n    command: [my-agent]\n"
+            "    runtime: sandbox\n"
+            "    isolation: {engine: bubblewrap, cpus: 1.5}\n"
+            "  - name: contained\n    provider: cli\n    command: [my-agent]\n"
+            "    runtime: sandbox\n"
+            "    isolation: {engine: docker, cpus: 1.5, memory_mb: 512}\n"
+        }
+    )
+    with pytest.raises(InvalidFileError) as info:
+        Targets.load(root)
+    (problem,) = info.value.diagnostics
+    assert (problem.line, problem.column) == (6, 16)
+    assert problem.message == (
+        "targets[0].isolation: cpus needs engine docker (or auto with a Docker engine on the "
+        "worker): bubblewrap cannot hold an agent's CPU use; remove cpus or change the engine"
+    )

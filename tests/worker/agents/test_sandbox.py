@@ -15,10 +15,13 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
+from bridge.results.result import Status
 from bridge.targets.settings import Isolation
 from tests.conftest import Processes, WriteFiles, one_turn_cases
+from tests.worker.providers.agent_cases import agent_project, planned_job
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.sandbox import Endpoint, install_root, sandboxed
+from worker.agents.sandbox import Endpoint, chosen_engine, install_root, sandboxed
+from worker.execute import execute
 
 WORKER_SECRETS = {
     "OPENAI_API_KEY": "sk-test-" + secrets.token_hex(20),
@@ -192,3 +195,46 @@ def test_install_root_is_an_npm_prefix_or_the_programs_folder(tmp_path: Path) ->
     assert Endpoint.parse("api.openai.com:443") == Endpoint("api.openai.com", 443)
     with pytest.raises(ValueError, match="not host:port"):
         Endpoint.parse("api.openai.com")
+
+
+@pytest.mark.usefixtures("sandbox_image")  # an engine runs
+def test_auto_is_docker_when_an_engine_answers_and_bubblewrap_when_none_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert chosen_engine(Isolation()) == "docker"
+    assert chosen_engine(Isolation(engine="bubblewrap")) == "bubblewrap"
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    assert chosen_engine(Isolation()) == "bubblewrap"
+    assert chosen_engine(Isolation(engine="docker")) == "docker"
+
+
+@pytest.mark.parametrize(
+    ("isolation", "message"),
+    [
+        (
+            {"engine": "docker"},
+            "runtime: sandbox with Docker: no engine answers on this worker (Cannot connect to "
+            "the Docker daemon at unix:///nonexistent/docker.sock. Is the docker daemon running?)",
+        ),
+        (
+            {"cpus": 1},
+            "isolation.cpus needs the docker engine, and none answers on this worker: bubblewrap "
+            "cannot hold an agent's CPU use; start Docker or remove cpus",
+        ),
+    ],
+)
+def test_a_sandbox_the_worker_cannot_give_is_an_infra_error_saying_what_to_do(
+    project: WriteFiles,
+    client: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    isolation: dict[str, object],
+    message: str,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    target = {"name": "agent", "provider": "cli", "command": ["true"], "runtime": "sandbox"}
+    targets = json.dumps({"targets": [{**target, "isolation": isolation}]})
+    root = agent_project(project, targets, "Go")
+    result = execute(planned_job(root, client, "agent"), "w", client)
+
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None and result.error.message == message
