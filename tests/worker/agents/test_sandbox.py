@@ -57,10 +57,14 @@ def runtime_settings(runtime: str, request: pytest.FixtureRequest) -> dict[str, 
     """A target's `runtime` and `isolation` for one of RUNTIMES (Docker: the test image)."""
     if runtime == "host":
         return {"runtime": "host"}
-    isolation: dict[str, object] = {"engine": runtime}
-    if runtime == "docker":
-        isolation["image"] = request.getfixturevalue("sandbox_image")
-    return {"runtime": "sandbox", "isolation": isolation}
+    return {"runtime": "sandbox", "isolation": isolation_settings(runtime, request)}
+
+
+def isolation_settings(engine: str, request: pytest.FixtureRequest) -> dict[str, object]:
+    """`isolation` choosing the engine (Docker: with the test image)."""
+    if engine == "docker":
+        return {"engine": engine, "image": request.getfixturevalue("sandbox_image")}
+    return {"engine": engine}
 
 
 def run_hostile(
@@ -147,7 +151,7 @@ def test_endpoints_the_target_declares_are_reached_and_nothing_else(
 ) -> None:
     """Through the relay: a declared loopback server answers at its own address, Redis on
     the same loopback does not; the workspace is writable, the system read-only."""
-    settings = runtime_settings(engine, request)
+    engine_settings = isolation_settings(engine, request)
     server = subprocess.Popen(
         ["python3", "-m", "http.server", "0", "--bind", "127.0.0.1"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -162,9 +166,7 @@ def test_endpoints_the_target_declares_are_reached_and_nothing_else(
             "(exec 3<>/dev/tcp/127.0.0.1/6379 && echo redis open) 2>&1 | tail -1; "
             f"touch {workspace}/made && echo wrote; touch /usr/made 2>&1; id -u"
         )
-        isolation = Isolation.model_validate(
-            {**settings["isolation"], "network": [f"127.0.0.1:{port}"]}  # type: ignore[dict-item]
-        )
+        isolation = Isolation.model_validate({**engine_settings, "network": [f"127.0.0.1:{port}"]})
         with sandboxed(
             ["bash", "-c", script], cwd=workspace, env={"PATH": "/usr/bin:/bin"},
             writable=[workspace], readable=[], isolation=isolation,

@@ -14,7 +14,7 @@ import redis
 from bridge.results.result import Result, Status
 from tests.conftest import WriteFiles, running_with
 from tests.worker.agents.sandbox_images import containers_of_this_process
-from tests.worker.agents.test_sandbox import runtime_settings
+from tests.worker.agents.test_sandbox import isolation_settings
 from tests.worker.providers.agent_cases import agent_project, planned_job
 from worker.execute import execute
 
@@ -38,8 +38,7 @@ def run_confined(
 ) -> tuple[Result, float]:
     """One job of a `cli` agent running `bash -c script` in the sandbox; its result and
     how long it took."""
-    settings = runtime_settings(engine, request)
-    isolation = {**settings["isolation"], **limits}  # type: ignore[dict-item]
+    isolation = {**isolation_settings(engine, request), **limits}
     target = {
         "name": "agent", "provider": "cli", "command": ["bash", "-c", script],
         "runtime": "sandbox", "isolation": isolation,
