@@ -2,8 +2,8 @@
 image there, where is a container's first process, was it killed for its memory, and
 removing containers, its own and those a dead worker of this host left.
 
-The CLI runs with the worker's Docker settings only (`DOCKER_HOST`, its config folder),
-never with an agent's environment, so no target can point it at another engine.
+The CLI runs with the worker's Docker settings (`DOCKER_HOST`, its config folder), never
+an agent's, so no target can point it at another engine.
 """
 
 from __future__ import annotations

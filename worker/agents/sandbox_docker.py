@@ -11,8 +11,9 @@ one address away; a container with no interface has nothing to reach.
 
 The agent's environment goes in by name (`-e NAME`, the values from the CLI's own
 environment), so no value shows in `ps` or in the container's command line. The
-container is not started with `--rm`: once it ends, the worker reads whether the kernel
-killed it for its memory, then removes it (`docker rm --force`, which kills it first at a
+container is not started with `--rm`: once it ends, the worker asks Docker whether the
+kernel killed a process of it for its memory (while it runs, the watch reads the same
+from its cgroup), then removes it (`docker rm --force`, which kills it first at a
 timeout); a worker killed outright leaves its containers to the next worker process of
 the host (`docker_cli.remove_dead_workers_containers`).
 """
