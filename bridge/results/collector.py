@@ -164,6 +164,15 @@ class Collector:
         self._maybe_write_summaries()
         return written
 
+    def redis_lost(self) -> None:
+        """Redis lost its data: let go of every file and consumer group. A campaign made
+        known again (`bridge.queue.rebuild`) has its file opened anew, which records the
+        file's lines in the new Redis (`make_home`): kept open, they would count nowhere
+        and the campaign would never end."""
+        self._let_go_of_files()
+        self.groups.clear()
+        self.opened.clear()
+
     def _let_go_of_files(self) -> None:
         for file in self.files.values():
             file.close()

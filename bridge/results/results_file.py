@@ -107,19 +107,30 @@ def summary_on_disk(path: Path, campaign_id: str, expected: int | None) -> Campa
     """The summary of the whole lines the file holds on disk, each job once: what
     `summary.json` says at the end, never what a collector believes it wrote."""
     summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
-    if not path.exists():
-        return summary
     seen: set[str] = set()
-    with path.open("rb") as handle:
-        os.fsync(handle.fileno())
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n") or not line.strip():
-                continue  # a torn last line is not a result
-            result = result_of_line(line, f"{path}:{number}")
-            if result.job_id not in seen:
-                seen.add(result.job_id)
-                summary.add(result)
+    for result in _whole_lines(path, sync=True):
+        if result.job_id not in seen:
+            seen.add(result.job_id)
+            summary.add(result)
     return summary
+
+
+def job_ids_on_disk(path: Path) -> set[str]:
+    """The jobs with a whole line in the file, read without opening it for writing (a
+    collector may be appending to it): what a campaign Redis lost keeps when rebuilt."""
+    return {result.job_id for result in _whole_lines(path, sync=False)}
+
+
+def _whole_lines(path: Path, *, sync: bool) -> Iterator[Result]:
+    """The results of the file's whole lines; a torn last line is not a result."""
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        if sync:
+            os.fsync(handle.fileno())
+        for number, line in enumerate(handle, 1):
+            if line.endswith(b"\n") and line.strip():
+                yield result_of_line(line, f"{path}:{number}")
 
 
 def _write_all(fd: int, data: bytes) -> None:
