@@ -10,6 +10,11 @@ def epoch_key() -> str:
     return f"{PREFIX}:epoch"
 
 
+def rebuild_lock_key(campaign_id: str) -> str:
+    """String with a TTL: the one process rebuilding a campaign Redis lost, while it does."""
+    return f"{PREFIX}:campaign:{campaign_id}:rebuilding"
+
+
 def campaigns_key() -> str:
     """Sorted set of campaign ids, scored by creation time."""
     return f"{PREFIX}:campaigns"

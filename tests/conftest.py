@@ -26,7 +26,7 @@ import psutil
 import pytest
 import redis
 
-from bridge.keys import workers_key
+from bridge.keys import epoch_key, workers_key
 from bridge.prompt.build import PromptRequest
 from bridge.queue.connection import connect
 from bridge.queue.jobs import Job, TargetRef
@@ -390,3 +390,25 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def forgetful_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    """A redis-server of the test's own that keeps nothing, as one without persistence: a
+    restart (`restart_empty`) loses every key."""
+    server = PrivateRedis(tmp_path / "forgetful-redis", keep=False)
+    server.folder.mkdir()
+    server.start()
+    yield server
+    server.stop()
+
+
+def restart_empty(server: PrivateRedis) -> None:
+    """Stop and start `server`, which keeps nothing: its mark changes (a command that
+    noticed first may have made a new one, and rebuilt its campaign already)."""
+    client = redis.Redis.from_url(server.url, decode_responses=True)
+    before = client.get(epoch_key())
+    assert before is not None
+    server.stop()
+    server.start()
+    assert client.get(epoch_key()) != before

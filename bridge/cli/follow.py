@@ -37,7 +37,7 @@ def follow_campaign(
     console: Console,
     consumer: str | None = None,
     sent: Sequence[str] | None = None,
-    rebuild: Callable[[set[str]], Sequence[object]] | None = None,
+    rebuild: Callable[[set[str]], Sequence[object] | None] | None = None,
 ) -> CampaignSummary:
     """Follow the campaign until every job has its line, or, given the ids of the jobs a
     command `sent` again, until each of those has its new line; returns the summary.
@@ -109,7 +109,7 @@ def follow_campaign(
                     kept = set(collector.results_file(info.campaign_id).job_ids)
                     collector.close()
                     again = ride_out(functools.partial(rebuild, kept))
-                    console.print(f"[red]{lost_and_rebuilt(info, len(kept), len(again))}[/]")
+                    console.print(f"[red]{lost_and_rebuilt(info, len(kept), again)}[/]")
                     collector = new_collector()
                 if state.finished:
                     break
@@ -153,11 +153,14 @@ def lost_campaign(info: CampaignInfo, summary: CampaignSummary) -> EvalrelayErro
     )
 
 
-def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: int) -> str:
+def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: Sequence[object] | None) -> str:
+    """`sent`: the jobs sent again, or None when another process had rebuilt it already."""
     file = results_path(Path(info.out_dir), info.campaign_id)
+    if sent is None:
+        return f"{LOST}: campaign {info.campaign_id} was gone from it; another process rebuilt it"
     return (
         f"{LOST}: campaign {info.campaign_id} was gone from it; rebuilt from its eval files "
-        f"and {file}: {counted(kept, 'result')} kept, {counted(sent, 'job')} sent again"
+        f"and {file}: {counted(kept, 'result')} kept, {counted(len(sent), 'job')} sent again"
     )
 
 

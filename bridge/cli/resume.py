@@ -15,6 +15,7 @@ from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
+from bridge.keys import campaign_key
 from bridge.queue.campaigns import (
     CampaignInfo,
     load_info,
@@ -25,10 +26,10 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import not_sent
-from bridge.queue.rebuild import find_record, read_record, rebuild
+from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
 from bridge.queue.runtime import open_runtime
 from bridge.results.collector import collectors_of
-from bridge.results.results_file import read_results, results_path
+from bridge.results.results_file import job_ids_on_disk, results_path
 
 
 @click.command("resume")
@@ -49,14 +50,21 @@ def resume_command(campaign: str, local_worker: bool) -> None:
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         client, queue = runtime.client, runtime.queue
+        record: CampaignRecord | None = None
         try:
             campaign = resolve_campaign(client, campaign)
         except EvalrelayError as exc:
-            info = rebuilt(client, queue, campaign, exc, console)
+            record = record_of(campaign, exc)
+            campaign = record.campaign_id
+        if record is not None and not client.exists(campaign_key(campaign)):
+            info = rebuilt(client, queue, record, console)
             summary = follow_campaign(
-                client, info, console, rebuild=lambda done: rebuild(client, queue, info, done)
+                client,
+                info,
+                console,
+                rebuild=lambda done: rebuild(client, queue, info, done, "resume"),
             )
-        else:
+        else:  # known to Redis (rebuilt already, maybe by the `collect` service)
             info = load_info(client, campaign)
             if (
                 not progress(client, campaign).finished
@@ -85,21 +93,40 @@ def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
     return f"campaign [bold]{campaign}[/]: {unsent} of {counted(total, 'job')} sent again{left}"
 
 
-def rebuilt(
-    client: redis.Redis, queue: JobQueue, text: str, unknown: EvalrelayError, console: Console
-) -> CampaignInfo:
-    """A campaign this Redis does not know, rebuilt from the record beside its results file
-    (`text`: its id, or the path of that file); this command then collects it."""
+def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
+    """The record of a campaign this Redis does not know by `text` (its id, or the path of
+    its results file), beside its results; else the error that it is unknown (which says
+    when this Redis holds no evalrelay data at all)."""
     folders = [Path.cwd() / "results", Project.containing(Path.cwd()).results_dir]
     found = find_record(text, folders)
     if found is None:
-        raise unknown  # it says when this Redis holds no evalrelay data at all
-    info = read_record(found).info.model_copy(update={"collector": "run"})
-    done = {r.job_id for r in read_results(results_path(Path(info.out_dir), info.campaign_id))}
-    sent = rebuild(client, queue, info, done)
+        raise unknown
+    return read_record(found)
+
+
+def rebuilt(
+    client: redis.Redis, queue: JobQueue, record: CampaignRecord, console: Console
+) -> CampaignInfo:
+    """A campaign this Redis lost, rebuilt from its record and results file; this command
+    then collects it. One dropped in an inbox is left to a watcher of that inbox."""
+    if record.dropped is not None:
+        raise EvalrelayError(
+            f"campaign {record.campaign_id} was dropped in the inbox {record.dropped.inbox}: "
+            "a watcher of that inbox rebuilds it from its file in queued/ with the watcher's "
+            f"own configuration; start `evalrelay watch {record.dropped.inbox}` if none runs"
+        )
+    info = record.info.model_copy(update={"collector": "run"})
+    results = results_path(Path(info.out_dir), info.campaign_id)
+    done = job_ids_on_disk(results)
+    sent = rebuild(client, queue, info, done, "resume")
+    if sent is None:
+        raise EvalrelayError(
+            f"campaign {info.campaign_id} was rebuilt by another process meanwhile; "
+            f"`evalrelay resume {info.campaign_id}` sends what it still lacks"
+        )
     console.print(
         f"campaign [bold]{info.campaign_id}[/] was not in this Redis (it lost its data): "
-        f"rebuilt from its eval files and {found.parent}: {counted(len(done), 'result')} kept, "
-        f"{counted(len(sent), 'job')} sent again"
+        f"rebuilt from its eval files and {results.parent}: "
+        f"{counted(len(done), 'result')} kept, {counted(len(sent), 'job')} sent again"
     )
     return info

@@ -137,6 +137,7 @@ def run_command(
                 cases=list(case_patterns),
                 tags=list(tags),
                 cache_ttl_seconds=cache_ttl if cache else None,
+                cwd=str(Path.cwd()),
             ),
         )
         if not detach:
@@ -151,7 +152,7 @@ def run_command(
                 runtime.client,
                 info,
                 console,
-                rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done),
+                rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done, "run"),
             )
         except KeyboardInterrupt:
             cancel(runtime.client, campaign_id)

@@ -20,13 +20,14 @@ from rich.table import Table
 from rich.text import Text
 
 from bridge.cli.follow import counts_text
-from bridge.cli.terminal import TerminalConsole, printable
+from bridge.cli.terminal import TerminalConsole, counted, printable
 from bridge.clock import now_seconds
 from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
 from bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
+    Rebuilt,
     list_campaigns,
     load_info,
     progress_many,
@@ -136,7 +137,7 @@ def campaign_tables(
             state = states[info.campaign_id]
             row = (
                 info.campaign_id,
-                f"{state.done}/{state.total}",
+                f"{state.done}/{state.total}" + (" rebuilt" if info.rebuilt else ""),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
@@ -159,6 +160,7 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         "done": f"{state.done}/{state.total} "
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
+        "rebuilt": rebuilt_text(info.rebuilt) if info.rebuilt else "",
         "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
         "sources": "\n".join(info.sources),
     }
@@ -188,6 +190,14 @@ def print_uncollected(
                 f"it, or start `evalrelay collect --campaign {campaign_id}`"
             )
         console.print(Text(f"{campaign_id}: {why}; {todo}", style="yellow"), soft_wrap=True)
+
+
+def rebuilt_text(rebuilt: Rebuilt) -> str:
+    """A campaign Redis lost and someone rebuilt: when, by whom, and what it kept."""
+    return (
+        f"{rebuilt.at:%Y-%m-%d %H:%M} by {rebuilt.by}, after Redis lost its data: "
+        f"{counted(rebuilt.kept, 'result')} kept, {counted(rebuilt.sent, 'job')} sent again"
+    )
 
 
 def count_missing(client: redis.Redis, campaign_id: str) -> int:

@@ -73,6 +73,25 @@ class Plan(BaseModel):
     fallback_target: str | None = None
     """The inbox folder's or the watcher's target."""
     cache_ttl_seconds: int | None = None
+    cwd: str | None = None
+    """The folder `run` was started in: the campaign's `sources` as given (maybe relative,
+    as annotations want them) are read from there when a `collect` service rebuilds it."""
+
+
+class Rebuilt(BaseModel):
+    """A campaign Redis lost (it restarted without its data) that was made known again from
+    its eval files and results file (`bridge.queue.rebuild`): what `status` says of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: datetime
+    """On Redis's clock."""
+    kept: int
+    """Results its file held, kept."""
+    sent: int
+    """Jobs without a line, sent again."""
+    by: str
+    """The command that rebuilt it: `run`, `resume`, `collect`, or a watcher's name."""
 
 
 class CampaignInfo(BaseModel):
@@ -93,6 +112,8 @@ class CampaignInfo(BaseModel):
     """The name given with `run --name`: commands take it for the latest campaign of that
     name, as they take `latest` for the latest of all."""
     plan: Plan | None = None
+    rebuilt: Rebuilt | None = None
+    """Set when Redis lost the campaign and it was rebuilt; the latest rebuild."""
 
     @classmethod
     def for_jobs(
@@ -288,10 +309,14 @@ def load_info(client: redis.Redis, campaign_id: str) -> CampaignInfo:
 def list_campaigns(client: redis.Redis, limit: int | None = 20) -> list[CampaignInfo]:
     """The newest campaigns Redis still has, newest first; `limit=None` for all of them."""
     end = -1 if limit is None else limit - 1
-    ids = [str(i) for i in client.zrevrange(campaigns_key(), 0, end)]
+    return infos_of(client, [str(i) for i in client.zrevrange(campaigns_key(), 0, end)])
+
+
+def infos_of(client: redis.Redis, campaign_ids: Sequence[str]) -> list[CampaignInfo]:
+    """The campaigns Redis has of `campaign_ids`, in their order; the others left out."""
     raws = [
         raw
-        for chunk in _chunks(ids, WRITE_CHUNK)
+        for chunk in _chunks(campaign_ids, WRITE_CHUNK)
         for raw in client.mget([campaign_key(i) for i in chunk])
     ]
     return [CampaignInfo.model_validate_json(raw) for raw in raws if raw]

@@ -16,23 +16,31 @@ from typing import NamedTuple
 import pytest
 import redis
 
-from bridge.keys import epoch_key
-from bridge.queue.campaigns import CampaignInfo, Plan
-from bridge.queue.rebuild import find_record, read_record, record_path, write_record
-from tests.conftest import PrivateRedis, WriteFiles, one_turn_cases, read_jsonl, wait_for
+from bridge.errors import EvalrelayError
+from bridge.queue.campaigns import CampaignInfo, Plan, load_info
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.jobs import job_id
+from bridge.queue.rebuild import (
+    DroppedFile,
+    find_record,
+    lost_campaigns,
+    read_record,
+    rebuild,
+    record_path,
+    replan,
+    write_record,
+)
+from tests.conftest import (
+    PrivateRedis,
+    WriteFiles,
+    one_turn_cases,
+    read_jsonl,
+    restart_empty,
+    wait_for,
+)
 
 JOBS = 120
 TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"
-
-
-@pytest.fixture
-def forgetful(tmp_path: Path) -> Iterator[PrivateRedis]:
-    """A Redis that keeps nothing across a restart, as one without persistence."""
-    server = PrivateRedis(tmp_path / "redis", keep=False)
-    server.folder.mkdir()
-    server.start()
-    yield server
-    server.stop()
 
 
 def env_for(server: PrivateRedis, private_home: Path) -> dict[str, str]:
@@ -64,17 +72,6 @@ def unwrapped(text: str) -> str:
 
 def lines_in(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def restart_empty(server: PrivateRedis) -> None:
-    """Stop and start `server`, which keeps nothing: its mark changes (a command that
-    noticed first may have made a new one, and rebuilt its campaign already)."""
-    client = redis.Redis.from_url(server.url, decode_responses=True)
-    before = client.get(epoch_key())
-    assert before is not None
-    server.stop()
-    server.start()
-    assert client.get(epoch_key()) != before
 
 
 def one_line_per_job(path: Path) -> None:
@@ -113,10 +110,10 @@ def mid_campaign(
 
 
 def test_run_rebuilds_its_campaign_when_redis_restarts_empty(
-    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
-    with mid_campaign(project, forgetful, private_home, tmp_path) as running:
-        restart_empty(forgetful)
+    with mid_campaign(project, forgetful_redis, private_home, tmp_path) as running:
+        restart_empty(forgetful_redis)
         assert running.run.wait(120) == 0, (tmp_path / "run.log").read_text()
         worker_said = lambda: unwrapped((tmp_path / "worker.log").read_text())  # noqa: E731
         lost = unwrapped("Redis lost its data (it restarted empty, or evicted keys)")
@@ -128,13 +125,13 @@ def test_run_rebuilds_its_campaign_when_redis_restarts_empty(
 
 
 def test_status_and_resume_rebuild_a_campaign_whose_run_is_gone(
-    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
-    with mid_campaign(project, forgetful, private_home, tmp_path) as running:
+    with mid_campaign(project, forgetful_redis, private_home, tmp_path) as running:
         root, env, results = running.root, running.env, running.results
         os.killpg(running.run.pid, signal.SIGKILL)  # the run that collected it is gone
         running.run.wait(10)
-        restart_empty(forgetful)
+        restart_empty(forgetful_redis)
         campaign = results.name.removesuffix(".jsonl")
         kept = lines_in(results)
 
@@ -158,9 +155,9 @@ def test_status_and_resume_rebuild_a_campaign_whose_run_is_gone(
 
 
 def test_a_campaign_unknown_to_an_empty_redis_says_how_to_rebuild_it(
-    forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+    forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
-    env = env_for(forgetful, private_home)
+    env = env_for(forgetful_redis, private_home)
     done = subprocess.run(
         [sys.executable, "-m", "bridge.cli.main", "resume", "gone-20260101-000000-abcd"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
@@ -186,15 +183,15 @@ def test_a_record_is_found_by_id_by_results_file_or_by_its_own_path(tmp_path: Pa
 
 
 def test_resume_rebuilds_a_detached_campaign_from_the_record_its_collector_kept(
-    project: WriteFiles, forgetful: PrivateRedis, private_home: Path, tmp_path: Path
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
+    """The `collect` service that kept its record is gone too (a running one rebuilds it
+    by itself: tests/bridge/cli/test_collect.py): `resume` of its results file does."""
     root = project({"targets.yaml": TARGETS, "evals.yaml": one_turn_cases(JOBS)})
-    env = env_for(forgetful, private_home)
+    env = env_for(forgetful_redis, private_home)
     out = tmp_path / "collected"
-    services = [
-        evalrelay(["worker", "-c", "4"], env, root, tmp_path / "worker.log"),
-        evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log"),
-    ]
+    worker = evalrelay(["worker", "-c", "4"], env, root, tmp_path / "worker.log")
+    collect = evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log")
     try:
         submitted = subprocess.run(
             [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
@@ -205,19 +202,64 @@ def test_resume_rebuilds_a_detached_campaign_from_the_record_its_collector_kept(
         results = out / f"{campaign}.jsonl"
         wait_for(lambda: lines_in(results) >= 30, 60, "30 results")
         assert record_path(out, campaign).is_file()  # kept by the collector
-        restart_empty(forgetful)
-        said_by_collect = lambda: unwrapped((tmp_path / "collect.log").read_text())  # noqa: E731
-        lost = unwrapped("collect: Redis lost its data (it restarted empty, or evicted keys)")
-        wait_for(lambda: lost in said_by_collect(), 30, "collect to say Redis lost its data")
+        os.killpg(collect.pid, signal.SIGKILL)
+        collect.wait(10)
+        restart_empty(forgetful_redis)
         resume = subprocess.run(
             [sys.executable, "-m", "bridge.cli.main", "resume", str(results)],
             env=env, cwd=root, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     finally:
-        for process in services:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(20)
+        for process in (worker, collect):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(20)
     said = unwrapped(resume.stderr)
     assert resume.returncode == 0, said
     assert unwrapped(f"campaign {campaign} was not in this Redis (it lost its data)") in said
     one_line_per_job(results)
+
+
+def test_a_campaign_is_rebuilt_once_however_many_processes_try(
+    project: WriteFiles, client: redis.Redis, redis_url: str
+) -> None:
+    """Two watchers of one inbox, or a `collect` service and a `resume` by hand, may both
+    find the campaign lost: the second finds it known again and sends nothing."""
+    root = project({"evals.yaml": one_turn_cases(5)})
+    info = CampaignInfo.for_jobs(
+        "twice-20260101-000000-abcd",
+        [],
+        ["evals.yaml"],
+        str(root / "results"),
+        "run",
+        plan=Plan(targets=["mock"], cwd=str(root)),
+    ).model_copy(update={"total": 5})
+    queue = JobQueue.connect(redis_url)
+    done = {job_id(info.campaign_id, "evals", "c0", "mock", 0)}
+    first = rebuild(client, queue, info, done, "first")
+    assert first is not None and len(first) == 4
+    assert rebuild(client, queue, info, set(), "second") is None
+    assert client.llen("api") == 4
+    rebuilt = load_info(client, info.campaign_id).rebuilt
+    assert rebuilt is not None
+    assert (rebuilt.by, rebuilt.kept, rebuilt.sent) == ("first", 1, 4)
+
+
+def test_a_dropped_campaign_is_left_to_a_watcher_of_its_inbox(tmp_path: Path) -> None:
+    """Its file is untrusted: only a watcher loads it again, as it loaded it first. `status`
+    says so, and planning it as a `run` would (`resume`, `collect`) is refused."""
+    inbox = tmp_path / "inbox"
+    info = CampaignInfo(
+        campaign_id="dropped-1", created_at="2026-01-01T00:00:00Z",
+        sources=[str(inbox / "e.yaml")], targets=["t"], total=3,
+        out_dir=str(tmp_path / "results"), collector="watch", plan=Plan(),
+    )  # type: ignore[arg-type]  # fmt: skip
+    dropped = DroppedFile(inbox=str(inbox), path="e.yaml", queued="queued/e.yaml", identity="x")
+    write_record(info, dropped)
+    (lost,) = lost_campaigns(tmp_path / "results", known=[])
+    said = str(lost)
+    assert f"A watcher of {inbox} rebuilds it from {inbox / 'queued' / 'e.yaml'}" in said
+    assert f"start `evalrelay watch {inbox}` if none runs" in said
+    assert "resume" not in said
+    with pytest.raises(EvalrelayError, match="only a watcher of that inbox rebuilds it"):
+        replan(info)
