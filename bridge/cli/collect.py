@@ -6,25 +6,28 @@ import logging
 import signal
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 import click
 
+from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
+from bridge.errors import EvalrelayError
 from bridge.queue.campaigns import (
     CampaignInfo,
+    infos_of,
     list_campaigns,
-    load_info,
     progress,
     resolve_campaign,
 )
 from bridge.queue.connection import RideOut
-from bridge.queue.rebuild import current_epoch, write_record
-from bridge.queue.runtime import open_runtime
+from bridge.queue.rebuild import current_epoch, read_record, rebuild, record_path, write_record
+from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
-from bridge.results.results_file import results_path
+from bridge.results.results_file import job_ids_on_disk, results_path
 
 log = logging.getLogger(__name__)
 
@@ -67,16 +70,18 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
 
         def out_dir_for(campaign_id: str) -> Path:
             """Where the campaign's results go; its record (`bridge.queue.rebuild`) is kept
-            there first, so `resume` can rebuild it should Redis lose it."""
+            there first, to rebuild it from (here, or by `resume`) should Redis lose it."""
             folder = out or Path(infos[campaign_id].out_dir)
-            if campaign_id not in recorded:
+            if campaign_id not in recorded and infos[campaign_id].collector != "watch":
+                # A watcher keeps the record of its own: where its dropped file waits.
                 write_record(infos[campaign_id].model_copy(update={"out_dir": str(folder)}))
                 recorded.add(campaign_id)
             return folder
 
+        consumer = name or f"collect@{socket.gethostname()}"
         collector = Collector(
             runtime.client,
-            name or f"collect@{socket.gethostname()}",
+            consumer,
             out_dir_for,
             lambda c: infos[c].total,
             ensure_html_beside,
@@ -89,7 +94,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             if stopping:
                 raise KeyboardInterrupt
             found = (
-                [load_info(runtime.client, c) for c in campaign_ids]
+                infos_of(runtime.client, campaign_ids)
                 if campaign_ids
                 else [
                     i
@@ -98,17 +103,15 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
                 ]
             )
             epoch = current_epoch(runtime.client)
-            if epoch_seen not in (None, epoch) and infos:
-                lost = ", ".join(sorted(set(infos) - finished)) or "none unfinished"
-                log.error(
-                    "collect: Redis lost its data (it restarted empty, or evicted keys): the "
-                    "campaigns it was collecting are gone from it (%s); on this host, "
-                    "`evalrelay resume <results file>` rebuilds each and collects the rest",
-                    lost,
-                )
+            if epoch_seen not in (None, epoch):  # the rebuilt are found again next round
+                collector.redis_lost()
+                lost = [infos[c] for c in sorted(set(infos) - finished)]
+                rebuild_all(runtime, lost, out_dir_for, consumer)
             epoch_seen = epoch
             infos.update((i.campaign_id, i) for i in found)
             active = [i.campaign_id for i in found if i.campaign_id not in finished]
+            for campaign_id in active:
+                out_dir_for(campaign_id)  # its record, before Redis may lose it
             collector.poll(active, block_ms=1000)
             for campaign_id in active:
                 state = progress(runtime.client, campaign_id)
@@ -145,3 +148,49 @@ class ProgressLines:
 
 
 PROGRESS_SECONDS = 10.0
+
+
+def rebuild_all(
+    runtime: Runtime,
+    infos: list[CampaignInfo],
+    out_dir_for: Callable[[str], Path],
+    consumer: str,
+) -> None:
+    """Redis lost its data: rebuild each campaign this service was collecting from the
+    record it kept beside the results (its eval files must be on this host). Whatever
+    cannot be rebuilt here is said, with what rebuilds it elsewhere."""
+    log.error(
+        "collect: %s: the campaigns it was collecting are gone from it (%s); rebuilding "
+        "each from its eval files and its results file",
+        LOST, ", ".join(i.campaign_id for i in infos) or "none unfinished",
+    )  # fmt: skip
+    for info in infos:
+        campaign_id = info.campaign_id
+        if info.collector == "watch":
+            log.error(
+                "collect: campaign %s was dropped in a watcher's inbox: a watcher of that "
+                "inbox rebuilds it, from its file in queued/",
+                campaign_id,
+            )
+            continue
+        folder = out_dir_for(campaign_id)
+        results = results_path(folder, campaign_id)
+        try:
+            record = read_record(record_path(folder, campaign_id))
+            done = job_ids_on_disk(results)
+            sent = rebuild(runtime.client, runtime.queue, record.info, done, consumer)
+        except (EvalrelayError, ValueError, OSError) as exc:
+            log.error(
+                "collect: campaign %s was not rebuilt: %s. On the host of its eval files, "
+                "`evalrelay resume %s` rebuilds it",
+                campaign_id, exc, results,
+            )  # fmt: skip
+            continue
+        if sent is None:
+            log.warning("collect: campaign %s was rebuilt by another process", campaign_id)
+            continue
+        log.warning(
+            "collect: campaign %s rebuilt from its eval files and %s: %d results kept, "
+            "%d jobs sent again",
+            campaign_id, results, len(done), len(sent),
+        )  # fmt: skip
