@@ -78,7 +78,8 @@ def watch_command(
 
     Files move to INBOX/queued/, then INBOX/done/; invalid ones to INBOX/failed/ beside
     NAME.error.txt. Nothing dropped is ever deleted. A line on stdout says which campaign
-    each file became, and another when its results are complete.
+    each file became, and another when its results are complete. Should Redis lose its
+    data, each campaign whose file is in INBOX/queued/ is rebuilt from that file.
     """
     inbox.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
@@ -118,6 +119,12 @@ def print_event(event: InboxEvent) -> None:
         text = (
             f"{event.file}: campaign {event.campaign_id} complete, {results} "
             f"({counts}) in {event.results}"
+        )
+    elif event.kind == "rebuilt":
+        text = (
+            f"{event.file}: campaign {event.campaign_id} rebuilt after Redis lost its data, "
+            f"{counted(event.kept or 0, 'result')} kept, {counted(event.jobs or 0, 'job')} "
+            "queued again"
         )
     else:
         text = (

@@ -31,7 +31,9 @@ from bridge.keys import watch_campaigns_key
 from bridge.queue.campaigns import (
     WRITE_CHUNK,
     CampaignInfo,
+    Plan,
     announce,
+    load_info,
     new_campaign_id,
     plan_jobs,
     store_jobs,
@@ -39,6 +41,7 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job
+from bridge.queue.rebuild import DroppedFile, write_record
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +252,12 @@ class Taker:
         fallback = drop.folder_target or self.default_target
         drop.jobs = plan_jobs(campaign_id, [drop.loaded], None, None, fallback_target=fallback)
         drop.info = CampaignInfo.for_jobs(
-            campaign_id, drop.jobs, [str(drop.path)], str(self.out_dir), "watch"
+            campaign_id,
+            drop.jobs,
+            [str(drop.path)],
+            str(self.out_dir),
+            "watch",
+            plan=Plan(fallback_target=fallback),
         )
 
     def _invalid(self, drop: Drop, errors: str, *, wait_for_writer: bool) -> None:
@@ -362,8 +370,29 @@ class Taker:
                 pipe,
             )
             if record.campaign_id:
+                self._keep_record(drop, record.campaign_id, queued)
                 pipe.hset(watch_campaigns_key(self.inbox_id), record.campaign_id, queued)
         pipe.execute()
+
+    def _keep_record(self, drop: Drop, campaign_id: str, queued: str) -> None:
+        """Beside its results, the campaign and the file it was queued as: what a watcher
+        rebuilds it from should Redis lose its data (`bridge.inbox.rebuild`). Without it
+        the campaign still runs, but cannot be rebuilt: said, not raised."""
+        dropped = DroppedFile(
+            inbox=str(self.inbox.root),
+            path=drop.relative.as_posix(),
+            queued=queued,
+            identity=drop.identity,
+        )
+        try:
+            info = drop.info or load_info(self.client, campaign_id)  # submitted before a restart
+            write_record(info, dropped)
+        except (EvalrelayError, OSError) as exc:
+            log.warning(
+                "watcher %s: could not keep the record of campaign %s (%s): should Redis lose "
+                "its data, it cannot be rebuilt",
+                self.name, campaign_id, exc,
+            )  # fmt: skip
 
     def _move_to_queued(self, drop: Drop) -> str:
         """The file's new path in the inbox."""

@@ -6,6 +6,10 @@ validates them, claims each by content in Redis, submits each as a campaign (tog
 in a burst) and moves it to `queued/`; the watcher moves it on to `done/` when its
 campaign has every result. An invalid file goes to `failed/` with its errors. Nothing
 dropped is ever deleted, and a bad file never stops the watcher.
+
+A Redis that lost its data (restarted empty, or evicted keys) has forgotten the campaigns
+whose files wait in `queued/`: the watcher notices (its mark, `epoch_key`, changed, or a
+campaign is gone) and rebuilds each from its file and its results (`bridge.inbox.rebuild`).
 """
 
 from __future__ import annotations
@@ -33,19 +37,23 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from bridge.evalfile.isolated import prepare
+from bridge.errors import EvalrelayError
+from bridge.evalfile.isolated import LoadStopped, prepare
 from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import Intake
+from bridge.inbox.intake import Intake, IntakeRecord
+from bridge.inbox.rebuild import plan_dropped
 from bridge.inbox.settle import Settler
 from bridge.inbox.taker import Taker
 from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key, watchers_key
-from bridge.queue.campaigns import Progress, load_info, progress_many
+from bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_many
 from bridge.queue.celery_queue import JobQueue
+from bridge.queue.connection import RideOut
 from bridge.queue.holders import beat
+from bridge.queue.rebuild import CampaignRecord, current_epoch, records_in, restore
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
-from bridge.results.results_file import results_path
+from bridge.results.results_file import job_ids_on_disk, results_path
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +66,29 @@ REPORT_SECONDS = 5.0
 """How often the watcher's heartbeat, last scan and backlog are written for `status`."""
 
 FOLLOW_SECONDS = 0.5
-"""How often results are collected and finished campaigns moved to `done/`."""
+"""How often results are collected, finished campaigns moved to `done/`, and Redis's mark
+looked at (a Redis that lost its data has another)."""
+
+LOST = "Redis lost its data (it restarted empty, or evicted keys; run it with appendonly yes)"
+
+EventKind = Literal["queued", "done", "duplicate", "rebuilt"]
 
 
 class InboxEvent(BaseModel):
     """What became of a dropped file, for whoever runs the watcher to tell its user: a
     file taken in (`queued`, with its number of jobs), its campaign complete (`done`, with
-    its results file and counts by status), or the same content run before (`duplicate`)."""
+    its results file and counts by status), the same content run before (`duplicate`), or
+    its campaign rebuilt after Redis lost it (`rebuilt`, with the results kept and the
+    jobs sent again)."""
 
-    kind: Literal["queued", "done", "duplicate"]
+    kind: EventKind
     file: str
     """The file's path inside the inbox."""
     campaign_id: str
     jobs: int | None = None
     results: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    kept: int | None = None
 
 
 class _Events(FileSystemEventHandler):
@@ -115,6 +131,7 @@ class Watcher:
         self.inbox_id = hashlib.sha256(str(self.inbox.root).encode()).hexdigest()[:16]
         self.settler = settler or Settler()
         self.on_event = on_event
+        self.trust = trust or InboxTrust()
         self.taker = Taker(
             client,
             job_queue,
@@ -126,21 +143,27 @@ class Watcher:
             name=self.name,
             default_target=default_target,
             rerun=rerun,
-            trust=trust,
+            trust=self.trust,
             tell=self._tell,
         )
         self.events: queue.Queue[tuple[Path, bool]] = queue.Queue()
+        self.infos: dict[str, CampaignInfo] = {}
+        """The campaigns collected, as Redis had them (or their records, once Redis lost
+        them): their results folder and size, which a file being finished still needs."""
         self.collector = Collector(
             client,
             f"watch-{self.inbox_id}@{socket.gethostname()}",
-            lambda c: Path(load_info(client, c).out_dir),
-            lambda c: load_info(client, c).total,
+            lambda c: Path(self._info(c).out_dir),
+            lambda c: self._info(c).total,
             ensure_html_beside,
         )
         self.last_scan = 0.0
         self.followed_at = 0.0
         self.reported_at: float | None = None
-        self.unfollowed: set[Path] = set()
+        self.epoch: str | None = None
+        """Redis's mark when last looked at; another one means it lost its data since."""
+        self.unfollowed: dict[str, float] = {}
+        """Files in `queued/` no campaign of this inbox names, by when first seen so."""
 
     def run(self, stop: object) -> None:
         """Watch until `stop.is_set()` (a threading.Event)."""
@@ -150,9 +173,10 @@ class Watcher:
         observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
         observer.start()
         log.info("watcher %s: watching %s", self.name, self.inbox.root)
+        ride_out = RideOut(lambda text: log.warning("watcher %s: %s", self.name, text))
         try:
             while not stop.is_set():  # type: ignore[attr-defined]
-                self.step()
+                ride_out(self.step)
         finally:
             observer.stop()
             observer.join(10)
@@ -178,24 +202,136 @@ class Watcher:
         except (redis.RedisError, OSError) as exc:
             log.warning("watcher %s: could not check queued/: %s", self.name, exc)
 
+    def _info(self, campaign_id: str) -> CampaignInfo:
+        info = self.infos.get(campaign_id)
+        if info is None:
+            info = self.infos[campaign_id] = load_info(self.client, campaign_id)
+        return info
+
+    def _notice_lost_data(self) -> None:
+        """When Redis's mark changed, it lost every campaign: let go of their files and
+        rebuild at once each one whose file waits in `queued/`."""
+        epoch = current_epoch(self.client)
+        seen, self.epoch = self.epoch, epoch
+        if seen is None or seen == epoch:
+            return
+        log.error(
+            "watcher %s: %s: the campaigns of %s are gone from it; rebuilding each whose file "
+            "is in queued/ from that file and its results in %s",
+            self.name, LOST, self.inbox.root, self.out_dir,
+        )  # fmt: skip
+        self.collector.redis_lost()
+        self.scan()
+
     def _find_lost_campaigns(self) -> None:
-        """Files in `queued/` whose campaign Redis no longer has (it restarted without its
-        data) go to `failed/`, saying so, instead of waiting there for ever."""
+        """Files in `queued/` whose campaign Redis no longer has (it lost its data) are
+        rebuilt from their record; one with no record goes to `failed/` saying so, instead
+        of waiting there for ever. A file a campaign names again (its watcher stopped
+        between the two) is followed again."""
         key = watch_campaigns_key(self.inbox_id)
         followed = {str(k): str(v) for k, v in self.client.hgetall(key).items()}
-        for campaign_id, state in progress_many(self.client, list(followed)).items():
-            if not state.known and followed[campaign_id]:
-                self.client.hdel(key, campaign_id)
-                self._lost(self.inbox.root / followed[campaign_id], campaign_id)
+        gone = [  # a campaign with no path yet is still being submitted
+            c
+            for c, state in progress_many(self.client, list(followed)).items()
+            if not state.known and followed[c]
+        ]
         queued = self.inbox.root / "queued"
-        unfollowed = {
-            p for p in queued.rglob("*") if p.is_file() and self.inbox.wants_queued(p)
-        } - {self.inbox.root / v for v in followed.values() if v}
-        # Another watcher on this inbox may have moved a file and not yet recorded it:
-        # only a file unfollowed at two scans in a row is lost.
-        for path in unfollowed & self.unfollowed:
-            self._lost(path, None)
-        self.unfollowed = unfollowed - self.unfollowed
+        waiting = {
+            p.relative_to(self.inbox.root).as_posix()
+            for p in queued.rglob("*")
+            if p.is_file() and self.inbox.wants_queued(p)
+        }
+        unfollowed = waiting - set(followed.values())
+        now = time.monotonic()
+        self.unfollowed = {p: self.unfollowed.get(p, now) for p in unfollowed}
+        if not gone and not unfollowed:
+            return
+        records = self._records()
+        known = progress_many(self.client, [r.campaign_id for r in records.values()])
+        for campaign_id in gone:
+            self.client.hdel(key, campaign_id)
+            record = records.get(followed[campaign_id])
+            if record is not None and record.campaign_id == campaign_id:
+                self._rebuild(record)
+            else:
+                self._lost(self.inbox.root / followed[campaign_id], campaign_id)
+        for path in sorted(unfollowed):
+            record = records.get(path)
+            if record is not None and not known[record.campaign_id].known:
+                self._rebuild(record)
+            elif now - self.unfollowed[path] < RESCAN_SECONDS:
+                continue  # another watcher of this inbox may have moved it just now
+            elif record is not None:
+                self.client.hset(key, record.campaign_id, path)
+            else:
+                self._lost(self.inbox.root / path, None)
+
+    def _records(self) -> dict[str, CampaignRecord]:
+        """The records of this inbox's campaigns, by their file in `queued/`; none from a
+        results folder inside the inbox, where whoever drops files could write them too."""
+        if self.out_dir.is_relative_to(self.inbox.root):
+            return {}
+        return {
+            r.dropped.queued: r
+            for r in records_in(self.out_dir)
+            if r.dropped is not None and r.dropped.inbox == str(self.inbox.root)
+        }
+
+    def _rebuild(self, record: CampaignRecord) -> None:
+        """Make the campaign Redis lost known again, from its file in `queued/` and its
+        results: the jobs without a line are sent again. A file that cannot give the same
+        campaign goes to `failed/` saying why; a file-system error waits for the next scan."""
+        assert record.dropped is not None
+        campaign_id, dropped = record.campaign_id, record.dropped
+        path = dropped.queued_path()
+        if not path.exists():
+            return  # moved on meanwhile (by another watcher of this inbox, or a person)
+        results = results_path(Path(record.info.out_dir), campaign_id)
+        try:
+            loaded, jobs = plan_dropped(record, self.inbox, self.trust, self.taker.stopping)
+            kept = job_ids_on_disk(results)
+            sent = restore(self.client, self.queue, record.info, [loaded], jobs, kept, self.name)
+        except LoadStopped:
+            return  # the watcher is stopping; the next one rebuilds it
+        except (redis.RedisError, OSError) as exc:  # not the file's fault: the next scan
+            log.warning(
+                "watcher %s: could not rebuild campaign %s yet: %s", self.name, campaign_id, exc
+            )
+            return
+        except Exception as exc:  # whatever the file does, the watcher goes on
+            why = exc if isinstance(exc, EvalrelayError | ValueError) else repr(exc)
+            self.inbox.fail(
+                path,
+                f"{LOST}, and with it campaign {campaign_id}; it could not be rebuilt from "
+                f"this file: {why}. The results collected before are in {results}. Drop the "
+                "file again to run it anew.",
+            )
+            log.error(
+                "watcher %s: campaign %s could not be rebuilt (%s); %s moved to failed/",
+                self.name, campaign_id, why, path.name,
+            )  # fmt: skip
+            return
+        if sent is None:
+            return  # another watcher of this inbox rebuilt it, and follows it
+        self.infos[campaign_id] = record.info
+        intake = IntakeRecord(
+            state="queued",
+            watcher=self.name,
+            path=dropped.path,
+            campaign_id=campaign_id,
+            queued_path=dropped.queued,
+        )
+        pipe = self.client.pipeline(transaction=False)
+        self.taker.intake.update(dropped.identity, intake, pipe)  # dropped again: a duplicate
+        pipe.hset(watch_campaigns_key(self.inbox_id), campaign_id, dropped.queued)
+        pipe.execute()
+        log.warning(
+            "watcher %s: campaign %s rebuilt from %s and %s: %d results kept, %d jobs sent "
+            "again",
+            self.name, campaign_id, dropped.queued, results, len(kept), len(sent),
+        )  # fmt: skip
+        file = Path(*Path(dropped.queued).parts[1:]).as_posix()
+        self._tell("rebuilt", file, campaign_id, jobs=len(sent), kept=len(kept))
 
     def _lost(self, path: Path, campaign_id: str | None) -> None:
         if not path.exists():
@@ -204,8 +340,9 @@ class Watcher:
         self.inbox.fail(
             path,
             f"Redis no longer has {which}: it restarted without keeping its data (run it "
-            f"with appendonly yes), or the campaign expired. The results collected before "
-            f"are in {self.out_dir}. Drop the file again to run it anew.",
+            f"with appendonly yes), or the campaign expired, and {self.out_dir} keeps no "
+            f"record of it to rebuild it from. The results collected before are in "
+            f"{self.out_dir}. Drop the file again to run it anew.",
         )
         log.warning("watcher %s: %s lost its campaign; moved to failed/", self.name, path.name)
 
@@ -221,6 +358,7 @@ class Watcher:
 
     def _follow(self) -> None:
         """Collect the inbox's campaigns; move each file to `done/` when its campaign is."""
+        self._notice_lost_data()
         campaigns = sorted(str(c) for c in self.client.hkeys(watch_campaigns_key(self.inbox_id)))
         if not campaigns:
             return
@@ -229,6 +367,8 @@ class Watcher:
             if state.finished:
                 self.collector.finish(campaign_id)
                 self._done(campaign_id, state)
+                if campaign_id not in self.collector.unfinished:
+                    self.infos.pop(campaign_id, None)  # what a summary still to write needs
 
     def _done(self, campaign_id: str, state: Progress) -> None:
         key = watch_campaigns_key(self.inbox_id)
@@ -252,7 +392,7 @@ class Watcher:
 
     def _tell(
         self,
-        kind: Literal["queued", "done", "duplicate"],
+        kind: EventKind,
         file: str,
         campaign_id: str,
         **details: object,

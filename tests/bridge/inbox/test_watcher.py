@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,7 +28,17 @@ from bridge.keys import campaigns_key, manifest_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.connection import client_for
-from tests.conftest import FAST_RECOVERY, PrivateRedis, Processes, WriteFiles, read_jsonl, wait_for
+from bridge.queue.rebuild import read_record, record_path
+from tests.conftest import (
+    FAST_RECOVERY,
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    one_turn_cases,
+    read_jsonl,
+    restart_empty,
+    wait_for,
+)
 
 CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"
 
@@ -357,24 +368,136 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
     assert processes.log("w@test").count("this delivery is ignored") == 0
 
 
-def test_queued_file_whose_campaign_redis_lost_goes_to_failed_saying_why(
-    inbox: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"
+
+
+def unwrapped(text: str) -> str:
+    """Without white space: the log's lines are wrapped, paths included."""
+    return "".join(text.split())
+
+
+def lines_in(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def status(env: dict[str, str], cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "status", *args],
+        env={**env, "COLUMNS": "200"}, cwd=cwd, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_watched_campaign_is_rebuilt_from_its_queued_file_when_redis_restarts_empty(
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
-    """Redis keeping nothing restarts: the watcher says so instead of waiting for ever."""
-    monkeypatch.setattr("bridge.inbox.watcher.RESCAN_SECONDS", 0.5)
-    server = PrivateRedis(tmp_path / "redis", keep=False)
-    server.folder.mkdir()
-    server.start()
+    """A watcher and a worker on a Redis that keeps nothing. Restarted empty mid-campaign,
+    the watcher rebuilds the campaign from the file in `queued/` and the results on disk:
+    the jobs without a line run, none twice, and the file ends in `done/`."""
+    jobs = 200
+    root = project({"targets.yaml": SLOW_TARGET, "inbox/.keep": ""})
+    inbox = root / "inbox"
+    env = {
+        **os.environ,
+        "EVALRELAY_REDIS_URL": forgetful_redis.url,
+        "EVALRELAY_HOME": str(private_home),
+        "PYTHONUNBUFFERED": "1",
+        **FAST_RECOVERY,
+    }
+    (tmp_path / "logs").mkdir()
+    running = Processes(env, tmp_path / "logs")
+    text = one_turn_cases(jobs)
     try:
-        client = client_for(server.url)
-        with watching(client, server.url, inbox):
-            (inbox / "forgotten.yaml").write_text(CASE.format(name="forgotten"))
-            wait_for(lambda: (inbox / "queued" / "forgotten.yaml").exists(), 20, "queued")
-            server.stop()
-            server.start()
-            wait_for(lambda: (inbox / "failed" / "forgotten.yaml").exists(), 30, "failed/")
+        running.start("worker", "-c", "4", name="worker")
+        running.start("watch", str(inbox), "--target", "slow", "--name", "porter", name="watch")
+        (inbox / "evals.yaml").write_text(text)
+        wait_for(lambda: list((root / "results").glob("*.jsonl")), 60, "the results file")
+        (results,) = (root / "results").glob("*.jsonl")
+        campaign = results.name.removesuffix(".jsonl")
+        wait_for(lambda: lines_in(results) >= 30, 60, "30 results")
+        collected = lines_in(results)
+        restart_empty(forgetful_redis)
+        rebuilt = re.compile(
+            rf"^evals\.yaml: campaign {re.escape(campaign)} rebuilt after Redis lost its data, "
+            r"(\d+) results kept, (\d+) jobs queued again$",
+            re.MULTILINE,
+        )
+        wait_for(lambda: rebuilt.search(running.log("watch")), 60, "the watcher to rebuild it")
+        said_while_running = status(env, root)
+        wait_for(lambda: (inbox / "done" / "evals.yaml").exists(), 120, "the file in done/")
+        said_of_it = status(env, root, campaign)
+        (inbox / "again.yaml").write_text(text)  # the same content: run once, even so
+        wait_for(lambda: (inbox / "done" / "again.yaml").exists(), 60, "the copy in done/")
     finally:
-        server.stop()
+        running.stop_all()
+    lines = read_jsonl(results)
+    assert len(lines) == jobs
+    assert len({line["job_id"] for line in lines}) == jobs
+    assert {line["status"] for line in lines} == {"ok"}
+    assert (inbox / "done" / "evals.yaml").read_text() == text
+    assert (inbox / "done" / "again.yaml.duplicate.txt").exists()
+    assert not list((inbox / "failed").iterdir())
+
+    found = rebuilt.search(running.log("watch"))
+    assert found
+    kept, sent = int(found[1]), int(found[2])
+    assert kept >= collected
+    assert kept + sent == jobs
+    said = unwrapped(running.log("watch"))
+    assert unwrapped("watcher porter: Redis lost its data (it restarted empty") in said
+    assert (
+        unwrapped(
+            f"campaign {campaign} rebuilt from queued/evals.yaml and {results}: "
+            f"{kept} results kept, {sent} jobs sent again"
+        )
+        in said
+    )
+    record = read_record(record_path(root / "results", campaign))
+    assert record.dropped is not None
+    assert (record.dropped.path, record.dropped.queued) == ("evals.yaml", "queued/evals.yaml")
+
+    assert re.search(rf"{re.escape(campaign)}\s+│\s+\d+/{jobs} rebuilt", said_while_running)
+    assert unwrapped(
+        f"by porter, after Redis lost its data: {kept} results kept, {sent} jobs sent again"
+    ) in unwrapped(said_of_it)
+
+
+def test_queued_file_whose_campaign_redis_lost_and_no_record_keeps_goes_to_failed(
+    inbox: Path, forgetful_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nothing to rebuild it from, the watcher says so instead of waiting for ever."""
+    monkeypatch.setattr("bridge.inbox.watcher.RESCAN_SECONDS", 0.5)
+    client = client_for(forgetful_redis.url)
+    with watching(client, forgetful_redis.url, inbox):
+        (inbox / "forgotten.yaml").write_text(CASE.format(name="forgotten"))
+        wait_for(lambda: (inbox / "queued" / "forgotten.yaml").exists(), 20, "queued")
+        (record,) = (inbox.parent / "results").glob("*.campaign.json")
+        record.unlink()
+        restart_empty(forgetful_redis)
+        wait_for(lambda: (inbox / "failed" / "forgotten.yaml").exists(), 30, "failed/")
     said = (inbox / "failed" / "forgotten.yaml.error.txt").read_text()
     assert "Redis no longer has its campaign" in said
+    assert "keeps no record of it to rebuild it from" in said
     assert "Drop the file again to run it anew" in said
+
+
+def test_queued_file_configured_from_inside_the_inbox_is_not_rebuilt(
+    inbox: Path, forgetful_redis: PrivateRedis
+) -> None:
+    """A targets file put in the inbox once the file was queued would give its target
+    another meaning: the rebuild reads the operator's configuration only, and refuses."""
+    client = client_for(forgetful_redis.url)
+    with watching(client, forgetful_redis.url, inbox):
+        (inbox / "forgotten.yaml").write_text(CASE.format(name="forgotten"))
+        wait_for(lambda: (inbox / "queued" / "forgotten.yaml").exists(), 20, "queued")
+        (inbox / "targets.yaml").write_text(
+            "targets:\n  - {name: mock, provider: cli, command: [touch, pwned]}\n"
+        )
+        restart_empty(forgetful_redis)
+        wait_for(lambda: (inbox / "failed" / "forgotten.yaml").exists(), 30, "failed/")
+    said = (inbox / "failed" / "forgotten.yaml.error.txt").read_text()
+    assert "Redis lost its data" in said
+    assert "it could not be rebuilt from this file" in said
+    assert "targets.yaml in the inbox would configure this file" in said
+    assert campaigns(client) == 0
