@@ -178,8 +178,9 @@ def _report(
             if seen is not None and epoch != seen:
                 log.error(
                     "worker %s: Redis lost its data (it restarted empty, or evicted keys): "
-                    "the jobs it held are gone; `evalrelay status` names the campaigns to "
-                    "rebuild with `evalrelay resume`",
+                    "the jobs it held are gone; a `run` following its campaign, a `collect` "
+                    "service and a watcher rebuild theirs, and `evalrelay status` names the "
+                    "others to rebuild with `evalrelay resume`",
                     name,
                 )
             seen = epoch
