@@ -83,19 +83,31 @@ class Inbox:
 
     def move(self, path: Path, stage: str) -> Path:
         """Move a file into a lifecycle folder, keeping its subfolder; never overwrite."""
+        target = self._destination(path, stage)
+        os.replace(path, target)
+        return target
+
+    def fail(self, path: Path, errors: str) -> Path:
+        """Move an invalid file to `failed/` beside `NAME.error.txt` holding its errors.
+
+        The note is there, whole, before the file: whoever sees the file in `failed/`
+        can read why."""
+        target = self._destination(path, "failed")
+        note = target.with_name(target.name + ".error.txt")
+        partial = note.with_name(f".{note.name}.partial")
+        partial.write_text(errors + "\n", encoding="utf-8")
+        os.replace(partial, note)
+        os.replace(path, target)
+        return target
+
+    def _destination(self, path: Path, stage: str) -> Path:
+        """A free name for the file in a lifecycle folder, its subfolder made."""
         relative = self.relative(path) or Path(path.name)
         if path.is_relative_to(self.root) and path.relative_to(self.root).parts[0] in LIFECYCLE:
             relative = Path(*path.relative_to(self.root).parts[1:])
         target = _free_name(self.root / stage / relative)
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(path, target)
         return target
-
-    def fail(self, path: Path, errors: str) -> Path:
-        """Move an invalid file to `failed/` beside `NAME.error.txt` holding its errors."""
-        moved = self.move(path, "failed")
-        moved.with_name(moved.name + ".error.txt").write_text(errors + "\n", encoding="utf-8")
-        return moved
 
 
 def _free_name(path: Path) -> Path:
