@@ -3,9 +3,11 @@ parsed answers, and every failure ending in the right status after the right att
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +19,18 @@ from bridge.prompt.build import PromptRequest, api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
-from tests.conftest import direct_job
+from tests.bridge.cli.test_run import run
+from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl
 from tests.worker.providers.vendor_server import (
     Reply,
     anthropic_message,
+    anthropic_tool_use,
+    gemini_function_call,
     gemini_response,
     openai_chat,
+    openai_chat_tool_call,
     openai_responses,
+    openai_responses_tool_call,
     serving,
 )
 from worker.execute import execute
@@ -775,3 +782,85 @@ def test_gemini_tools_are_what_the_sdk_sends_for_its_own_types(choice: ToolChoic
     theirs = sent_by_the_sdk(Reply(gemini_response()), generate)
     assert only(ours, "tools", "toolConfig") == only(theirs, "tools", "toolConfig")
     assert len(ours["tools"][0]["functionDeclarations"]) == 2
+
+
+TOOL_CAMPAIGN = """\
+tools:
+  - name: weather
+    description: Current weather in a city
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+tool_choice: required
+evalcases:
+  - id: calls-weather-for-paris
+    input_messages: [{role: user, content: Is it warm in Paris?}]
+    evaluators:
+      - type: tool_trajectory
+        mode: exact
+        expected: [{tool: weather, args: {city: Paris}}]
+  - id: expected-a-search
+    input_messages: [{role: user, content: Is it warm in Paris?}]
+    tools: [{name: search, description: Search the web}]
+    tool_choice: {name: search}
+    evaluators:
+      - type: tool_trajectory
+        mode: exact
+        expected: [{tool: search}]
+"""
+
+
+def test_a_tool_calling_answer_of_each_vendor_is_recorded_and_graded_through_a_real_worker(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """`evalrelay run` (a real queue and a real worker process) against a loopback server per
+    vendor that answers every request with a call of `weather`: the call is in the result and
+    `tool_trajectory` passes the case that expects it and fails the one that expects a search."""
+    call = ("weather", {"city": "Paris"})
+    replies = {
+        "chat": Reply(openai_chat_tool_call(*call)),
+        "responses": Reply(openai_responses_tool_call(*call)),
+        "anthropic": Reply(anthropic_tool_use(*call)),
+        "gemini": Reply(gemini_function_call(*call)),
+    }
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(serving(reply)) for name, reply in replies.items()}
+        url = {name: server.url for name, server in servers.items()}
+        targets = f"""\
+            targets:
+              - {{name: chat, provider: openai, model: g, base_url: "{url["chat"]}/v1"}}
+              - {{name: responses, provider: openai, api: responses, model: g,
+                  base_url: "{url["responses"]}/v1"}}
+              - {{name: anthropic, provider: anthropic, model: c, base_url: "{url["anthropic"]}"}}
+              - {{name: gemini, provider: gemini, model: m, base_url: "{url["gemini"]}"}}
+            """
+        root = project({"targets.yaml": targets, "evals/tools.yaml": TOOL_CAMPAIGN})
+        done = run(
+            "evals/tools.yaml",
+            "--target",
+            ",".join(replies),
+            env=embedded_env(private_home),
+            cwd=root,
+        )
+    assert done.returncode == 1, done.stderr  # the search case fails on every target
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    lines = {(str(r["target"]), str(r["case_id"])): r for r in read_jsonl(jsonl)}
+    assert len(lines) == 8
+    for target in replies:
+        passed, failed = (
+            lines[target, "calls-weather-for-paris"],
+            lines[target, "expected-a-search"],
+        )
+        for line in (passed, failed):
+            assert line["status"] == "ok", line.get("error")
+            recorded = [(c["name"], c["arguments"]) for c in line["artifacts"]["tool_calls"]]
+            assert recorded == [call], target
+        assert (passed["passed"], passed["score"]) == (True, 1.0), target
+        assert (failed["passed"], failed["score"]) == (False, 0.0), target
+    # Each server was sent the tools its case offers, in its vendor's shape.
+    sent = {name: [seen.body for seen in server.seen] for name, server in servers.items()}
+    assert all(len(bodies) == 2 for bodies in sent.values()), sent
+    assert sorted(len(b["tools"]) for b in sent["chat"]) == [1, 2]
+    assert {str(b["tool_choice"]) for b in sent["anthropic"]} == {
+        str({"type": "any"}),
+        str({"type": "tool", "name": "search"}),
+    }
+    assert sorted(len(b["tools"][0]["functionDeclarations"]) for b in sent["gemini"]) == [1, 2]
