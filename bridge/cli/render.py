@@ -15,7 +15,7 @@ from rich.text import Text
 from bridge.cli.terminal import TerminalConsole, echo, printable
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
 from bridge.evalfile.selection import select_cases
-from bridge.prompt.build import api_messages, request_for
+from bridge.prompt.build import PromptRequest, api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
 
@@ -50,17 +50,19 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
         "chat_prompt": _as_json(request.chat_prompt) if request.chat_prompt is not None else None,
         "guidelines": request.guidelines,
         "api_messages": _as_json(messages),
-        "wire": _wire(settings, messages),
+        "tools": [t.model_dump(mode="json", exclude_none=True) for t in request.tools or ()],
+        "tool_choice": request.model_dump(mode="json")["tool_choice"],
+        "wire": _wire(settings, request),
     }
 
 
-def _wire(settings: Any, messages: list[ChatMessage]) -> dict[str, Any] | None:
+def _wire(settings: Any, request: PromptRequest) -> dict[str, Any] | None:
     if settings is None:
         return None
     # The converters live with the worker's providers, so this shows what a worker sends.
     from worker.providers.api import request_body
 
-    return request_body(settings, messages)
+    return request_body(settings, api_messages(request), request.tools or (), request.tool_choice)
 
 
 def _as_json(messages: list[ChatMessage]) -> list[dict[str, Any]]:
@@ -87,6 +89,13 @@ def readable(view: dict[str, Any]) -> Panel:
                     style="magenta",
                 )
             )
+    if view["tools"]:
+        parts += [Text(), Text("tools (API providers)", style="bold")]
+        for tool in view["tools"]:
+            line = f"{tool['name']}{json.dumps(tool['parameters'].get('properties', {}))}"
+            parts.append(Text(printable(f"  {line}  {tool.get('description', '')}".rstrip())))
+        if view["tool_choice"] is not None:
+            parts.append(Text(printable(f"  tool_choice: {json.dumps(view['tool_choice'])}")))
     if view["wire"] is not None:
         parts += [
             Text(),

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.evaluators import (
@@ -31,6 +31,13 @@ from bridge.evalfile.schema import (
     ToolMessage,
 )
 from bridge.evalfile.suite_format import is_suite, translate_suite
+from bridge.evalfile.tools import (
+    ToolChoice,
+    ToolDefinition,
+    ToolList,
+    choice_problem,
+    merged_tools,
+)
 from bridge.evalfile.validation import diagnostics
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
 
@@ -48,6 +55,10 @@ class LoadedCase(NamedTuple):
     messages: list[ResolvedMessage]
     expected: list[ResolvedMessage]
     system_prompt: str | None
+    tools: tuple[ToolDefinition, ...] = ()
+    """The file's tools and the case's, merged (see `merged_tools`)."""
+    tool_choice: ToolChoice | None = None
+    """The case's, else the file's."""
 
     @property
     def id(self) -> str:
@@ -297,6 +308,8 @@ def _load_case(
         resolved("input_messages"),
         resolved("expected_messages"),
         case.system_prompt or spec.system_prompt,
+        tuple(merged_tools(spec.tools, case.tools)),
+        case.tool_choice if case.tool_choice is not None else spec.tool_choice,
     )
 
 
@@ -305,16 +318,36 @@ def _valid_cases(
 ) -> Iterator[tuple[int, LoadedCase]]:
     """The cases of a file that failed as a whole which are valid on their own (and whose
     files resolved), so their own problems are reported in the same pass."""
-    spec = EvalFile.model_construct(evalcases=[], system_prompt=None)
+    spec, tools_known = _file_defaults(doc.data)
     for index, raw in _raw_cases(doc.data):
         try:
             case = EvalCase.model_validate(raw)
         except ValidationError:
             continue
         try:
-            yield index, _load_case(spec, index, case, files)
+            loaded = _load_case(spec, index, case, files)
         except KeyError:
             continue  # a file it attaches did not resolve: reported already
+        # With the file's own tools in error, a choice naming one of them cannot be judged.
+        yield index, loaded if tools_known else loaded._replace(tool_choice=None)
+
+
+def _file_defaults(data: Any) -> tuple[EvalFile, bool]:
+    """What cases take from a file that failed as a whole: its tools, where they are valid
+    (and whether they were), so a case's tool_choice is checked against the right set."""
+    written = data if isinstance(data, dict) else {}
+    try:
+        valid = _FileToolDefaults.model_validate(written)
+    except ValidationError:
+        return EvalFile.model_construct(evalcases=[], system_prompt=None), False
+    return EvalFile.model_construct(
+        evalcases=[], system_prompt=None, tools=valid.tools, tool_choice=valid.tool_choice
+    ), True
+
+
+class _FileToolDefaults(BaseModel):
+    tools: ToolList | None = None
+    tool_choice: ToolChoice | None = None
 
 
 def _check_cases(doc: YamlDocument, cases: list[tuple[int, LoadedCase]]) -> list[Diagnostic]:
@@ -340,6 +373,11 @@ def _check_cases(doc: YamlDocument, cases: list[tuple[int, LoadedCase]]) -> list
                         loaded.id,
                     )
                 )
+        problem = choice_problem(loaded.tool_choice, loaded.tools)
+        if problem:
+            written = loaded.case.tool_choice is not None
+            where: Loc = ("evalcases", index, "tool_choice") if written else ("tool_choice",)
+            problems.append(doc.diagnostic(where, problem, loaded.id))
     return problems
 
 

@@ -19,6 +19,7 @@ from pydantic import (
 
 from bridge.evalfile.evaluators import EvaluatorSpec, RubricEvaluator, Rubrics
 from bridge.evalfile.limits import Repeats, Seconds
+from bridge.evalfile.tools import ToolChoice, ToolList
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -155,6 +156,10 @@ class EvalCase(UserModel):
     """Criteria (strings, or `{id, description, weight, required}`): a `rubric` evaluator
     run before the others, as AgentV prepends it."""
     system_prompt: str | None = None
+    tools: ToolList | None = None
+    """Functions offered to an API target, added to the file's (see `merged_tools`)."""
+    tool_choice: ToolChoice | None = None
+    """`auto`, `none`, `required` or `{name}`; wins over the file's."""
     repeats: Repeats | None = None
     timeout_seconds: Seconds | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -203,6 +208,9 @@ class EvalFile(UserModel):
     """The file's default target and evaluators, AgentV's later spelling."""
     dataset: str | None = None
     system_prompt: str | None = None
+    tools: ToolList | None = None
+    """Functions offered to an API target by every case of the file."""
+    tool_choice: ToolChoice | None = None
     evaluators: list[EvaluatorSpec] | None = None
     evaluator: Literal["llm_judge"] | None = None
     repeats: Repeats | None = None

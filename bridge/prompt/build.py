@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from bridge.evalfile.cases import LoadedCase
 from bridge.evalfile.files import ResolvedFile
 from bridge.evalfile.resolved import Part, ResolvedMessage, Text, is_empty, is_single_user_turn
+from bridge.evalfile.tools import ToolChoice, ToolDefinition
 from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT, ChatMessage, system, user
 
 GUIDELINES_HEADING = "[[ ## Guidelines ## ]]"
@@ -29,22 +30,32 @@ class PromptRequest(BaseModel):
     chat_prompt: list[ChatMessage] | None = None
     guidelines: str = ""
     system_prompt: str | None = None
+    tools: list[ToolDefinition] | None = None
+    """Functions an API target may call; agents have their own tools and never see these."""
+    tool_choice: ToolChoice | None = None
 
 
 def build_request(
-    messages: Sequence[ResolvedMessage], system_prompt: str | None = None
+    messages: Sequence[ResolvedMessage],
+    system_prompt: str | None = None,
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
 ) -> PromptRequest:
     return PromptRequest(
         question=question(messages),
         chat_prompt=chat_prompt(messages, guidelines(messages), system_prompt),
         guidelines=guidelines(messages),
         system_prompt=system_prompt,
+        tools=list(tools) or None,
+        tool_choice=tool_choice,
     )
 
 
 def request_for(case: LoadedCase, target_system_prompt: str | None = None) -> PromptRequest:
     """A loaded case's request; its own system prompt (case, then file) beats the target's."""
-    return build_request(case.messages, case.system_prompt or target_system_prompt)
+    return build_request(
+        case.messages, case.system_prompt or target_system_prompt, case.tools, case.tool_choice
+    )
 
 
 def render(message: ResolvedMessage) -> str:

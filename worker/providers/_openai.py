@@ -8,12 +8,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.evalfile.schema import ToolCall
+from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
 from bridge.prompt.messages import ChatMessage
 
+if TYPE_CHECKING:
+    # The SDK's own request types check these shapes; the body is built without the SDK.
+    from openai.types.chat import ChatCompletionToolChoiceOptionParam, ChatCompletionToolParam
+    from openai.types.responses import FunctionToolParam, ToolChoiceFunctionParam
+    from openai.types.responses.tool_choice_options import ToolChoiceOptions
+    from openai.types.shared_params import FunctionDefinition
+
 JsonDict = dict[str, Any]
+
+SDK_FIELDS = ("tools", "tool_choice")
+"""Body fields handed to the SDK by name, so that it writes them; the rest go as extra_body."""
 
 
 def arguments_json(call: ToolCall) -> str:
@@ -89,6 +100,45 @@ def as_responses_input(messages: Sequence[ChatMessage]) -> tuple[str | None, lis
     return ("\n\n".join(instructions) or None), items
 
 
+def chat_tools(tools: Sequence[ToolDefinition]) -> list[ChatCompletionToolParam]:
+    """Chat Completions `tools`: each function wrapped as `{type: function, function}`."""
+    out: list[ChatCompletionToolParam] = []
+    for tool in tools:
+        function: FunctionDefinition = {"name": tool.name, "parameters": tool.parameters}
+        if tool.description is not None:
+            function["description"] = tool.description
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def chat_tool_choice(choice: ToolChoice) -> ChatCompletionToolChoiceOptionParam:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice
+
+
+def responses_tools(tools: Sequence[ToolDefinition]) -> list[FunctionToolParam]:
+    """Responses `tools`: flat function tools. `strict` is required there, and strict mode
+    rejects most schemas (every property required, no extra ones), so it is off, as it is
+    by default in Chat Completions."""
+    return [
+        {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "strict": False,
+        }
+        for tool in tools
+    ]
+
+
+def responses_tool_choice(choice: ToolChoice) -> ToolChoiceOptions | ToolChoiceFunctionParam:
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "function", "name": choice.name}
+    return choice
+
+
 def chat_completions_body(
     model: str,
     messages: Sequence[ChatMessage],
@@ -97,8 +147,14 @@ def chat_completions_body(
     max_output_tokens: int | None = None,
     max_tokens_field: str = "max_completion_tokens",
     extra_body: JsonDict | None = None,
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
 ) -> JsonDict:
     body: JsonDict = {"model": model, "messages": as_chat_messages(messages)}
+    if tools:
+        body["tools"] = chat_tools(tools)
+    if tool_choice is not None:
+        body["tool_choice"] = chat_tool_choice(tool_choice)
     if temperature is not None:
         body["temperature"] = temperature
     if max_output_tokens is not None:
@@ -113,12 +169,18 @@ def responses_body(
     temperature: float | None = None,
     max_output_tokens: int | None = None,
     extra_body: JsonDict | None = None,
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
 ) -> JsonDict:
     instructions, items = as_responses_input(messages)
     body: JsonDict = {"model": model}
     if instructions is not None:
         body["instructions"] = instructions
     body["input"] = items
+    if tools:
+        body["tools"] = responses_tools(tools)
+    if tool_choice is not None:
+        body["tool_choice"] = responses_tool_choice(tool_choice)
     if temperature is not None:
         body["temperature"] = temperature
     if max_output_tokens is not None:

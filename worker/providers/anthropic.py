@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
 from bridge.prompt.messages import ChatMessage
 from bridge.results.result import Usage
 from bridge.targets.settings import AnthropicTarget
 from worker.providers._openai import JsonDict, untied_tool_text
 from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
 from worker.providers.base import ProviderOutput
+
+if TYPE_CHECKING:
+    from anthropic.types import ToolChoiceParam, ToolParam
 
 
 def as_anthropic_messages(messages: Sequence[ChatMessage]) -> tuple[str | None, list[JsonDict]]:
@@ -66,6 +70,28 @@ def _blocks(content: str | list[JsonDict]) -> list[JsonDict]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
+def anthropic_tools(tools: Sequence[ToolDefinition]) -> list[ToolParam]:
+    """Anthropic `tools`: the arguments' schema is `input_schema`."""
+    out: list[ToolParam] = []
+    for tool in tools:
+        param: ToolParam = {"name": tool.name, "input_schema": tool.parameters}
+        if tool.description is not None:
+            param["description"] = tool.description
+        out.append(param)
+    return out
+
+
+def tool_choice_to_anthropic(choice: ToolChoice) -> ToolChoiceParam:
+    """Anthropic says `any` for what OpenAI calls `required`, and `tool` for a named one."""
+    if isinstance(choice, NamedToolChoice):
+        return {"type": "tool", "name": choice.name}
+    if choice == "auto":
+        return {"type": "auto"}
+    if choice == "none":
+        return {"type": "none"}
+    return {"type": "any"}
+
+
 def anthropic_body(
     model: str,
     messages: Sequence[ChatMessage],
@@ -73,12 +99,18 @@ def anthropic_body(
     max_output_tokens: int,
     temperature: float | None = None,
     extra_body: dict[str, Any] | None = None,
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
 ) -> JsonDict:
     system, turns = as_anthropic_messages(messages)
     body: JsonDict = {"model": model, "max_tokens": max_output_tokens}
     if system is not None:
         body["system"] = system
     body["messages"] = turns
+    if tools:
+        body["tools"] = anthropic_tools(tools)
+    if tool_choice is not None:
+        body["tool_choice"] = tool_choice_to_anthropic(tool_choice)
     if temperature is not None:
         body["temperature"] = temperature
     return {**body, **(extra_body or {})}
@@ -88,7 +120,12 @@ class AnthropicProvider(ApiProvider):
     settings: AnthropicTarget
     sdk = "anthropic"
 
-    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+    def body(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> JsonDict:
         s = self.settings
         return anthropic_body(
             s.model,
@@ -96,6 +133,8 @@ class AnthropicProvider(ApiProvider):
             max_output_tokens=s.max_output_tokens,
             temperature=s.temperature,
             extra_body=s.extra_body,
+            tools=tools,
+            tool_choice=tool_choice,
         )
 
     def connect(self) -> Any:
@@ -111,16 +150,17 @@ class AnthropicProvider(ApiProvider):
         if not body["messages"]:
             raise no_turns("Anthropic")
         began = time.monotonic()
-        known = ("model", "max_tokens", "messages", "system")
+        # Handed to the SDK by name, so that it writes them; the rest go as extra_body.
+        named = {k: body[k] for k in ("system", "tools", "tool_choice") if k in body}
+        known = ("model", "max_tokens", "messages", *named)
         extra = {k: v for k, v in body.items() if k not in known}
-        system = {"system": body["system"]} if "system" in body else {}
         raw = client.messages.with_raw_response.create(
             model=body["model"],
             max_tokens=body["max_tokens"],
             messages=body["messages"],
             extra_body=extra,
             timeout=timeout,
-            **system,
+            **named,
         )
         response = raw.parse()
         answer = "".join(block.text for block in response.content if block.type == "text")

@@ -1,9 +1,10 @@
 """What every HTTP API provider shares: the cache, the shared rate limit, retries, and the
 key read from this worker's environment.
 
-A vendor module supplies `body(messages)`, the request body in its wire format (what
-`evalrelay render --target` shows), and `send(body, timeout)`, which makes one call through
-the vendor's SDK (its own retries off) and turns the response into a `ProviderOutput`.
+A vendor module supplies `body(messages, tools, tool_choice)`, the request body in its wire
+format (what `evalrelay render --target` shows), and `send(body, timeout)`, which makes one
+call through the vendor's SDK (its own retries off) and turns the response into a
+`ProviderOutput`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any
 
+from bridge.evalfile.tools import ToolChoice, ToolDefinition
 from bridge.keys import PREFIX
 from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
@@ -49,8 +51,14 @@ class ApiProvider(Provider):
         so that importing an SDK never delays a request that already holds its turn."""
 
     @abstractmethod
-    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
-        """The vendor's request body for these neutral messages; pure, no SDK needed."""
+    def body(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> JsonDict:
+        """The vendor's request body for these neutral messages and the functions offered;
+        pure, no SDK needed."""
 
     @abstractmethod
     def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
@@ -60,7 +68,8 @@ class ApiProvider(Provider):
         return self.settings.base_url or ""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
-        body = self.body(api_messages(job.request))
+        request = job.request
+        body = self.body(api_messages(request), request.tools or (), request.tool_choice)
         key = self._cache_key(body)
         if job.cache_ttl_seconds and self.redis is not None:
             cached = self.redis.get(key)
@@ -140,12 +149,20 @@ class ApiProvider(Provider):
         return f"{PREFIX}:cache:{hashlib.sha256(identity.encode()).hexdigest()}"
 
 
-def request_body(settings: TargetSettings, messages: Sequence[ChatMessage]) -> JsonDict | None:
-    """The body an API target sends for these messages; None for targets that are not APIs."""
+def request_body(
+    settings: TargetSettings,
+    messages: Sequence[ChatMessage],
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
+) -> JsonDict | None:
+    """The body an API target sends for these messages and tools; None for targets that
+    are not APIs."""
     if not isinstance(settings, ApiTargetBase):
         return None
     provider = provider_for(settings)
-    return provider.body(messages) if isinstance(provider, ApiProvider) else None
+    if not isinstance(provider, ApiProvider):
+        return None
+    return provider.body(messages, tools, tool_choice)
 
 
 def finish(answer: str, reason: str | None, tool_calls: list[dict[str, Any]]) -> str | None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
 from bridge.prompt.messages import ChatMessage
 from bridge.results.result import Usage
 from bridge.targets.settings import GeminiTarget
@@ -78,18 +79,50 @@ def _is_function_response(parts: list[JsonDict]) -> bool:
     return bool(parts) and all("functionResponse" in p for p in parts)
 
 
+def gemini_tools(tools: Sequence[ToolDefinition]) -> list[JsonDict]:
+    """One `Tool` holding every function. The schema goes as `parametersJsonSchema`, which
+    takes JSON Schema as written; `parameters` takes only Google's OpenAPI subset."""
+    declarations = []
+    for tool in tools:
+        declaration: JsonDict = {"name": tool.name}
+        if tool.description is not None:
+            declaration["description"] = tool.description
+        declaration["parametersJsonSchema"] = tool.parameters
+        declarations.append(declaration)
+    return [{"functionDeclarations": declarations}]
+
+
+GEMINI_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
+
+
+def gemini_tool_config(choice: ToolChoice) -> JsonDict:
+    """`toolConfig.functionCallingConfig`: `ANY` is OpenAI's `required`; a named function is
+    `ANY` limited to that one name."""
+    if isinstance(choice, NamedToolChoice):
+        config: JsonDict = {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+    else:
+        config = {"mode": GEMINI_MODES[choice]}
+    return {"functionCallingConfig": config}
+
+
 def gemini_body(
     messages: Sequence[ChatMessage],
     *,
     temperature: float | None = None,
     max_output_tokens: int | None = None,
     extra_body: dict[str, Any] | None = None,
+    tools: Sequence[ToolDefinition] = (),
+    tool_choice: ToolChoice | None = None,
 ) -> JsonDict:
     """The generateContent body; the model is part of the URL, not the body."""
     instruction, contents = as_gemini_contents(messages)
     body: JsonDict = {"contents": contents}
     if instruction is not None:
         body["systemInstruction"] = instruction
+    if tools:
+        body["tools"] = gemini_tools(tools)
+    if tool_choice is not None:
+        body["toolConfig"] = gemini_tool_config(tool_choice)
     # Google's SDK always sends a generation config, empty or not; so does this body.
     config: JsonDict = {}
     if temperature is not None:
@@ -104,13 +137,20 @@ class GeminiProvider(ApiProvider):
     settings: GeminiTarget
     sdk = "gemini"
 
-    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+    def body(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> JsonDict:
         s = self.settings
         return gemini_body(
             messages,
             temperature=s.temperature,
             max_output_tokens=s.max_output_tokens,
             extra_body=s.extra_body,
+            tools=tools,
+            tool_choice=tool_choice,
         )
 
     def endpoint(self) -> str:
@@ -133,13 +173,17 @@ class GeminiProvider(ApiProvider):
         if not body["contents"]:
             raise no_turns("Gemini")
         began = time.monotonic()
-        known = ("contents", "systemInstruction", "generationConfig")
+        known = ("contents", "systemInstruction", "generationConfig", "tools", "toolConfig")
         extra = {k: v for k, v in body.items() if k not in known}
         generation = body.get("generationConfig", {})
+        tool_config = body.get("toolConfig")
         config = types.GenerateContentConfig(
             system_instruction=body.get("systemInstruction"),
             temperature=generation.get("temperature"),
             max_output_tokens=generation.get("maxOutputTokens"),
+            # The SDK's own types, read from the body's camelCase, write the wire's fields.
+            tools=[types.Tool.model_validate(t) for t in body.get("tools", ())] or None,
+            tool_config=types.ToolConfig.model_validate(tool_config) if tool_config else None,
             http_options=types.HttpOptions(
                 timeout=int(timeout * 1000),
                 extra_body=extra or None,

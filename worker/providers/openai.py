@@ -8,10 +8,16 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from bridge.evalfile.tools import ToolChoice, ToolDefinition
 from bridge.prompt.messages import ChatMessage
 from bridge.results.result import Usage
 from bridge.targets.settings import OpenAICompatibleTarget, OpenAITarget
-from worker.providers._openai import JsonDict, chat_completions_body, responses_body
+from worker.providers._openai import (
+    SDK_FIELDS,
+    JsonDict,
+    chat_completions_body,
+    responses_body,
+)
 from worker.providers.api import ApiProvider, elapsed_ms, finish
 from worker.providers.base import ProviderOutput
 
@@ -36,7 +42,12 @@ class OpenAIProvider(ApiProvider):
     def model_name(self) -> str:
         return self.settings.model or ""
 
-    def body(self, messages: Sequence[ChatMessage]) -> JsonDict:
+    def body(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolDefinition] = (),
+        tool_choice: ToolChoice | None = None,
+    ) -> JsonDict:
         s = self.settings
         if s.api == "responses":
             return responses_body(
@@ -45,6 +56,8 @@ class OpenAIProvider(ApiProvider):
                 temperature=s.temperature,
                 max_output_tokens=s.max_output_tokens,
                 extra_body=s.extra_body,
+                tools=tools,
+                tool_choice=tool_choice,
             )
         # Many OpenAI-compatible servers know only the older `max_tokens` name.
         field = "max_tokens" if isinstance(s, OpenAICompatibleTarget) else "max_completion_tokens"
@@ -55,20 +68,31 @@ class OpenAIProvider(ApiProvider):
             max_output_tokens=s.max_output_tokens,
             max_tokens_field=field,
             extra_body=s.extra_body,
+            tools=tools,
+            tool_choice=tool_choice,
         )
 
     def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
         began = time.monotonic()
+        named = {k: body[k] for k in SDK_FIELDS if k in body}
         if self.settings.api == "responses":
-            fields = {k: v for k, v in body.items() if k not in ("model", "input")}
+            fields = {k: v for k, v in body.items() if k not in ("model", "input", *SDK_FIELDS)}
             raw = client.responses.with_raw_response.create(
-                model=body["model"], input=body["input"], extra_body=fields, timeout=timeout
+                model=body["model"],
+                input=body["input"],
+                extra_body=fields,
+                timeout=timeout,
+                **named,
             )
             output = responses_output(raw.parse())
         else:
-            fields = {k: v for k, v in body.items() if k not in ("model", "messages")}
+            fields = {k: v for k, v in body.items() if k not in ("model", "messages", *SDK_FIELDS)}
             raw = client.chat.completions.with_raw_response.create(
-                model=body["model"], messages=body["messages"], extra_body=fields, timeout=timeout
+                model=body["model"],
+                messages=body["messages"],
+                extra_body=fields,
+                timeout=timeout,
+                **named,
             )
             output = chat_output(raw.parse())
         output.request_id = raw.headers.get("x-request-id")

@@ -96,3 +96,88 @@ def test_readable_view_shows_question_and_messages(project: WriteFiles) -> None:
     assert result.exit_code == 0
     assert "[User]: Hi" in result.output
     assert "[assistant] Hello" in result.output
+
+
+TOOL_CASE = """\
+tools:
+  - {name: weather, description: Current weather, parameters: {type: object, properties: {}}}
+evalcases:
+  - id: tools
+    input_messages: [{role: user, content: Weather?}]
+    tool_choice: {name: weather}
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "wire"),
+    [
+        (
+            "gpt",
+            {
+                "tools": [
+                    {
+                        "type": "function",
+                        "name": "weather",
+                        "description": "Current weather",
+                        "parameters": {"type": "object", "properties": {}},
+                        "strict": False,
+                    }
+                ],
+                "tool_choice": {"type": "function", "name": "weather"},
+            },
+        ),
+        (
+            "claude",
+            {
+                "tools": [
+                    {
+                        "name": "weather",
+                        "input_schema": {"type": "object", "properties": {}},
+                        "description": "Current weather",
+                    }
+                ],
+                "tool_choice": {"type": "tool", "name": "weather"},
+            },
+        ),
+        (
+            "gem",
+            {
+                "tools": [
+                    {
+                        "functionDeclarations": [
+                            {
+                                "name": "weather",
+                                "description": "Current weather",
+                                "parametersJsonSchema": {"type": "object", "properties": {}},
+                            }
+                        ]
+                    }
+                ],
+                "toolConfig": {
+                    "functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["weather"]}
+                },
+            },
+        ),
+    ],
+)
+def test_tools_and_their_wire_shape_are_shown(
+    project: WriteFiles, target: str, wire: dict[str, Any]
+) -> None:
+    root = project({"targets.yaml": TARGETS, "tools.yaml": TOOL_CASE})
+    result = CliRunner().invoke(
+        cli, ["render", "--json", "--target", target, str(root / "tools.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert record["tools"] == [
+        {
+            "name": "weather",
+            "description": "Current weather",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    ]
+    assert record["tool_choice"] == {"name": "weather"}
+    assert {k: v for k, v in record["wire"].items() if k in wire} == wire
+    readable = CliRunner().invoke(cli, ["render", "--target", target, str(root / "tools.yaml")])
+    assert "weather{}  Current weather" in readable.output
+    assert 'tool_choice: {"name": "weather"}' in readable.output

@@ -3,25 +3,34 @@ parsed answers, and every failure ending in the right status after the right att
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
 from bridge.evalfile.schema import ToolCall
+from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
 from bridge.prompt.build import PromptRequest, api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
-from tests.conftest import direct_job
+from tests.bridge.cli.test_run import run
+from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl
 from tests.worker.providers.vendor_server import (
     Reply,
     anthropic_message,
+    anthropic_tool_use,
+    gemini_function_call,
     gemini_response,
     openai_chat,
+    openai_chat_tool_call,
     openai_responses,
+    openai_responses_tool_call,
     serving,
 )
 from worker.execute import execute
@@ -585,3 +594,273 @@ def test_each_sdks_errors_are_classified_alike(vendor: str) -> None:
     with serving(Reply({"error": {"message": "no such model"}}, status=404)) as server:
         result = execute(job(settings(server.url), SPEC_REQUESTS["E1"]), "w")
     assert result.status is Status.INVALID_INPUT
+
+
+WEATHER = ToolDefinition(
+    name="weather",
+    description="Current weather in a city",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["C", "F"]}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+)
+CLOCK = ToolDefinition(name="clock")
+"""No description and no arguments: what each vendor is sent for the defaults."""
+CHOICES: list[ToolChoice] = ["auto", "none", "required", NamedToolChoice(name="weather")]
+
+
+def sent_by_us(target: Callable[[str], dict[str, Any]], reply: Reply, choice: ToolChoice) -> Any:
+    """The body a case offering WEATHER and CLOCK with this choice sends, through `execute`."""
+    request = PromptRequest(question="Weather?", tools=[WEATHER, CLOCK], tool_choice=choice)
+    with serving(reply) as server:
+        result = execute(job(target(server.url), request), "w")
+    assert result.status is Status.OK, result.error
+    return server.seen[0].body
+
+
+def sent_by_the_sdk(reply: Reply, call: Callable[[str], object]) -> Any:
+    """The body the vendor's SDK writes when given the same tools as its own types."""
+    with serving(reply) as server:
+        call(server.url)
+    return server.seen[0].body
+
+
+def only(body: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: body[k] for k in keys if k in body}
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=str)
+def test_openai_chat_tools_are_what_the_sdk_sends_for_its_own_types(choice: ToolChoice) -> None:
+    from openai import OpenAI
+    from openai.types.chat import ChatCompletionToolChoiceOptionParam, ChatCompletionToolParam
+
+    tools: list[ChatCompletionToolParam] = [
+        {
+            "type": "function",
+            "function": {
+                "name": "weather",
+                "description": "Current weather in a city",
+                "parameters": WEATHER.parameters,
+            },
+        },
+        {"type": "function", "function": {"name": "clock", "parameters": CLOCK.parameters}},
+    ]
+    named: ChatCompletionToolChoiceOptionParam = {
+        "type": "function",
+        "function": {"name": "weather"},
+    }
+    sdk_choice = named if isinstance(choice, NamedToolChoice) else choice
+    ours = sent_by_us(openai_target, Reply(openai_chat()), choice)
+    theirs = sent_by_the_sdk(
+        Reply(openai_chat()),
+        lambda url: OpenAI(api_key=KEY, base_url=f"{url}/v1").chat.completions.create(
+            model="gpt-test", messages=[], tools=tools, tool_choice=sdk_choice
+        ),
+    )
+    assert only(ours, "tools", "tool_choice") == only(theirs, "tools", "tool_choice")
+    assert [t["function"]["name"] for t in ours["tools"]] == ["weather", "clock"]
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=str)
+def test_openai_responses_tools_are_what_the_sdk_sends_for_its_own_types(
+    choice: ToolChoice,
+) -> None:
+    from openai import OpenAI
+    from openai.types.responses import FunctionToolParam, ToolChoiceFunctionParam
+
+    # Strict mode off, said explicitly: the Responses API would otherwise turn it on.
+    tools: list[FunctionToolParam] = [
+        {
+            "type": "function",
+            "name": "weather",
+            "description": "Current weather in a city",
+            "parameters": WEATHER.parameters,
+            "strict": False,
+        },
+        {
+            "type": "function",
+            "name": "clock",
+            "description": None,
+            "parameters": CLOCK.parameters,
+            "strict": False,
+        },
+    ]
+    named: ToolChoiceFunctionParam = {"type": "function", "name": "weather"}
+    sdk_choice = named if isinstance(choice, NamedToolChoice) else choice
+    ours = sent_by_us(
+        lambda url: openai_target(url, api="responses"), Reply(openai_responses()), choice
+    )
+    theirs = sent_by_the_sdk(
+        Reply(openai_responses()),
+        lambda url: OpenAI(api_key=KEY, base_url=f"{url}/v1").responses.create(
+            model="gpt-test", input=[], tools=tools, tool_choice=sdk_choice
+        ),
+    )
+    assert only(ours, "tools", "tool_choice") == only(theirs, "tools", "tool_choice")
+    assert len(ours["tools"]) == 2
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=str)
+def test_anthropic_tools_are_what_the_sdk_sends_for_its_own_types(choice: ToolChoice) -> None:
+    from anthropic import Anthropic
+    from anthropic.types import ToolChoiceParam, ToolParam
+
+    tools: list[ToolParam] = [
+        {
+            "name": "weather",
+            "description": "Current weather in a city",
+            "input_schema": WEATHER.parameters,
+        },
+        {"name": "clock", "input_schema": CLOCK.parameters},
+    ]
+    # Anthropic's `any` is OpenAI's `required`; a named function is `{type: tool, name}`.
+    sdk_choice: ToolChoiceParam = {
+        "auto": {"type": "auto"},
+        "none": {"type": "none"},
+        "required": {"type": "any"},
+    }.get(str(choice), {"type": "tool", "name": "weather"})  # type: ignore[assignment]
+    ours = sent_by_us(
+        lambda url: {"name": "c", "provider": "anthropic", "model": "m", "base_url": url},
+        Reply(anthropic_message()),
+        choice,
+    )
+    theirs = sent_by_the_sdk(
+        Reply(anthropic_message()),
+        lambda url: Anthropic(api_key=KEY, base_url=url).messages.create(
+            model="m", max_tokens=1, messages=[], tools=tools, tool_choice=sdk_choice
+        ),
+    )
+    assert only(ours, "tools", "tool_choice") == only(theirs, "tools", "tool_choice")
+    assert len(ours["tools"]) == 2
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=str)
+def test_gemini_tools_are_what_the_sdk_sends_for_its_own_types(choice: ToolChoice) -> None:
+    from google import genai
+    from google.genai import types
+
+    # Gemini's `ANY` is OpenAI's `required`; a named function is `ANY` limited to it.
+    mode, allowed = {
+        "auto": ("AUTO", None),
+        "none": ("NONE", None),
+        "required": ("ANY", None),
+    }.get(str(choice), ("ANY", ["weather"]))
+    config = types.GenerateContentConfig(
+        tools=[
+            types.Tool(
+                function_declarations=[
+                    types.FunctionDeclaration(
+                        name="weather",
+                        description="Current weather in a city",
+                        parameters_json_schema=WEATHER.parameters,
+                    ),
+                    types.FunctionDeclaration(
+                        name="clock", parameters_json_schema=CLOCK.parameters
+                    ),
+                ]
+            )
+        ],
+        tool_config=types.ToolConfig(
+            function_calling_config=types.FunctionCallingConfig(
+                mode=types.FunctionCallingConfigMode(mode), allowed_function_names=allowed
+            )
+        ),
+    )
+    ours = sent_by_us(
+        lambda url: {"name": "g", "provider": "gemini", "model": "m", "base_url": url},
+        Reply(gemini_response()),
+        choice,
+    )
+
+    def generate(url: str) -> object:
+        # Held in a name: a client no one holds is closed before its request goes out.
+        client = genai.Client(api_key=KEY, http_options=types.HttpOptions(base_url=url))
+        return client.models.generate_content(model="m", contents="Weather?", config=config)
+
+    theirs = sent_by_the_sdk(Reply(gemini_response()), generate)
+    assert only(ours, "tools", "toolConfig") == only(theirs, "tools", "toolConfig")
+    assert len(ours["tools"][0]["functionDeclarations"]) == 2
+
+
+TOOL_CAMPAIGN = """\
+tools:
+  - name: weather
+    description: Current weather in a city
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+tool_choice: required
+evalcases:
+  - id: calls-weather-for-paris
+    input_messages: [{role: user, content: Is it warm in Paris?}]
+    evaluators:
+      - type: tool_trajectory
+        mode: exact
+        expected: [{tool: weather, args: {city: Paris}}]
+  - id: expected-a-search
+    input_messages: [{role: user, content: Is it warm in Paris?}]
+    tools: [{name: search, description: Search the web}]
+    tool_choice: {name: search}
+    evaluators:
+      - type: tool_trajectory
+        mode: exact
+        expected: [{tool: search}]
+"""
+
+
+def test_a_tool_calling_answer_of_each_vendor_is_recorded_and_graded_through_a_real_worker(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """`evalrelay run` (a real queue and a real worker process) against a loopback server per
+    vendor that answers every request with a call of `weather`: the call is in the result and
+    `tool_trajectory` passes the case that expects it and fails the one that expects a search."""
+    call = ("weather", {"city": "Paris"})
+    replies = {
+        "chat": Reply(openai_chat_tool_call(*call)),
+        "responses": Reply(openai_responses_tool_call(*call)),
+        "anthropic": Reply(anthropic_tool_use(*call)),
+        "gemini": Reply(gemini_function_call(*call)),
+    }
+    with contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(serving(reply)) for name, reply in replies.items()}
+        url = {name: server.url for name, server in servers.items()}
+        targets = f"""\
+            targets:
+              - {{name: chat, provider: openai, model: g, base_url: "{url["chat"]}/v1"}}
+              - {{name: responses, provider: openai, api: responses, model: g,
+                  base_url: "{url["responses"]}/v1"}}
+              - {{name: anthropic, provider: anthropic, model: c, base_url: "{url["anthropic"]}"}}
+              - {{name: gemini, provider: gemini, model: m, base_url: "{url["gemini"]}"}}
+            """
+        root = project({"targets.yaml": targets, "evals/tools.yaml": TOOL_CAMPAIGN})
+        done = run(
+            "evals/tools.yaml",
+            "--target",
+            ",".join(replies),
+            env=embedded_env(private_home),
+            cwd=root,
+        )
+    assert done.returncode == 1, done.stderr  # the search case fails on every target
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    lines = {(str(r["target"]), str(r["case_id"])): r for r in read_jsonl(jsonl)}
+    assert len(lines) == 8
+    for target in replies:
+        passed, failed = (
+            lines[target, "calls-weather-for-paris"],
+            lines[target, "expected-a-search"],
+        )
+        for line in (passed, failed):
+            assert line["status"] == "ok", line.get("error")
+            recorded = [(c["name"], c["arguments"]) for c in line["artifacts"]["tool_calls"]]
+            assert recorded == [call], target
+        assert (passed["passed"], passed["score"]) == (True, 1.0), target
+        assert (failed["passed"], failed["score"]) == (False, 0.0), target
+    # Each server was sent the tools its case offers, in its vendor's shape.
+    sent = {name: [seen.body for seen in server.seen] for name, server in servers.items()}
+    assert all(len(bodies) == 2 for bodies in sent.values()), sent
+    assert sorted(len(b["tools"]) for b in sent["chat"]) == [1, 2]
+    assert {str(b["tool_choice"]) for b in sent["anthropic"]} == {
+        str({"type": "any"}),
+        str({"type": "tool", "name": "search"}),
+    }
+    assert sorted(len(b["tools"][0]["functionDeclarations"]) for b in sent["gemini"]) == [1, 2]

@@ -160,3 +160,42 @@ def gemini_response(text: str = "Paris") -> dict[str, Any]:
         "modelVersion": "gemini-test",
         "responseId": "resp-gem-1",
     }
+
+
+def openai_chat_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A Chat Completions reply that calls one function and says nothing."""
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    reply = openai_chat("", tool_calls=[{"id": "call_1", "type": "function", "function": function}])
+    reply["choices"][0]["message"]["content"] = None
+    reply["choices"][0]["finish_reason"] = "tool_calls"
+    return reply
+
+
+def openai_responses_tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    reply = openai_responses()
+    reply["output"] = [
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": name,
+            "arguments": json.dumps(arguments),
+            "status": "completed",
+        }
+    ]
+    return reply
+
+
+def anthropic_tool_use(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    reply = anthropic_message()
+    reply["content"] = [{"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments}]
+    reply["stop_reason"] = "tool_use"
+    return reply
+
+
+def gemini_function_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    reply = gemini_response()
+    reply["candidates"][0]["content"]["parts"] = [
+        {"functionCall": {"id": "call_1", "name": name, "args": arguments}}
+    ]
+    return reply
