@@ -1,7 +1,8 @@
 """The HTML report: what each target was sent, tool calls apart from text, every filter
 value from the address, expanding and collapsing the cases, cached answers, a page of rows
-at a time of a big campaign, and the details of a row read only when it is opened (from
-the page, or from the parts folder beside a big one). The page's script makes the cases,
+at a time of a big campaign, the details of a row read only when it is opened (from the
+page, or from the parts folder beside a big one), and the start of each answer on its
+chip, kept to one line. The page's script makes the cases,
 so every check of them is on the page as headless Chromium shows it."""
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from tests.bridge.reports.reporting import (
     with_script,
     write_campaign,
 )
+from tests.browser import dom as dom_in_window
 
 SHOWN = re.compile(r'<span id="shown" class="muted">([^<]*)</span>')
 
@@ -413,3 +415,80 @@ def test_a_report_that_fails_midway_leaves_the_old_one_whole(tmp_path: Path) -> 
         write_report(campaign, "html", page)
     assert {p.name: p.read_bytes() for p in [page, *folder.iterdir()]} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camp.html", "camp.html.parts", "results"]
+
+
+CHIP = re.compile(
+    r'<tr data-case="([^"]*)">.*?<button type="button" class="chip o-\w+"[^>]*>'
+    r'<span class="score">[^<]*</span>(?:<bdi class="(said[^"]*)">([^<]*)</bdi>)?</button>'
+)
+
+
+def chip_texts(dom: str) -> dict[str, tuple[str, str] | None]:
+    """The answer's start on each case's (one) chip: (class, text), or None for none."""
+    return {
+        unescape(case): (kind, unescape(said)) if kind else None
+        for case, kind, said in CHIP.findall(dom)
+    }
+
+
+def test_a_chip_shows_the_first_forty_characters_of_its_answer_on_one_line(
+    tmp_path: Path,
+) -> None:
+    answers = {
+        "short": "Paris",
+        "forty": "x" * 40,
+        "forty-one": "y" * 41,
+        "lines": "line one\n\n\tline two\r\n",
+        "controls": "a\x00b\x1bc\x7fd\u0085e",
+        "spaced": "a" + " " * 58 + "b and the rest",  # the index's 60: it may go on
+        "emoji": "\U0001f642" * 45,  # characters, not halves of them
+        "blank": "   \n ",
+        "rtl": "\u202eevil",
+    }
+    results = [graded(case, "gpt", 0.9, answer=answer) for case, answer in answers.items()]
+    results += [
+        result("desert", "gpt", Status.MODEL_FAILURE, answer="", error="empty answer"),
+        result("mountain", "gpt", Status.INFRA_ERROR, error="connection refused"),
+    ]
+    chips = chip_texts(rendered(page_of(tmp_path, results), "", tmp_path))
+    assert chips == {
+        "short": ("said", "Paris"),
+        "forty": ("said", "x" * 40),
+        "forty-one": ("said", "y" * 40 + "\u2026"),
+        "lines": ("said", "line one line two"),
+        "controls": ("said", "a b c d e"),
+        "spaced": ("said", "a b\u2026"),
+        "emoji": ("said", "\U0001f642" * 40 + "\u2026"),
+        "blank": ("said empty", "blank answer"),
+        "rtl": ("said", "\u202eevil"),  # in a <bdi>: it turns itself, not the chip
+        "desert": ("said empty", "empty answer"),
+        "mountain": None,  # no answer: the chip says what went wrong
+    }
+
+
+ONE_LINE = """
+setTimeout(() => {
+  const chips = [...document.querySelectorAll("#matrix .chip")];
+  const heights = new Set(chips.map(c => Math.round(c.getBoundingClientRect().height)));
+  const longest = Math.max(...chips.map(c => c.querySelector(".said").textContent.length));
+  const wide = document.documentElement.scrollWidth > document.documentElement.clientWidth;
+  const figures = [chips.length, [...heights].join("/"), longest, wide];
+  document.body.setAttribute("data-chips", figures.join(" "));
+}, 300);
+"""
+
+
+def test_chips_stay_one_line_and_the_matrix_as_wide_as_the_window_at_a_thousand_cases(
+    big_report: tuple[Path, list[Result]], tmp_path: Path
+) -> None:
+    """1,000 cases of three targets, each answer some 3 KB: a page of 100 cases shows 300
+    chips of one height, none with more than 40 characters and an ellipsis, in a window
+    of 1,280 pixels without scrolling sideways."""
+    page, _ = big_report
+    acted = with_script(page, ONE_LINE)
+    dom = dom_in_window(acted.as_uri(), tmp_path / "chromium-profile", size=(1280, 900))
+    found = re.search(r'data-chips="(\d+) (\d+) (\d+) (\w+)"', dom)
+    assert found is not None, "the page made no chips"
+    chips, height, longest, wide = found.groups()
+    assert (int(chips), longest, wide) == (300, "41", "false")
+    assert 15 <= int(height) <= 24  # one line of 12-pixel text

@@ -1,7 +1,7 @@
 """The report's charts and matrix and the comparison page, of campaigns run for real
 (`evalrelay run` on the embedded Redis, its own worker), as headless Chromium shows them:
 each test takes a screenshot, checks its pixels, and checks the page's content against
-the results file.
+the results file. The matrix's chips show the start of each answer.
 
 With `EVALRELAY_SCREENSHOT_DIR=docs/images` the screenshots are kept for the README."""
 
@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from html import unescape
 from pathlib import Path
 from urllib.parse import quote
 
@@ -117,6 +118,28 @@ def outcome_of(line: dict[str, object]) -> str:
     return "passed" if line["passed"] else "failed"
 
 
+def said(answer: object) -> str | None:
+    """What a chip shows of an answer: its first 40 characters as one line, and an
+    ellipsis when it goes on (the page's index holds 60: an answer that long may)."""
+    if answer is None:
+        return None
+    assert isinstance(answer, str)
+    flat = " ".join(answer.split())
+    more = len(flat) > 40 or len(answer) >= 60
+    if not flat and not more:
+        return "blank answer" if answer else "empty answer"
+    return flat[:40].rstrip() + ("\u2026" if more else "")
+
+
+def label_of(line: dict[str, object]) -> str:
+    """A chip's first word: the score, else what went wrong."""
+    score, status = line["score"], str(line["status"])
+    if score is not None:
+        return f"{score:.2f}"
+    outcome = outcome_of(line)
+    return status.replace("_", " ") if outcome == "error" else outcome
+
+
 def test_the_report_header_charts_the_campaign(
     campaigns: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -220,14 +243,15 @@ def test_the_matrix_has_a_row_per_case_and_a_chip_per_result(
                 (line for line in lines if line["case_id"] == case and line["target"] == target),
                 key=lambda line: int(line["repeat"]),  # type: ignore[call-overload]
             )
-            chips = re.findall(r'class="chip o-(\w+)"[^>]*>([^<]*)</button>', cell)
-            assert [outcome for outcome, _ in chips] == [outcome_of(line) for line in mine]
-            for (outcome, label), line in zip(chips, mine, strict=True):
-                score, status = line["score"], str(line["status"])
-                if score is not None:
-                    assert label == f"{score:.2f}"
-                else:
-                    assert label == (status.replace("_", " ") if outcome == "error" else outcome)
+            chips = re.findall(
+                r'class="chip o-(\w+)"[^>]*><span class="score">([^<]*)</span>'
+                r'(?:<bdi class="said[^"]*">([^<]*)</bdi>)?</button>',
+                cell,
+            )
+            assert [outcome for outcome, _, _ in chips] == [outcome_of(line) for line in mine]
+            for (_, label, start), line in zip(chips, mine, strict=True):
+                assert label == label_of(line)
+                assert (unescape(start) or None) == said(line["answer"]), line
     assert (
         len(re.findall(r'<tr data-case="capital-france">.*?</tr>', matrix)[0].split('class="chip'))
         == 7
