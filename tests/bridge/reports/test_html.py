@@ -2,7 +2,7 @@
 value from the address, expanding and collapsing the cases, cached answers, a page of rows
 at a time of a big campaign, the details of a row read only when it is opened (from the
 page, or from the parts folder beside a big one), and the start of each answer on its
-chip, kept to one line. The page's script makes the cases,
+chip, kept to one line and to text however hostile. The page's script makes the cases,
 so every check of them is on the page as headless Chromium shows it."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from bisect import bisect_right
 from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -464,6 +465,47 @@ def test_a_chip_shows_the_first_forty_characters_of_its_answer_on_one_line(
         "desert": ("said empty", "empty answer"),
         "mountain": None,  # no answer: the chip says what went wrong
     }
+
+
+HOSTILE_CASE = '"><svg onload="document.body.dataset.owned=1">'
+HOSTILE_TARGET = '<i onmouseover="document.body.dataset.owned=2">claude'
+HOSTILE_ANSWERS = {
+    "gpt": '<img src=x onerror="document.body.dataset.owned=3"> is my answer',
+    HOSTILE_TARGET: "</script><script>document.body.dataset.owned=4</script>",
+}
+MARKED = """
+setTimeout(() => {
+  const marked = document.querySelectorAll("[onload], [onerror], [onmouseover]").length;
+  document.body.setAttribute("data-elements", marked + " " + document.images.length);
+}, 300);
+"""
+
+
+def test_hostile_answers_case_ids_and_targets_stay_text_on_chips_and_side_by_side(
+    tmp_path: Path,
+) -> None:
+    results = [
+        graded(HOSTILE_CASE, target, 0.9, answer=answer, job_id=f"hostile-{n}")
+        for n, (target, answer) in enumerate(HOSTILE_ANSWERS.items())
+    ]
+    page = with_script(page_of(tmp_path, results), MARKED)
+    key = json.dumps(["geo", HOSTILE_CASE, "gpt", 0, HOSTILE_TARGET, 0])
+    dom = rendered(page, "#pair=" + quote(key, safe=""), tmp_path)
+
+    assert "data-owned" not in dom  # no handler and no script of theirs ran
+    assert 'data-elements="0 0"' in dom  # none of their elements was made
+    chips = re.findall(r'<bdi class="said">([^<]*)</bdi>', dom)
+    assert sorted(unescape(c) for c in chips) == sorted(
+        a[:40] + "\u2026" for a in HOSTILE_ANSWERS.values()
+    )
+    panel = dom[dom.index('<aside id="pair"') : dom.index("</aside>", dom.index('"pair"'))]
+    assert "hidden" not in panel[: panel.index(">")]
+    title = re.search(r'<h2 id="pair-title" tabindex="-1">([^<]*)</h2>', panel)
+    assert (
+        title is not None and unescape(title.group(1)) == f"{HOSTILE_CASE} · answers side by side"
+    )
+    shown = re.findall(r'<strong>([^<]*)</strong>.*?<pre class="answer">([^<]*)</pre>', panel)
+    assert [(unescape(t), unescape(a)) for t, a in shown] == list(HOSTILE_ANSWERS.items())
 
 
 ONE_LINE = """
