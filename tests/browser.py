@@ -46,10 +46,14 @@ def _run(address: str, profile: Path, wait_ms: int, *action: str) -> str:
     return done.stdout
 
 
-def dom(address: str, profile: Path, wait_ms: int = 2000) -> str:
+def dom(
+    address: str, profile: Path, wait_ms: int = 2000, size: tuple[int, int] | None = None
+) -> str:
     """The document at `address` (a file URI or an http URL, with any #fragment) once its
-    scripts have run for `wait_ms` of the page's time."""
-    return _run(address, profile, wait_ms, "--dump-dom")
+    scripts have run for `wait_ms` of the page's time; laid out in a window of `size`
+    when the page's script measures what it drew."""
+    window = (f"--window-size={size[0]},{size[1]}",) if size else ()
+    return _run(address, profile, wait_ms, "--dump-dom", *window)
 
 
 def screenshot(

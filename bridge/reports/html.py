@@ -85,6 +85,7 @@ def index_data(campaign: CampaignResults, parts: Parts) -> Iterator[Markup]:
         "outcomes": [o.value for o in OUTCOMES],
         "statuses": [s.value for s in STATUSES],
         "page": PAGE_ROWS,
+        "preview": PREVIEW_CHARS,
     }
     yield Markup("[" + script_json(meta))
     shared = SharedTexts()

@@ -19,9 +19,12 @@ INTERVAL_BLUE = (0x0A, 0x30, 0x69)
 """The error bars of the charts (`rect.ci`)."""
 
 
-def colours(png: Path) -> Counter[tuple[int, int, int]]:
+def colours(
+    png: Path, box: tuple[int, int, int, int] | None = None
+) -> Counter[tuple[int, int, int]]:
+    """Counts of the colours of `png`, or of its `box` (left, top, right, bottom)."""
     with Image.open(png) as image:
-        rgb = image.convert("RGB")
+        rgb = image.convert("RGB") if box is None else image.crop(box).convert("RGB")
         return Counter(rgb.getpixel((x, y)) for x in range(rgb.width) for y in range(rgb.height))  # type: ignore[misc]
 
 

@@ -1,7 +1,8 @@
 """The HTML report: what each target was sent, tool calls apart from text, every filter
 value from the address, expanding and collapsing the cases, cached answers, a page of rows
-at a time of a big campaign, and the details of a row read only when it is opened (from
-the page, or from the parts folder beside a big one). The page's script makes the cases,
+at a time of a big campaign, the details of a row read only when it is opened (from the
+page, or from the parts folder beside a big one), and the start of each answer on its
+chip, kept to one line and to text however hostile. The page's script makes the cases,
 so every check of them is on the page as headless Chromium shows it."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from bisect import bisect_right
 from html import unescape
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -37,6 +39,7 @@ from tests.bridge.reports.reporting import (
     with_script,
     write_campaign,
 )
+from tests.browser import dom as dom_in_window
 
 SHOWN = re.compile(r'<span id="shown" class="muted">([^<]*)</span>')
 
@@ -413,3 +416,121 @@ def test_a_report_that_fails_midway_leaves_the_old_one_whole(tmp_path: Path) -> 
         write_report(campaign, "html", page)
     assert {p.name: p.read_bytes() for p in [page, *folder.iterdir()]} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["camp.html", "camp.html.parts", "results"]
+
+
+CHIP = re.compile(
+    r'<tr data-case="([^"]*)">.*?<button type="button" class="chip o-\w+"[^>]*>'
+    r'<span class="score">[^<]*</span>(?:<bdi class="(said[^"]*)">([^<]*)</bdi>)?</button>'
+)
+
+
+def chip_texts(dom: str) -> dict[str, tuple[str, str] | None]:
+    """The answer's start on each case's (one) chip: (class, text), or None for none."""
+    return {
+        unescape(case): (kind, unescape(said)) if kind else None
+        for case, kind, said in CHIP.findall(dom)
+    }
+
+
+def test_a_chip_shows_the_first_forty_characters_of_its_answer_on_one_line(
+    tmp_path: Path,
+) -> None:
+    answers = {
+        "short": "Paris",
+        "forty": "x" * 40,
+        "forty-one": "y" * 41,
+        "lines": "line one\n\n\tline two\r\n",
+        "controls": "a\x00b\x1bc\x7fd\u0085e",
+        "spaced": "a" + " " * 58 + "b and the rest",  # the index's 60: it may go on
+        "emoji": "\U0001f642" * 45,  # characters, not halves of them
+        "blank": "   \n ",
+        "rtl": "\u202eevil",
+    }
+    results = [graded(case, "gpt", 0.9, answer=answer) for case, answer in answers.items()]
+    results += [
+        result("desert", "gpt", Status.MODEL_FAILURE, answer="", error="empty answer"),
+        result("mountain", "gpt", Status.INFRA_ERROR, error="connection refused"),
+    ]
+    chips = chip_texts(rendered(page_of(tmp_path, results), "", tmp_path))
+    assert chips == {
+        "short": ("said", "Paris"),
+        "forty": ("said", "x" * 40),
+        "forty-one": ("said", "y" * 40 + "\u2026"),
+        "lines": ("said", "line one line two"),
+        "controls": ("said", "a b c d e"),
+        "spaced": ("said", "a b\u2026"),
+        "emoji": ("said", "\U0001f642" * 40 + "\u2026"),
+        "blank": ("said empty", "blank answer"),
+        "rtl": ("said", "\u202eevil"),  # in a <bdi>: it turns itself, not the chip
+        "desert": ("said empty", "empty answer"),
+        "mountain": None,  # no answer: the chip says what went wrong
+    }
+
+
+HOSTILE_CASE = '"><svg onload="document.body.dataset.owned=1">'
+HOSTILE_TARGET = '<i onmouseover="document.body.dataset.owned=2">claude'
+HOSTILE_ANSWERS = {
+    "gpt": '<img src=x onerror="document.body.dataset.owned=3"> is my answer',
+    HOSTILE_TARGET: "</script><script>document.body.dataset.owned=4</script>",
+}
+MARKED = """
+setTimeout(() => {
+  const marked = document.querySelectorAll("[onload], [onerror], [onmouseover]").length;
+  document.body.setAttribute("data-elements", marked + " " + document.images.length);
+}, 300);
+"""
+
+
+def test_hostile_answers_case_ids_and_targets_stay_text_on_chips_and_side_by_side(
+    tmp_path: Path,
+) -> None:
+    results = [
+        graded(HOSTILE_CASE, target, 0.9, answer=answer, job_id=f"hostile-{n}")
+        for n, (target, answer) in enumerate(HOSTILE_ANSWERS.items())
+    ]
+    page = with_script(page_of(tmp_path, results), MARKED)
+    key = json.dumps(["geo", HOSTILE_CASE, "gpt", 0, HOSTILE_TARGET, 0])
+    dom = rendered(page, "#pair=" + quote(key, safe=""), tmp_path)
+
+    assert "data-owned" not in dom  # no handler and no script of theirs ran
+    assert 'data-elements="0 0"' in dom  # none of their elements was made
+    chips = re.findall(r'<bdi class="said">([^<]*)</bdi>', dom)
+    assert sorted(unescape(c) for c in chips) == sorted(
+        a[:40] + "\u2026" for a in HOSTILE_ANSWERS.values()
+    )
+    panel = dom[dom.index('<aside id="pair"') : dom.index("</aside>", dom.index('"pair"'))]
+    assert "hidden" not in panel[: panel.index(">")]
+    title = re.search(r'<h2 id="pair-title" tabindex="-1">([^<]*)</h2>', panel)
+    assert (
+        title is not None and unescape(title.group(1)) == f"{HOSTILE_CASE} · answers side by side"
+    )
+    shown = re.findall(r'<strong>([^<]*)</strong>.*?<pre class="answer">([^<]*)</pre>', panel)
+    assert [(unescape(t), unescape(a)) for t, a in shown] == list(HOSTILE_ANSWERS.items())
+
+
+ONE_LINE = """
+setTimeout(() => {
+  const chips = [...document.querySelectorAll("#matrix .chip")];
+  const heights = new Set(chips.map(c => Math.round(c.getBoundingClientRect().height)));
+  const longest = Math.max(...chips.map(c => c.querySelector(".said").textContent.length));
+  const wide = document.documentElement.scrollWidth > document.documentElement.clientWidth;
+  const figures = [chips.length, [...heights].join("/"), longest, wide];
+  document.body.setAttribute("data-chips", figures.join(" "));
+}, 300);
+"""
+
+
+def test_chips_stay_one_line_and_the_matrix_as_wide_as_the_window_at_a_thousand_cases(
+    big_report: tuple[Path, list[Result]], tmp_path: Path
+) -> None:
+    """1,000 cases of three targets, each answer some 3 KB: a page of 100 cases shows 300
+    chips of one height, none with more than 40 characters and an ellipsis, in a window
+    of 1,280 pixels without scrolling sideways."""
+    page, _ = big_report
+    acted = with_script(page, ONE_LINE)
+    dom = dom_in_window(acted.as_uri(), tmp_path / "chromium-profile", size=(1280, 900))
+    found = re.search(r'data-chips="(\d+) (\d+) (\d+) (\w+)"', dom)
+    assert found is not None, "the page made no chips"
+    chips, height, longest, wide = found.groups()
+    assert (int(chips), longest, wide) == (300, "41", "false")
+    assert 15 <= int(height) <= 24  # one line of 12-pixel text

@@ -1,7 +1,8 @@
 """The report's charts and matrix and the comparison page, of campaigns run for real
 (`evalrelay run` on the embedded Redis, its own worker), as headless Chromium shows them:
 each test takes a screenshot, checks its pixels, and checks the page's content against
-the results file.
+the results file. The matrix's chips show the start of each answer, and a case's answers
+of two targets open side by side, from the mouse or the keyboard.
 
 With `EVALRELAY_SCREENSHOT_DIR=docs/images` the screenshots are kept for the README."""
 
@@ -12,12 +13,20 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from html import unescape
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 
-from tests.bridge.reports.pictures import FAILED_RED, INTERVAL_BLUE, PASSED_GREEN, picture
+from tests.bridge.reports.pictures import (
+    FAILED_RED,
+    INTERVAL_BLUE,
+    PASSED_GREEN,
+    colours,
+    picture,
+)
+from tests.bridge.reports.reporting import with_script
 from tests.browser import dom
 from tests.conftest import embedded_env, read_jsonl
 
@@ -117,6 +126,45 @@ def outcome_of(line: dict[str, object]) -> str:
     return "passed" if line["passed"] else "failed"
 
 
+def said(answer: object) -> str | None:
+    """What a chip shows of an answer: its first 40 characters as one line, and an
+    ellipsis when it goes on (the page's index holds 60: an answer that long may)."""
+    if answer is None:
+        return None
+    assert isinstance(answer, str)
+    flat = " ".join(answer.split())
+    more = len(flat) > 40 or len(answer) >= 60
+    if not flat and not more:
+        return "blank answer" if answer else "empty answer"
+    return flat[:40].rstrip() + ("\u2026" if more else "")
+
+
+def label_of(line: dict[str, object]) -> str:
+    """A chip's first word: the score, else what went wrong."""
+    score, status = line["score"], str(line["status"])
+    if score is not None:
+        return f"{score:.2f}"
+    outcome = outcome_of(line)
+    return status.replace("_", " ") if outcome == "error" else outcome
+
+
+def why_of(line: dict[str, object]) -> str:
+    error = line["error"]
+    if isinstance(error, dict):
+        return str(error["message"])
+    return "; ".join(line["misses"])  # type: ignore[arg-type]
+
+
+def one_result(
+    lines: list[dict[str, object]], case: str, target: str, repeat: int = 0
+) -> dict[str, object]:
+    return next(
+        line
+        for line in lines
+        if (line["case_id"], line["target"], line["repeat"]) == (case, target, repeat)
+    )
+
+
 def test_the_report_header_charts_the_campaign(
     campaigns: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -214,20 +262,27 @@ def test_the_matrix_has_a_row_per_case_and_a_chip_per_result(
     rows = re.findall(r'<tr data-case="([\w-]+)">(.*?)</tr>', matrix)
     assert [case for case, _ in rows] == sorted(f"capital-{c.lower()}" for c, _ in CAPITALS)
     for case, row in rows:
+        # Every case has results of three targets: its answers can be set side by side.
+        assert re.match(
+            rf'<td class="case" title="{case}"><button type="button" class="pair-open" '
+            rf'data-case="\d+" aria-label="answers to {case} side by side"',
+            row,
+        ), row
         cells = dict(re.findall(r'<td class="cell" data-target="(\w+)">(.*?)</td>', row))
         for target, cell in cells.items():
             mine = sorted(
                 (line for line in lines if line["case_id"] == case and line["target"] == target),
                 key=lambda line: int(line["repeat"]),  # type: ignore[call-overload]
             )
-            chips = re.findall(r'class="chip o-(\w+)"[^>]*>([^<]*)</button>', cell)
-            assert [outcome for outcome, _ in chips] == [outcome_of(line) for line in mine]
-            for (outcome, label), line in zip(chips, mine, strict=True):
-                score, status = line["score"], str(line["status"])
-                if score is not None:
-                    assert label == f"{score:.2f}"
-                else:
-                    assert label == (status.replace("_", " ") if outcome == "error" else outcome)
+            chips = re.findall(
+                r'class="chip o-(\w+)"[^>]*><span class="score">([^<]*)</span>'
+                r'(?:<bdi class="said[^"]*">([^<]*)</bdi>)?</button>',
+                cell,
+            )
+            assert [outcome for outcome, _, _ in chips] == [outcome_of(line) for line in mine]
+            for (_, label, start), line in zip(chips, mine, strict=True):
+                assert label == label_of(line)
+                assert (unescape(start) or None) == said(line["answer"]), line
     assert (
         len(re.findall(r'<tr data-case="capital-france">.*?</tr>', matrix)[0].split('class="chip'))
         == 7
@@ -251,6 +306,123 @@ def test_the_matrix_has_a_row_per_case_and_a_chip_per_result(
 
     colours = picture(address, "matrix", tmp_path, (1280, 1500))
     assert colours[PASSED_GREEN] > 2000 and colours[FAILED_RED] > 500
+
+
+def pair_address(page: Path, case: str, *sides: tuple[str, int]) -> str:
+    key = ["capitals", case, *(value for side in sides for value in side)]
+    return f"{page.as_uri()}#pair={quote(json.dumps(key, separators=(',', ':')))}"
+
+
+def panel_of(shown: str) -> str:
+    return shown[shown.index('<aside id="pair"') : shown.index("</aside>", shown.index('"pair"'))]
+
+
+def test_a_case_shows_two_targets_answers_side_by_side(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Italy's first answer of atlas beside guesser's second, each under its outcome and
+    score, as the results file has them; the address keeps what is shown."""
+    results, _ = campaigns
+    page = results.with_suffix(".html")
+    lines = read_jsonl(results)
+    address = pair_address(page, "capital-italy", ("atlas", 0), ("guesser", 1))
+    shown = dom(address, tmp_path / "profile")
+
+    panel = panel_of(shown)
+    assert "hidden" not in panel[: panel.index(">")]
+    assert '<h2 id="pair-title" tabindex="-1">capital-italy · answers side by side</h2>' in panel
+    assert re.search(r'<aside id="cell" hidden=""', shown)  # one panel at a time
+    sides = re.findall(
+        r'<section class="side" data-target="(\w+)" data-row="\d+">(.*?)</section>', panel
+    )
+    assert [target for target, _ in sides] == ["atlas", "guesser"]
+    for (target, side), repeat in zip(sides, (0, 1), strict=True):
+        line = one_result(lines, "capital-italy", target, repeat)
+        outcome, score = outcome_of(line), line["score"]
+        assert (
+            f"<strong>{target}{f' #{repeat}' if repeat else ''}</strong>"
+            f'<span class="chip o-{outcome}">{label_of(line)}</span>'
+            f'<span class="{outcome}">{outcome}</span>'
+            f'<span class="muted">{line["status"]} · score {score:.2f}</span>'
+        ) in side
+        why = why_of(line)
+        answer = f'<pre class="answer">{line["answer"]}</pre>'
+        below = f'<div class="role">why</div><p class="why">{why}</p>' if why else ""
+        assert unescape(side).endswith(answer + below)
+        choices = dict(re.findall(r'<select class="(side-\w+)">(.*?)</select>', side))
+        assert re.findall(r'<option value="(\w+)"( selected="")?>', choices["side-target"]) == [
+            (name, ' selected=""' if name == target else "")
+            for name in ("atlas", "flaky", "guesser")
+        ]
+        assert re.findall(
+            r'<option [^>]*?( selected="")?>#(\d)</option>', choices["side-repeat"]
+        ) == [(' selected=""' if n == repeat else "", str(n)) for n in (0, 1)]
+    assert '<p class="why">' not in sides[0][1]  # atlas passed: nothing missed
+
+    picture(address, "pair", tmp_path, (1280, 900))
+    # The panel is 1,120 pixels wide at the right; each half holds one column.
+    atlas = colours(tmp_path / "pair.png", (170, 0, 720, 900))
+    guesser = colours(tmp_path / "pair.png", (720, 0, 1280, 900))
+    assert atlas[PASSED_GREEN] > 300 and atlas[FAILED_RED] == 0
+    assert guesser[FAILED_RED] > 300 and guesser[PASSED_GREEN] == 0
+
+
+KEYS = """
+const record = (name, value) => document.body.setAttribute("data-" + name, value);
+const shown = selector => [...document.querySelectorAll(selector)];
+const sides = () => shown("#pair .side").map(s => s.dataset.target).join(" ");
+const choose = (k, target) => {
+  const select = document.querySelectorAll("#pair .side")[k].querySelector(".side-target");
+  select.value = target;
+  select.dispatchEvent(new Event("change"));
+};
+const opener = case_ => document.querySelector('#matrix tr[data-case="' + case_ + '"] .pair-open');
+opener("capital-peru").focus();
+opener("capital-peru").click();
+record("focus-opened", document.activeElement.id);
+record("first", sides());
+choose(1, "guesser");
+record("chosen", sides() + " / " + document.activeElement.className);
+record("address", decodeURIComponent(location.hash));
+choose(0, "guesser");
+record("swapped", sides());
+opener("capital-chile").focus();
+opener("capital-chile").click();
+record("next-case", sides());
+setTimeout(() => {
+  record("answers", shown("#pair pre.answer").map(p => p.textContent).join(" | "));
+  document.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+  record("closed", document.getElementById("pair").hidden + " " + location.hash);
+  record("focus-closed", document.activeElement.getAttribute("aria-label"));
+}, 200);
+"""
+
+
+def test_the_side_by_side_panel_is_worked_from_the_keyboard(
+    campaigns: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The ⇆ of a case row is a button (Enter or Space presses it): it gives the focus to
+    the panel, whose choices of target swap the columns rather than show one target
+    twice and are kept for the next case; Esc closes it and gives the focus back."""
+    results, _ = campaigns
+    lines = read_jsonl(results)
+    shown = dom(with_script(results.with_suffix(".html"), KEYS).as_uri(), tmp_path / "profile")
+
+    def recorded(name: str) -> str:
+        found = re.search(rf'data-{name}="([^"]*)"', shown)
+        assert found is not None, name
+        return unescape(found.group(1))
+
+    assert recorded("focus-opened") == "pair-title"
+    assert recorded("first") == "atlas flaky"  # the first two targets
+    assert recorded("chosen") == "atlas guesser / side-target"  # the focus stays on the choice
+    assert unquote(recorded("address")) == '#pair=["capitals","capital-peru","atlas",0,"guesser",0]'
+    assert recorded("swapped") == "guesser atlas"
+    assert recorded("next-case") == "guesser atlas"  # the last choice, for the next case
+    chile = [one_result(lines, "capital-chile", t)["answer"] for t in ("guesser", "atlas")]
+    assert recorded("answers") == " | ".join(map(str, chile))
+    assert recorded("closed") == "true "  # and the address no longer holds it
+    assert recorded("focus-closed") == "answers to capital-chile side by side"
 
 
 def test_filters_and_the_view_are_kept_in_the_address(
