@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import socket
@@ -104,6 +105,20 @@ def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None
         note_hold(client, request.hostname, job_id, request.id)
     else:
         hold(client, job_id, request.id, process_name(client, request.hostname))
+
+
+@signals.worker_init.connect
+def _on_worker_init(**_: Any) -> None:
+    preload_http_client()
+
+
+def preload_http_client() -> None:
+    """Import httpx, which every vendor SDK is built on, before the pool's threads start:
+    SDKs import parts of themselves on first use, and two threads importing one module
+    tree at once can see it half made ("partially initialized module 'httpx'"), failing
+    a job. Nothing when no SDK is installed."""
+    with contextlib.suppress(ImportError):
+        importlib.import_module("httpx")
 
 
 @signals.worker_ready.connect

@@ -94,7 +94,7 @@ def _serve(
     """The child: run the worker until the parent's pipe closes or SIGTERM comes."""
     from celery.worker import state as worker_state
 
-    from worker.app import create_app, start_background, stop_background
+    from worker.app import create_app, preload_http_client, start_background, stop_background
 
     def stop_worker(*_: Any) -> None:
         worker_state.should_stop = 0  # EX_OK: the worker's loop stops it, after its jobs
@@ -111,6 +111,7 @@ def _serve(
         os.read(stop, 1)  # returns when the parent closes its end, or dies
         stop_worker()
 
+    preload_http_client()  # the apps' worker_init, which a bare WorkController skips
     app = create_app(redis_url)
     # Stopping waits for the consumer's blocking read to return: a short one makes `run`
     # exit at once instead of up to a second later (idle, it is 10 cheap calls a second).
