@@ -39,7 +39,7 @@ from worker.agents.sandbox_attempt import (
     Confined,
     SandboxUnavailable,
 )
-from worker.agents.sandbox_limits import LimitWatch, oom_kills, tree
+from worker.agents.sandbox_limits import LimitWatch, fork_refusals, oom_kills, tree
 
 NOBODY = 65534
 """The agent's user and group when the worker runs as root."""
@@ -193,6 +193,9 @@ class ContainerWatch(LimitWatch):
 
     def memory_over(self, members: list[psutil.Process]) -> bool:
         return bool(self.pid) and oom_kills(self.pid) > 0
+
+    def forks_refused(self) -> bool:
+        return bool(self.pid) and fork_refusals(self.pid) > 0
 
 
 def _memory_verdict(name: str, memory_mb: int) -> str | None:

@@ -33,7 +33,7 @@ class LimitWatch:
         for process in members:
             with contextlib.suppress(psutil.Error):  # it ended while being looked at
                 tasks += process.num_threads()
-        if tasks >= self.processes:
+        if tasks >= self.processes or self.forks_refused():
             return (
                 f"reached its limit of {self.processes} processes and threads (isolation.processes)"
             )
@@ -43,6 +43,10 @@ class LimitWatch:
 
     def members(self, pid: int) -> list[psutil.Process]:
         raise NotImplementedError
+
+    def forks_refused(self) -> bool:
+        """Whether the engine refused a fork at the limit (seen where it keeps count)."""
+        return False
 
     def memory_over(self, members: list[psutil.Process]) -> bool:
         raise NotImplementedError
@@ -79,21 +83,33 @@ def tree(pid: int) -> list[psutil.Process]:
 def oom_kills(pid: int) -> int:
     """How many processes the kernel killed in the memory cgroup of `pid` for its limit
     (cgroup v1's `memory.oom_control`, or v2's `memory.events`); 0 when it cannot tell."""
+    return _cgroup_event(pid, "memory", "memory.oom_control", "memory.events", "oom_kill")
+
+
+def fork_refusals(pid: int) -> int:
+    """How many forks the pids cgroup of `pid` refused at its limit (`pids.events`'s
+    `max`): a count that stays, where the number of processes comes and goes faster than
+    a look can see."""
+    return _cgroup_event(pid, "pids", "pids.events", "pids.events", "max")
+
+
+def _cgroup_event(pid: int, controller: str, v1_file: str, v2_file: str, event: str) -> int:
+    """A counter from an events file of the cgroup of `pid`; 0 when it cannot tell."""
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return 0
     groups = dict(line.split(":", 2)[1:] for line in lines if line.count(":") >= 2)
-    v1 = next((path for names, path in groups.items() if "memory" in names.split(",")), None)
+    v1 = next((path for names, path in groups.items() if controller in names.split(",")), None)
     if v1 is not None:
-        events = Path(f"/sys/fs/cgroup/memory{v1}/memory.oom_control")
+        events = Path(f"/sys/fs/cgroup/{controller}{v1}/{v1_file}")
     elif "" in groups:
-        events = Path(f"/sys/fs/cgroup{groups['']}/memory.events")
+        events = Path(f"/sys/fs/cgroup{groups['']}/{v2_file}")
     else:
         return 0
     with contextlib.suppress(OSError, ValueError):
         for line in events.read_text().splitlines():
             name, _, count = line.partition(" ")
-            if name == "oom_kill":
+            if name == event:
                 return int(count)
     return 0

@@ -60,7 +60,9 @@ def test_a_fork_bomb_is_stopped_at_the_process_limit(
     project: WriteFiles, client: redis.Redis, request: pytest.FixtureRequest, engine: str
 ) -> None:
     marker = f"evalrelay-bomb-{uuid.uuid4().hex}"
-    script = f"while :; do sh -c 'sleep 600; : {marker}' & done"
+    # bash, which keeps forking when a fork is refused (dash gives up at the first),
+    # so the bomb is still there when the worker looks
+    script = f"exec bash -c \"while :; do sh -c 'sleep 600; : {marker}' & done\""
     result, seconds = run_confined(project, client, request, engine, script, processes=40)
 
     assert_stopped_for(result, "processes")
