@@ -11,6 +11,8 @@ why for the second.
     python bench/mutants.py                      # every module
     python bench/mutants.py --module grade --limit 20
     python bench/mutants.py --list --module build   # the mutants, none run
+    python bench/mutants.py --module grade > grade.out; ...; python bench/mutants.py \
+        --module grade --only grade.out             # again, only the survivors listed
 
 Run from the repository root with the dev extra installed and EVALRELAY_TEST_REDIS_URL set
 (the tests need a Redis of their own), before each release.
@@ -62,6 +64,16 @@ class Mutant:
     what: str
     source: str
     """The whole module with this one change."""
+
+    @property
+    def printed(self) -> str:
+        """How a survivor is printed, and named to `--only`."""
+        return f"{self.path}:{self.line}: {self.what}"
+
+
+def listed(path: Path) -> set[str]:
+    """The mutants named in a file of `file:line: mutation` lines (other lines ignored)."""
+    return {line.strip() for line in path.read_text().splitlines() if ".py:" in line}
 
 
 def mutants(module: str, path: str) -> Iterator[Mutant]:
@@ -246,7 +258,14 @@ def main() -> int:
     parser.add_argument("--limit", type=int, help="at most this many mutants per module")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per mutant")
     parser.add_argument("--list", action="store_true", help="print the mutants, run none")
+    parser.add_argument(
+        "--only",
+        type=Path,
+        metavar="FILE",
+        help="run only the mutants listed in FILE (`file:line: mutation` lines, as printed)",
+    )
     options = parser.parse_args()
+    wanted = listed(options.only) if options.only else None
     if not options.list and not os.environ.get("EVALRELAY_TEST_REDIS_URL"):
         parser.error("set EVALRELAY_TEST_REDIS_URL to a Redis of the tests' own")
     sandbox = None if options.list else Sandbox()
@@ -254,10 +273,13 @@ def main() -> int:
     try:
         for module in options.module or sorted(MODULES):
             path, tests = MODULES[module]
-            found = list(mutants(module, path))[: options.limit]
+            found = list(mutants(module, path))
+            if wanted is not None:
+                found = [mutant for mutant in found if mutant.printed in wanted]
+            found = found[: options.limit]
             if sandbox is None:
                 for mutant in found:
-                    print(f"{mutant.path}:{mutant.line}: {mutant.what}")
+                    print(mutant.printed)
                 continue
             unchanged = ast.unparse(ast.parse((ROOT / path).read_text()))
             if sandbox.run(tests, path, unchanged, options.timeout * 3) != "survived":
@@ -268,7 +290,7 @@ def main() -> int:
                 outcome = sandbox.run(tests, path, mutant.source, options.timeout)
                 if outcome == "survived":
                     survivors.append(mutant)
-                    print(f"{mutant.path}:{mutant.line}: {mutant.what}", flush=True)
+                    print(mutant.printed, flush=True)
                 else:
                     killed += 1
             print(

@@ -234,7 +234,7 @@ def _escapes(secrets: frozenset[str]) -> re.Pattern[str]:
     left alone: no secret runs across them, and a JSON text full of `\\u00e9` is searched
     as fast as a plain one."""
     others = sorted({c for s in secrets for c in s if not " " <= c <= "~"})
-    hexes = "".join(f"|0*{ord(c):x}" for c in others)
+    hexes = "".join(f"|0*{_either_case(f'{ord(c):x}')}" for c in others)  # `\u00E9` too
     decimals = "".join(f"|0*{ord(c)}" for c in others)
     return re.compile(
         rf"\\u(?P<unicode>00[2-7][0-9A-Fa-f]{hexes})(?<=\\u....)|\\(?P<escaped>[\\/])"
@@ -242,6 +242,11 @@ def _escapes(secrets: frozenset[str]) -> re.Pattern[str]:
         rf"|&#(?:(?P<decimal>0*(?:3[2-9]|[4-9][0-9]|1[01][0-9]|12[0-6]){decimals})"
         rf"|[xX](?P<hex>0*[2-7][0-9A-Fa-f]{hexes}));"
     )
+
+
+def _either_case(hex_digits: str) -> str:
+    """A pattern of these hex digits in upper or lower case, as encoders write either."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in hex_digits)
 
 
 class _Decoded:

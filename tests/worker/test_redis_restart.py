@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -11,15 +11,35 @@ from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from tests.conftest import PrivateRedis, Processes, WriteFiles, free_port, one_turn_cases, wait_for
+from tests.conftest import (
+    FAST_RECOVERY,
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    free_port,
+    one_turn_cases,
+    wait_for,
+)
 
 RESTARTS = 3
 RESTART_JOBS = 600
 
+LOST = "consumer: Connection to broker lost"
+"""What a worker's Celery consumer logs when Redis goes away under it."""
+CONNECTED = "INFO Connected to"
+"""And when it is connected to Redis: once at its start, then once back after each loss."""
+
+
+def said(processes: Processes, name: str) -> str:
+    """A process's log on one line: rich wraps a long message over several."""
+    return " ".join(processes.log(name).split())
+
 
 def test_worker_keeps_working_across_a_redis_restart(
-    project: WriteFiles, processes: Processes, private_redis: PrivateRedis
+    project: WriteFiles, private_redis: PrivateRedis, processes: Processes
 ) -> None:
+    # `processes` after `private_redis`: the worker is stopped before its Redis, so it
+    # does not wait at its end for Redis to come back.
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 200}\n",
@@ -34,7 +54,7 @@ def test_worker_keeps_working_across_a_redis_restart(
     JobQueue.connect(private_redis.url).send(jobs[:10])
     wait_for(lambda: client.xlen(results_stream_key("restart")) >= 2, 30, "the first results")
     private_redis.stop()
-    time.sleep(1)
+    wait_for(lambda: LOST in said(processes, "survivor@test"), 30, "the worker to see it")
     private_redis.start()
     client = redis.Redis.from_url(private_redis.url, decode_responses=True)
     JobQueue.connect(private_redis.url).send(jobs[10:])
@@ -75,6 +95,7 @@ def test_run_says_so_when_redis_restarts_without_its_data_and_its_files_changed(
         server.start()
         assert run.wait(60) == 1
     finally:
+        processes.stop_all()  # before Redis, or the worker waits for it to come back
         server.stop()
     said = " ".join(processes.log("run").split())
     assert "Traceback" not in said
@@ -96,18 +117,24 @@ def test_four_workers_ride_out_three_redis_restarts_over_tcp(
                 "evals.yaml": one_turn_cases(RESTART_JOBS),
             }
         )
-        processes.env["EVALRELAY_REDIS_URL"] = server.url
+        # A job a restart lost on its way to a worker is sent again in seconds, not 30.
+        processes.env |= {"EVALRELAY_REDIS_URL": server.url, **FAST_RECOVERY}
         client = redis.Redis.from_url(server.url, decode_responses=True)
         workers = [processes.worker(client, f"w{n}@test", "-c", "2") for n in range(4)]
+
+        def seen_by_all(line: str, times: int) -> Callable[[], bool]:
+            """Whether every worker has logged `line` `times` times or more."""
+            return lambda: all(said(processes, f"w{n}@test").count(line) >= times for n in range(4))
+
         jobs = plan_jobs("restarts", [load_eval_file(root / "evals.yaml")], "quick", None)
         store_jobs(client, jobs)
         JobQueue.connect(server.url).send(jobs)
-        for _ in range(RESTARTS):
+        for restart in range(1, RESTARTS + 1):
             wait_for(lambda: client.xlen(results_stream_key("restarts")) > 0, 60, "results")
             server.stop()
-            time.sleep(1)
+            wait_for(seen_by_all(LOST, restart), 30, f"every worker to see stop {restart}")
             server.start()
-            time.sleep(3)
+            wait_for(seen_by_all(CONNECTED, restart + 1), 60, f"every worker back, {restart}")
             assert [w.poll() for w in workers] == [None] * 4, "a worker exited at a restart"
         wait_for(
             lambda: (
@@ -117,7 +144,9 @@ def test_four_workers_ride_out_three_redis_restarts_over_tcp(
             180,
             "every job's result",
         )
+        assert [w.poll() for w in workers] == [None] * 4, "a worker exited"
     finally:
+        processes.stop_all()  # before Redis, or each worker waits for it to come back
         server.stop()
     for n in range(4):
         assert "Unrecoverable error" not in processes.log(f"w{n}@test")

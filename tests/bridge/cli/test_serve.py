@@ -562,6 +562,14 @@ class Browser:
         os.close(self.replies)
 
 
+COUNTED_POLLS = """(() => {
+  const unCounted = window.fetch;
+  window.polls = 0;
+  window.fetch = (...args) => { window.polls += 1; return unCounted(...args); };
+})()"""
+"""The live panel's polls counted from now on: it calls `fetch` for each."""
+
+
 def test_a_page_reloads_itself_for_new_results_unless_a_row_is_open(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
@@ -604,7 +612,10 @@ def test_a_page_reloads_itself_for_new_results_unless_a_row_is_open(
             browser.run(page, f'document.getElementById("{notice}").textContent')
             == "2 new results — refresh"
         )
-        time.sleep(4.5)  # two more polls: a row is open, the page stays
+        # Two more polls, each answered with a newer report: a row is open, the page stays.
+        # A poll is sent only once the one before it was answered and acted on.
+        browser.run(page, COUNTED_POLLS)
+        browser.until(page, "window.mark !== 2 || window.polls >= 3", 30, "two more polls")
         assert browser.run(page, f"window.mark === 2 && {shown} === '9'")
         browser.run(page, 'document.querySelector("details").open = false')
         browser.until(

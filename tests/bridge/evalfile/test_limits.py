@@ -4,10 +4,12 @@ past it and a zero time limit are refused, each with the line of the value."""
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
-from bridge.errors import InvalidFileError
+from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.limits import MAX_JOB_SECONDS, MAX_REPEATS, LoadLimits, TemplateLimits
+from bridge.evalfile.project import ProjectConfig, load_config
 from tests.conftest import WriteFiles
 
 CASE = "input_messages: [{role: user, content: q}]"
@@ -79,3 +81,71 @@ def test_a_timeout_of_zero_or_less_is_refused(
 ) -> None:
     assert "greater than 0" in refused(project, "timeout_seconds", value, where)
     assert load(project, "timeout_seconds", 0.001, where) is not None  # any positive time is one
+
+
+@pytest.mark.parametrize("where", ["case", "file"])
+@pytest.mark.parametrize("value", [".nan", ".inf"])
+def test_a_timeout_that_is_no_number_of_seconds_is_refused_as_such(
+    project: WriteFiles, where: str, value: str
+) -> None:
+    assert "finite number" in refused(project, "timeout_seconds", value, where)
+
+
+def config_refusal(project: WriteFiles, config: str) -> Diagnostic:
+    root = project({"evalrelay.yaml": config})
+    with pytest.raises(InvalidFileError) as caught:
+        load_config(root)
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.path == root / "evalrelay.yaml"
+    return diagnostic
+
+
+def config_of(project: WriteFiles, config: str) -> ProjectConfig:
+    return load_config(project({"evalrelay.yaml": config}))
+
+
+def test_template_seconds_go_up_to_an_hour_and_must_be_some_time(project: WriteFiles) -> None:
+    assert config_of(project, "template_limits: {seconds: 3600}").template_limits.seconds == 3600
+    assert config_of(project, "template_limits: {seconds: 0.5}").template_limits.seconds == 0.5
+    for value, says in [
+        ("3600.5", "less than or equal to 3600"),
+        ("0", "greater than 0"),
+        (".nan", "finite number"),
+    ]:
+        diagnostic = config_refusal(project, f"template_limits:\n  seconds: {value}\n")
+        assert says in diagnostic.message, diagnostic.message
+        assert (diagnostic.line, diagnostic.column) == (2, 12), diagnostic
+
+
+def test_the_loader_may_have_256_mb_and_no_less(project: WriteFiles) -> None:
+    assert config_of(project, "load_limits: {memory_mb: 256}").load_limits.memory_mb == 256
+    diagnostic = config_refusal(project, "load_limits:\n  memory_mb: 255\n")
+    assert "greater than or equal to 256" in diagnostic.message
+    assert diagnostic.line == 2
+
+
+@pytest.mark.parametrize("section", ["template_limits", "load_limits"])
+def test_a_misspelt_limit_is_refused_at_its_line(project: WriteFiles, section: str) -> None:
+    diagnostic = config_refusal(project, f"{section}:\n  secconds: 10\n")
+    assert diagnostic.message == f"unknown key 'secconds' in {section}; did you mean 'seconds'?"
+    assert (diagnostic.line, diagnostic.column) == (2, 3)
+
+
+def test_the_limits_a_project_was_loaded_with_stay_as_they_are() -> None:
+    """One project's limits bound every file it loads: none may change them on the way."""
+    for limits in (TemplateLimits(), LoadLimits()):
+        with pytest.raises(ValidationError, match="frozen"):
+            limits.seconds = 1.0
+
+
+def test_an_exceeded_limit_says_which_setting_raises_it(project: WriteFiles) -> None:
+    cases = "".join(f"  - id: c{i}\n    {CASE}\n" for i in range(3))
+    root = project(
+        {"evalrelay.yaml": "load_limits: {cases: 2}\n", "e.yaml": f"evalcases:\n{cases}"}
+    )
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "e.yaml")
+    (diagnostic,) = caught.value.diagnostics
+    assert diagnostic.message.endswith(
+        "raise `load_limits: {cases: ...}` in evalrelay.yaml if the file really needs more"
+    ), diagnostic.message

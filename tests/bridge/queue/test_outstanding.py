@@ -14,6 +14,7 @@ from pathlib import Path
 
 import redis
 
+from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import outstanding_key, unseen_key
 from bridge.queue.campaigns import CampaignInfo, plan_jobs, store_jobs
@@ -63,14 +64,17 @@ def test_only_a_job_found_nowhere_twice_a_grace_apart_is_lost(
     process = new_process_name("alive@test")
     keep_alive(client, process)
     hold(client, held.job_id, "m", process)
-    time.sleep(0.02)
+    sent_first = max(client.zscore(outstanding_key("api"), j.job_id) or 0 for j in (popped, taken))
+    # Sent later than the popped ones by more than the 10 ms slack, by Redis's clock.
+    wait_for(lambda: now_ms(client) > sent_first + 10, 5, "Redis's clock past the slack")
     queue.send([queued])  # sent later, still on the list
 
     # A first look only notes them.
     assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {}
     assert set(client.hkeys(unseen_key())) == {popped.job_id, taken.job_id}
     hold(client, taken.job_id, "m2", process)  # its worker recorded it after all
-    time.sleep(0.4)
+    first_look = int(client.hget(unseen_key(), popped.job_id) or 0)
+    wait_for(lambda: now_ms(client) >= first_look + 300, 5, "the grace to go by on Redis's clock")
     assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {popped.job_id: "api"}
     assert client.hkeys(unseen_key()) == []
     # Still on the list, sent before the popped ones: never lost while it waits there.

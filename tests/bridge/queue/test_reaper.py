@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 import redis
 
+from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import done_key, inflight_key
 from bridge.queue.campaigns import cancel, plan_jobs, store_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import reap_expired
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
-from tests.conftest import Processes, WriteFiles, one_turn_cases
+from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from worker.lease import Lease
 
 
@@ -22,6 +22,12 @@ def jobs(project: WriteFiles, count: int, campaign: str = "c") -> list[Job]:
     root = project({"evals.yaml": one_turn_cases(count)})
     planned = plan_jobs(campaign, [load_eval_file(root / "evals.yaml")], "mock", None)
     return planned
+
+
+def past_expiry(client: redis.Redis, *expiring: Job) -> bool:
+    """Whether Redis's clock, the one the reaper compares, is past each job's lease expiry."""
+    now = now_ms(client)
+    return all(now > (client.zscore(inflight_key(), j.job_id) or 0) for j in expiring)
 
 
 def test_expired_lease_is_sent_again_live_and_done_ones_are_not(
@@ -32,7 +38,7 @@ def test_expired_lease_is_sent_again_live_and_done_ones_are_not(
     for job, seconds in ((expired, 0.1), (live, 30), (done, 0.1)):
         assert Lease.acquire(client, job.job_id, "dead-worker", seconds=seconds)
     client.set(done_key(done.job_id), 1)
-    time.sleep(0.3)
+    wait_for(lambda: past_expiry(client, expired, done), 5, "the short leases to run out")
     sent: list[Job] = []
     assert reap_expired(client, sent.append) == [expired.job_id]
     assert sent == [expired]
@@ -47,10 +53,11 @@ def test_cancelled_campaign_jobs_are_not_sent_again(
     store_jobs(client, [job])
     assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
     cancel(client, "c")
-    time.sleep(0.3)
+    wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
     sent: list[Job] = []
-    reap_expired(client, sent.append)
+    assert reap_expired(client, sent.append) == []
     assert sent == []
+    assert client.zscore(inflight_key(), job.job_id) is None  # taken off, not left for later
 
 
 @pytest.mark.parametrize("victim_clock", [SKEW, -SKEW], ids=["dead-worker-ahead", "behind"])
