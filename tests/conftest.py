@@ -156,17 +156,24 @@ class Processes:
 
 @pytest.fixture
 def processes(redis_url: str, tmp_path: Path, private_home: Path) -> Iterator[Processes]:
-    env = {
-        **os.environ,
-        "EVALRELAY_REDIS_URL": redis_url,
-        "EVALRELAY_HOME": str(private_home),
-        "PYTHONUNBUFFERED": "1",
-    }
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    running = Processes(env, logs)
+    running = processes_on(redis_url, private_home, tmp_path / "logs")
     yield running
     running.stop_all()
+
+
+def processes_on(
+    url: str, home: Path, logs: Path, extra_env: dict[str, str] | None = None
+) -> Processes:
+    """Processes on the Redis at `url`, with their own EVALRELAY_HOME, logs in `logs`."""
+    env = {
+        **os.environ,
+        "EVALRELAY_REDIS_URL": url,
+        "EVALRELAY_HOME": str(home),
+        "PYTHONUNBUFFERED": "1",
+        **(extra_env or {}),
+    }
+    logs.mkdir()
+    return Processes(env, logs)
 
 
 FAST_RECOVERY = {

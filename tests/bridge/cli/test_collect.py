@@ -3,7 +3,6 @@ one is complete, and where its results are, and rebuilds those Redis lost."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from tests.conftest import (
     Processes,
     WriteFiles,
     one_turn_cases,
+    processes_on,
     read_jsonl,
     restart_empty,
     wait_for,
@@ -61,15 +61,8 @@ def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
     one line per job."""
     jobs = 150
     root = project({"targets.yaml": SLOW_TARGET, "evals.yaml": one_turn_cases(jobs)})
-    env = {
-        **os.environ,
-        "EVALRELAY_REDIS_URL": forgetful_redis.url,
-        "EVALRELAY_HOME": str(private_home),
-        "PYTHONUNBUFFERED": "1",
-        **FAST_RECOVERY,
-    }
-    (tmp_path / "logs").mkdir()
-    running = Processes(env, tmp_path / "logs")
+    running = processes_on(forgetful_redis.url, private_home, tmp_path / "logs", FAST_RECOVERY)
+    env = running.env
     out = tmp_path / "out"
     try:
         running.start("worker", "-c", "4", name="worker")

@@ -35,6 +35,7 @@ from tests.conftest import (
     Processes,
     WriteFiles,
     one_turn_cases,
+    processes_on,
     read_jsonl,
     restart_empty,
     wait_for,
@@ -398,15 +399,8 @@ def test_watched_campaign_is_rebuilt_from_its_queued_file_when_redis_restarts_em
     jobs = 200
     root = project({"targets.yaml": SLOW_TARGET, "inbox/.keep": ""})
     inbox = root / "inbox"
-    env = {
-        **os.environ,
-        "EVALRELAY_REDIS_URL": forgetful_redis.url,
-        "EVALRELAY_HOME": str(private_home),
-        "PYTHONUNBUFFERED": "1",
-        **FAST_RECOVERY,
-    }
-    (tmp_path / "logs").mkdir()
-    running = Processes(env, tmp_path / "logs")
+    running = processes_on(forgetful_redis.url, private_home, tmp_path / "logs", FAST_RECOVERY)
+    env = running.env
     text = one_turn_cases(jobs)
     try:
         running.start("worker", "-c", "4", name="worker")
