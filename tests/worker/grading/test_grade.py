@@ -100,6 +100,22 @@ def test_a_required_evaluators_min_score_replaces_the_threshold() -> None:
     assert below.misses[0] == "required evaluator contains scored 0.3 < 0.4"
 
 
+def test_a_required_evaluator_at_its_minimum_is_met() -> None:
+    specs = [ContainsEvaluator(type="contains", value="a", required=True, min_score=0.5)]
+    at = combine([result("contains", 0.5)], threshold=0.5, specs=specs)  # type: ignore[arg-type]
+    assert (at.score, at.passed) == (0.5, True)
+    assert not any("required" in m for m in at.misses)
+
+
+def test_a_required_evaluator_that_failed_leaves_no_score_and_no_verdict() -> None:
+    """It could not judge: neither met nor unmet, and the grade has no score."""
+    specs = [ContainsEvaluator(type="contains", value="a", required=True)]
+    failed = EvaluatorResult(name="contains", type="contains", score=None, weight=1.0, error="x")
+    graded = combine([failed], threshold=0.8, specs=specs)  # type: ignore[arg-type]
+    assert (graded.score, graded.passed, graded.failures) == (None, None, ["x"])
+    assert graded.misses == []
+
+
 def test_an_unmet_required_rubric_item_fails_a_case_that_scores_above_the_threshold() -> None:
     judged = result("rubric", 0.9).model_copy(update={"details": {"required_unmet": ["cites"]}})
     specs: list[EvaluatorSpec] = [LlmJudgeEvaluator(type="llm_judge")]
