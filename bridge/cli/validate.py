@@ -15,10 +15,11 @@ from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.cases import (
     LoadedEvalFile,
     Loc,
+    eval_document,
     eval_files_under,
-    load_document,
     load_eval_file,
     written_evaluators,
+    written_judge_targets,
 )
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
@@ -70,14 +71,15 @@ def check_file(path: Path) -> FileCheck:
             loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
-        return FileCheck(0, exc.diagnostics, [], "")
+        problems = exc.diagnostics + judges_of_invalid(path)
+        return FileCheck(0, sorted(problems, key=lambda d: (d.line, d.column)), [], "")
     except MemoryError:
         most = project.config.load_limits.memory_mb
         why = f"loading it needed more than {most} MB of memory; split the file, or "
         return FileCheck(
             0, [Diagnostic(path, 1, 1, why + how_to_raise("load_limits", "memory_mb"))], [], ""
         )
-    doc = load_document(path, project.config.load_limits)
+    doc = eval_document(path, project).document
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     for loc, name, case_id in target_references(loaded):
@@ -86,7 +88,7 @@ def check_file(path: Path) -> FileCheck:
         except TargetError as exc:
             hint = f"{exc}; run it with --target NAME, or define the target"
             notes.append(doc.diagnostic(loc, hint, case_id))
-    problems += missing_judges(loaded, targets, doc) + unknown_judges(loaded, targets, doc)
+    problems += missing_judges(loaded, targets, doc) + unknown_judges(targets, doc)
     problems.sort(key=lambda d: (d.line, d.column))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
 
@@ -135,19 +137,28 @@ def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) 
     return problems
 
 
-def unknown_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
+def unknown_judges(targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
     """A judging evaluator whose `target:` is not a target here fails every job it is in:
     unlike a case's target, no `run --target` chooses another one."""
     problems = []
-    for loc, evaluator, case_id in written_evaluators(loaded.spec):
-        name = getattr(evaluator, "target", None)
-        if not isinstance(name, str):
-            continue
+    for loc, name, case_id in written_judge_targets(doc.data):
         try:
             targets.get(name)
         except TargetError as exc:
-            problems.append(doc.diagnostic((*loc, "target"), f"judge {exc}", case_id))
+            problems.append(doc.diagnostic(loc, f"judge {exc}", case_id))
     return problems
+
+
+def judges_of_invalid(path: Path) -> list[Diagnostic]:
+    """The unknown judges of a file that failed to load, so one pass reports them with its
+    other errors; nothing more when the file cannot even be read or its targets loaded."""
+    try:
+        project = Project.containing(path)
+        doc = eval_document(path, project).document
+        targets = Targets.load(project.root, path)
+    except InvalidFileError:
+        return []
+    return unknown_judges(targets, doc)
 
 
 def target_references(loaded: LoadedEvalFile) -> list[tuple[Loc, str, str | None]]:

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.evaluators import (
@@ -399,6 +399,43 @@ def written_evaluators(spec: EvalFile) -> list[tuple[Loc, EvaluatorSpec, str | N
         for where, specs, case_id in lists
         for loc, evaluator in located_evaluators(specs or [], where)
     ]
+
+
+def written_judge_targets(data: Any) -> list[tuple[Loc, str, str | None]]:
+    """Each judge `target:` written in a file's data, with its place and its case's id,
+    from every evaluator entry that is valid on its own: so `validate` can check them in the
+    same pass as a file's other errors, even when the file as a whole failed."""
+    written = data if isinstance(data, dict) else {}
+    lists: list[tuple[Loc, Any, str | None]] = [
+        (("evaluators",), written.get("evaluators"), None),
+        (("execution", "evaluators"), _mapping(written.get("execution")).get("evaluators"), None),
+    ]
+    for index, raw in _raw_cases(written):
+        case_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        execution = _mapping(raw.get("execution")).get("evaluators")
+        lists += [
+            (("evalcases", index, "evaluators"), raw.get("evaluators"), case_id),
+            (("evalcases", index, "execution", "evaluators"), execution, case_id),
+        ]
+    found = []
+    for where, entries, case_id in lists:
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            try:
+                evaluator = _EVALUATOR.validate_python(entry)
+            except ValidationError:
+                continue  # reported with the file's other errors
+            for loc, member in located_evaluators([evaluator], (*where,)):
+                name = getattr(member, "target", None)
+                if isinstance(name, str):
+                    found.append(((*where, i, *loc[len(where) + 1 :], "target"), name, case_id))
+    return found
+
+
+_EVALUATOR: TypeAdapter[EvaluatorSpec] = TypeAdapter(EvaluatorSpec)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _check_judge_prompts(

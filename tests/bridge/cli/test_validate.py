@@ -448,6 +448,40 @@ def test_a_judge_target_that_does_not_exist_is_an_error_at_its_line(project: Wri
     assert "evals.yaml:5:" not in joined  # the judge that exists is fine
 
 
+def test_an_unknown_judge_is_reported_with_the_files_other_errors_in_one_pass(
+    project: WriteFiles,
+) -> None:
+    """A file with a shape error still has its judges checked: the author fixes all at once."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: judge, provider: mock, judge: true}\n",
+            "evals.yaml": (
+                "evaluators:\n"
+                "  - {type: llm_judge, target: jugde}\n"
+                "evalcases:\n"
+                "  - id: broken\n"
+                "    input_messages: [{role: robot, content: hi}]\n"
+                "  - id: c\n"
+                "    input_messages: [{role: user, content: hi}]\n"
+                "    evaluators:\n"
+                "      - type: composite\n"
+                "        evaluators:\n"
+                "          - {type: llm_judge, target: judge}\n"
+                "          - {type: llm_judge, target: jduge}\n"
+            ),
+        }
+    )
+    code, lines = validate(root / "evals.yaml")
+    assert code == 1
+    problems = [line for line in lines if line.startswith(f"{root}/evals.yaml:")]
+    assert problems[0].startswith(f"{root}/evals.yaml:2:31: judge unknown target 'jugde'"), lines
+    assert any(p.startswith(f"{root}/evals.yaml:5:") and "robot" in p for p in problems), lines
+    assert problems[-1].startswith(
+        f"{root}/evals.yaml:12:39: case 'c': judge unknown target 'jduge'"
+    ), lines
+    assert len(problems) == 3, lines
+
+
 def test_the_memory_bound_is_lifted_once_the_files_are_checked(project: WriteFiles) -> None:
     """Invoked in a process that goes on (a test runner, which then starts a browser), the
     bound on the address space must not outlive the check."""
