@@ -16,13 +16,15 @@ import redis
 
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
-from bridge.results.result import ErrorInfo, Result, Status
+from bridge.results.result import ErrorInfo, Result, Status, TurnResult
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
+from worker.conversation import Conversation, Respond, converse
 from worker.grading.grade import grade
 from worker.grading.run_facts import RunFacts
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
+from worker.recorded import recorded_output, recorded_turn
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,14 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
     calls: list[dict[str, object]] = []
     kept: dict[str, Any] = {}
+    turns: list[TurnResult] | None = None
+    talk: Conversation | None = None
     try:
-        output = call_provider(job, clock + job.timeout_seconds, client)
+        if job.conversation is not None:
+            talk = converse(job, _responder(clock + job.timeout_seconds, client), client)
+            output, turns = talk.output, talk.turns
+        else:
+            output = _answer(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
         if output.model_failure:
             status = Status.MODEL_FAILURE
@@ -44,11 +52,14 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         error = ErrorInfo(kind=failure.kind, message=failure.message)
         calls = failure.calls
         kept = failure.artifacts
+        turns = failure.turns
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
         error = ErrorInfo(kind=type(exc).__name__, message=str(exc))
     finished, duration_ms = datetime.now(UTC), int((time.monotonic() - clock) * 1000)
+    if job.recorded is not None:  # the answer's time, not the regrade's
+        duration_ms = job.recorded.duration_ms
     artifacts = _artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})}
     verdict = None
     if status.is_scored:
@@ -61,7 +72,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
                 duration_ms=duration_ms,
                 llm_calls=output.llm_calls if output else None,
             )
-            verdict = grade(job, answer or "", client, facts)
+            verdict = talk.grade if talk else grade(job, answer or "", client, facts)
             if verdict is not None and verdict.failures:
                 status = Status.INFRA_ERROR
                 error = ErrorInfo(kind="grading_error", message="; ".join(verdict.failures))
@@ -87,8 +98,31 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         worker=worker,
         error=error,
         artifacts=artifacts,
+        turns=turns,
+        regraded_from=job.recorded.campaign_id if job.recorded else None,
     )
     return masked_result(result, job)
+
+
+def _answer(job: Job, deadline: float, client: redis.Redis | None) -> ProviderOutput:
+    """The target's answer; in a regrade, the answer recorded, with no call."""
+    if job.recorded is not None:
+        return recorded_output(job.recorded)
+    return call_provider(job, deadline, client)
+
+
+def _responder(deadline: float, client: redis.Redis | None) -> Respond:
+    """How a conversation's turns are answered: by the target, or in a regrade as recorded
+    (a recorded failure of the whole conversation is raised before any turn)."""
+
+    def respond(asking: Job, number: int) -> ProviderOutput | None:
+        if asking.recorded is None:
+            return call_provider(asking, deadline, client)
+        if number == 1:
+            recorded_output(asking.recorded)
+        return recorded_turn(asking, number)
+
+    return respond
 
 
 def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:

@@ -12,6 +12,7 @@ from rich.logging import RichHandler
 from bridge.cli.collect import collect_command
 from bridge.cli.export import export_command
 from bridge.cli.once import Commands
+from bridge.cli.regrade import regrade_command
 from bridge.cli.render import render_command
 from bridge.cli.report import compare_command, report_command
 from bridge.cli.resume import resume_command
@@ -66,6 +67,7 @@ for command in (
     status_command,
     resume_command,
     retry_command,
+    regrade_command,
     watch_command,
     provision_command,
     unlock_command,

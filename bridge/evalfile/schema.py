@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
 
 from bridge.evalfile.evaluators import EvaluatorSpec, RubricEvaluator, Rubrics
@@ -134,6 +135,23 @@ class Execution(UserModel):
         return list(self.targets or ([self.target] if self.target else []))
 
 
+def _as_text(value: Any) -> Any:
+    """A turn written as an object is sent as its JSON, as AgentV sends it."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return value
+
+
+class ConversationTurn(UserModel):
+    """One user message of a conversation-mode case; the target writes the answer."""
+
+    input: Annotated[str, BeforeValidator(_as_text)]
+    expected_output: Annotated[str | None, BeforeValidator(_as_text)] = None
+    """A reference answer for this turn's evaluators; never put in the history."""
+    evaluators: list[EvaluatorSpec] | None = None
+    """This turn's own evaluators; a turn with none scores 1, as in AgentV."""
+
+
 class EvalCase(UserModel):
     id: str = Field(min_length=1)
     outcome: str | None = None
@@ -166,6 +184,24 @@ class EvalCase(UserModel):
     """The score at which this case passes (default: the file's, then 0.8)."""
     note: str | None = None
     """Free text for the author; ignored."""
+    mode: Literal["conversation"] | None = None
+    """`conversation`: the `turns` are sent one by one, each with the target's own earlier
+    answers as history, and each graded by its own evaluators."""
+    turns: list[ConversationTurn] | None = Field(default=None, min_length=1)
+    aggregation: Literal["mean", "min", "max"] | None = None
+    """How the turns' scores (and the whole conversation's) make the case's: `mean`."""
+    on_turn_failure: Literal["continue", "stop"] | None = None
+    """`stop`: a turn below the threshold ends the conversation; later turns score 0."""
+
+    @model_validator(mode="after")
+    def _turns_need_conversation_mode(self) -> EvalCase:
+        if self.mode == "conversation" and not self.turns:
+            raise ValueError("`mode: conversation` needs `turns`, a list of user messages")
+        if self.mode is None and (self.turns or self.aggregation or self.on_turn_failure):
+            raise ValueError(
+                "`turns`, `aggregation` and `on_turn_failure` need `mode: conversation`"
+            )
+        return self
 
     @field_validator("id", "conversation_id", mode="before")
     @classmethod

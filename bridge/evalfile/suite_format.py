@@ -459,19 +459,66 @@ def _case(
         for evaluator, source in to_evaluators(entries, where, judge, t.read, t.fail, case_id):
             origin[("evaluators", len(evaluators))] = source
             evaluators.append(evaluator)
-    if "turns" in raw or raw.get("mode") == "conversation":
-        evaluators.append(
-            {
-                "type": "unsupported",
-                "name": "conversation",
-                "written_type": "mode: conversation",
-                "why": "conversation-mode `turns` are not run: only the first input is sent",
-            }
-        )
+    _conversation(t, raw, case, origin, loc, context, judge)
     if evaluators:
         case["evaluators"] = evaluators
     case["_origin"] = origin
     return case
+
+
+def _conversation(
+    t: _Translation,
+    raw: dict[str, Any],
+    case: dict[str, Any],
+    origin: dict[Loc, Loc],
+    loc: Loc,
+    context: dict[str, Any],
+    judge: str | None,
+) -> None:
+    """AgentV's conversation mode: `mode`, `aggregation`, `on_turn_failure` as written, and
+    each turn's `assert` made evaluators as the case's are."""
+    for key in ("mode", "aggregation", "on_turn_failure"):
+        if key in raw:
+            case[key] = raw[key]
+            origin[(key,)] = (*loc, key)
+    turns = raw.get("turns")
+    if turns is None:
+        return
+    origin[("turns",)] = (*loc, "turns")
+    if not isinstance(turns, list):
+        case["turns"] = turns  # validation says what it should be, at its line
+        return
+    case["turns"] = [
+        _turn(t, turn, (*loc, "turns", k), ("turns", k), origin, context, judge, case["id"])
+        for k, turn in enumerate(turns)
+    ]
+
+
+def _turn(
+    t: _Translation,
+    raw: Any,
+    where: Loc,
+    ours: Loc,
+    origin: dict[Loc, Loc],
+    context: dict[str, Any],
+    judge: str | None,
+    case_id: str,
+) -> Any:
+    origin[ours] = where
+    if not isinstance(raw, dict):
+        return raw
+    turn = {k: t.render(v, context, (*where, k)) for k, v in raw.items() if k != "assert"}
+    for key in turn:
+        origin[(*ours, key)] = (*where, key)
+    if "assert" in raw:
+        evaluators: list[dict[str, Any]] = []
+        for evaluator, source in to_evaluators(
+            raw["assert"], (*where, "assert"), judge, t.read, t.fail, case_id
+        ):
+            origin[(*ours, "evaluators", len(evaluators))] = source
+            evaluators.append(evaluator)
+        turn["evaluators"] = evaluators
+    return turn
 
 
 def _messages(rendered: Any) -> Any:

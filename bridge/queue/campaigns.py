@@ -73,6 +73,8 @@ class Plan(BaseModel):
     fallback_target: str | None = None
     """The inbox folder's or the watcher's target."""
     cache_ttl_seconds: int | None = None
+    regrades: str | None = None
+    """The results file whose recorded answers this campaign grades again (`regrade`)."""
     cwd: str | None = None
     """The folder `run` was started in: the campaign's `sources` as given (maybe relative,
     as annotations want them) are read from there when a `collect` service rebuilds it."""
@@ -202,23 +204,11 @@ def plan_jobs(
     overrides = [override] if isinstance(override, str) else list(override or [])
     jobs = []
     for loaded in files:
-        targets = Targets.load(loaded.project.root, loaded.project.configured_at or loaded.path)
+        targets = case_targets(loaded)
         for case in loaded.cases:
             count = repeats or case.case.repeats or loaded.spec.repeats or 1
             jobs += [
-                build_job(
-                    campaign_id,
-                    loaded.dataset,
-                    case,
-                    target,
-                    r,
-                    evaluators=loaded.spec.evaluator_specs(),
-                    timeout_seconds=loaded.spec.timeout_seconds,
-                    targets=targets,
-                    eval_dir=loaded.path.parent,
-                    pass_threshold=_threshold(loaded, case),
-                    project_judge=loaded.project.config.default_judge,
-                )
+                case_job(campaign_id, loaded, targets, case, target, r)
                 for target in targets_for(targets, loaded, case.case, overrides, fallback_target)
                 for r in range(count)
             ]
@@ -229,6 +219,35 @@ def plan_jobs(
             "give them distinct `dataset:` names"
         )
     return jobs
+
+
+def case_targets(loaded: LoadedEvalFile) -> Targets:
+    """The targets file the eval file's jobs are planned with."""
+    return Targets.load(loaded.project.root, loaded.project.configured_at or loaded.path)
+
+
+def case_job(
+    campaign_id: str,
+    loaded: LoadedEvalFile,
+    targets: Targets,
+    case: LoadedCase,
+    target: Target,
+    repeat: int,
+) -> Job:
+    """One case's job on one target, with the file's and the project's defaults."""
+    return build_job(
+        campaign_id,
+        loaded.dataset,
+        case,
+        target,
+        repeat,
+        evaluators=loaded.spec.evaluator_specs(),
+        timeout_seconds=loaded.spec.timeout_seconds,
+        targets=targets,
+        eval_dir=loaded.path.parent,
+        pass_threshold=_threshold(loaded, case),
+        project_judge=loaded.project.config.default_judge,
+    )
 
 
 def _threshold(loaded: LoadedEvalFile, case: LoadedCase) -> float:

@@ -26,6 +26,8 @@ from bridge.evalfile.evaluators import (
 )
 from bridge.evalfile.files import ResolvedFile
 from bridge.prompt.build import PromptRequest, render, request_for
+from bridge.queue.turns import ConversationPlan, conversation_plan, turn_evaluators
+from bridge.results.recorded import Recorded
 from bridge.results.result import AttemptSummary
 from bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
 
@@ -89,6 +91,10 @@ class Job(BaseModel):
     """Serve and store API answers from the response cache for this long (`run --cache`)."""
     previous_attempts: list[AttemptSummary] = Field(default_factory=list)
     """Earlier attempts of this job, carried into its result when it is retried."""
+    conversation: ConversationPlan | None = None
+    """Conversation mode: the turns sent one after the other after the `request`."""
+    recorded: Recorded | None = None
+    """A regrade: the answer recorded earlier, graded instead of calling the target."""
     waiting_since: float | None = None
     """When this attempt first found no free capacity (epoch seconds, by Redis's clock: the
     worker that finds it busy next may be on another host). It waits, without a
@@ -141,7 +147,15 @@ def build_job(
         resolve_evaluator(e, eval_dir or Path.cwd())
         for e in [*([rubric] if rubric else []), *(spec.evaluator_specs() or evaluators or [])]
     ]
-    judging = [e for e in all_evaluators(specs) if needs_judge(e)]
+    conversation = conversation_plan(spec, lambda e: resolve_evaluator(e, eval_dir or Path.cwd()))
+    if conversation is not None and target.queue != "api":
+        raise TargetError(
+            f"case '{case.id}': conversation mode runs on API targets, and '{target.name}' "
+            f"is an agent ({target.kind}); pick an API target for it"
+        )
+    judging = [
+        e for e in all_evaluators([*specs, *turn_evaluators(conversation)]) if needs_judge(e)
+    ]
     default_judge = judge_of(target, project_judge, bool(judging))
     for spec_ in judging:
         if not (getattr(spec_, "target", None) or default_judge):
@@ -173,6 +187,7 @@ def build_job(
         ),
         conversation_id=spec.conversation_id,
         metadata=spec.metadata,
+        conversation=conversation,
     )
 
 

@@ -40,7 +40,8 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job
-from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.queue.regrade import plan_regrade
+from bridge.results.results_file import job_ids_on_disk, read_results, results_path
 
 RECORD_SUFFIX = ".campaign.json"
 """Beside the results file, `<campaign>.campaign.json`: the campaign and its plan."""
@@ -165,9 +166,16 @@ def replan(info: CampaignInfo) -> tuple[list[LoadedEvalFile], list[Job]]:
         )
     base = Path(plan.cwd or Path.cwd())
     files = select_cases([load_eval_file(base / s) for s in info.sources], plan.cases, plan.tags)
-    jobs = plan_jobs(
-        info.campaign_id, files, plan.targets, plan.repeats, fallback_target=plan.fallback_target
-    )
+    if plan.regrades:  # the answers it grades are read again from their results file
+        jobs = plan_regrade(info.campaign_id, files, read_results(Path(plan.regrades))).jobs
+    else:
+        jobs = plan_jobs(
+            info.campaign_id,
+            files,
+            plan.targets,
+            plan.repeats,
+            fallback_target=plan.fallback_target,
+        )
     if plan.cache_ttl_seconds:
         jobs = [j.model_copy(update={"cache_ttl_seconds": plan.cache_ttl_seconds}) for j in jobs]
     if len(jobs) != info.total:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,6 +75,33 @@ class EvaluatorResult(BaseModel):
     """Why this evaluator gave no score; the job's status is then `infra_error`."""
 
 
+TurnStatus = Literal["ok", "model_failure", "skipped"]
+
+
+class TurnResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    """1 for the first turn."""
+    input: str
+    """The user message of this turn, as sent."""
+    status: TurnStatus
+    """`skipped`: not sent, because an earlier turn failed under `on_turn_failure: stop`
+    (or, in a regrade, because no answer to it was recorded)."""
+    answer: str | None = None
+    score: float | None = None
+    """A turn with no evaluators scores 1 and a skipped one 0, as in AgentV; null when an
+    evaluator could not judge the answer."""
+    passed: bool | None = None
+    hits: list[str] = Field(default_factory=list)
+    misses: list[str] = Field(default_factory=list)
+    reasoning: str | None = None
+    evaluator_results: list[EvaluatorResult] = Field(default_factory=list)
+    usage: Usage | None = None
+    error: str | None = None
+    """Why the model's answer is a failure (a refusal, an empty answer), or why skipped."""
+
+
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +138,10 @@ class Result(BaseModel):
     error: ErrorInfo | None = None
     artifacts: dict[str, Any] = Field(default_factory=dict)
     attempts: list[AttemptSummary] = Field(default_factory=list)
+    turns: list[TurnResult] | None = None
+    """A conversation-mode case's turns, each with its answer and its own verdict."""
+    regraded_from: str | None = None
+    """The campaign whose recorded answer this result grades again (`evalrelay regrade`)."""
 
     def summary(self) -> AttemptSummary:
         return AttemptSummary(

@@ -16,7 +16,7 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.queue.jobs import Job
-from bridge.results.result import Status, Usage
+from bridge.results.result import Status, TurnResult, Usage
 from bridge.targets.settings import TargetSettings
 
 
@@ -62,6 +62,8 @@ class ProviderFailure(Exception):
         """Every vendor call this failure ended, oldest first (see `worker.providers.retry`)."""
         self.artifacts: dict[str, Any] = {}
         """What the provider kept of the attempt (an agent's request file, timings)."""
+        self.turns: list[TurnResult] | None = None
+        """A conversation's turns done before this failure ended it."""
 
 
 class NoCapacity(Exception):

@@ -1,0 +1,43 @@
+"""An answer recorded in a finished campaign, carried by a `regrade` job in place of a
+call to the target: the worker grades it with the eval file's current evaluators."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bridge.results.result import ErrorInfo, Result, Status, TurnResult, Usage
+
+
+class Recorded(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    campaign_id: str
+    """The campaign the answer was recorded in."""
+    status: Status
+    answer: str | None = None
+    error: ErrorInfo | None = None
+    usage: Usage | None = None
+    duration_ms: int = 0
+    artifacts: dict[str, Any] = Field(default_factory=dict)
+    """As recorded: the tool calls the target made (`tool_calls`), its model, its calls."""
+    turns: list[TurnResult] | None = None
+    """A conversation's turns as they were sent and answered."""
+
+    @classmethod
+    def of(cls, result: Result) -> Recorded:
+        return cls(
+            campaign_id=result.campaign_id,
+            status=result.status,
+            answer=result.answer,
+            error=result.error,
+            usage=result.usage,
+            duration_ms=result.duration_ms,
+            artifacts=result.artifacts,
+            turns=result.turns,
+        )
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        calls = self.artifacts.get("tool_calls")
+        return list(calls) if isinstance(calls, list) else []
