@@ -148,8 +148,9 @@ def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str
     users: dict[tuple[str, str], list[str]] = {}
     for case in cases:
         specs = case.case.evaluator_specs()
+        turns = [e for turn in case.case.turns or [] for e in turn.evaluators or []]
         for evaluator in all_evaluators(
-            specs if specs is not None else spec.evaluator_specs() or []
+            [*(specs if specs is not None else spec.evaluator_specs() or []), *turns]
         ):
             if isinstance(evaluator, UnsupportedEvaluator):
                 key = (evaluator.name or evaluator.written_type, evaluator.why)
@@ -394,6 +395,10 @@ def written_evaluators(spec: EvalFile) -> list[tuple[Loc, EvaluatorSpec, str | N
             (("evalcases", i, "evaluators"), case.evaluators, case.id),
             (("evalcases", i, "execution", "evaluators"), execution, case.id),
         ]
+        lists += [
+            (("evalcases", i, "turns", k, "evaluators"), turn.evaluators, case.id)
+            for k, turn in enumerate(case.turns or [])
+        ]
     return [
         (loc, evaluator, case_id)
         for where, specs, case_id in lists
@@ -416,6 +421,15 @@ def written_judge_targets(data: Any) -> list[tuple[Loc, str, str | None]]:
         lists += [
             (("evalcases", index, "evaluators"), raw.get("evaluators"), case_id),
             (("evalcases", index, "execution", "evaluators"), execution, case_id),
+        ]
+        turns = raw.get("turns")
+        lists += [
+            (
+                ("evalcases", index, "turns", k, "evaluators"),
+                _mapping(turn).get("evaluators"),
+                case_id,
+            )
+            for k, turn in enumerate(turns if isinstance(turns, list) else [])
         ]
     found = []
     for where, entries, case_id in lists:

@@ -5,7 +5,9 @@ are errors at their line."""
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from bridge.cli.main import cli
 from bridge.errors import InvalidFileError, TargetError
 from bridge.evalfile.cases import load_eval_file
 from bridge.queue.campaigns import plan_jobs
@@ -128,3 +130,26 @@ def test_a_conversation_on_an_agent_target_is_refused_when_planned(project: Writ
     root = project({"targets.yaml": TARGETS, "evals/suite.yaml": SUITE})
     with pytest.raises(TargetError, match="conversation mode runs on API targets"):
         plan_jobs("c", [load_eval_file(root / "evals/suite.yaml")], "coder", None)
+
+
+def test_validate_checks_a_turns_evaluators_as_a_cases(project: WriteFiles) -> None:
+    """An unknown judge is an error at its line; one evalrelay cannot run, a note."""
+    text = """\
+evalcases:
+  - id: talk
+    mode: conversation
+    input_messages: [{role: system, content: Be brief.}]
+    turns:
+      - input: hi
+        evaluators:
+          - {type: llm_judge, target: nobody}
+"""
+    root = project({"targets.yaml": TARGETS, "evals.yaml": text})
+    done = CliRunner().invoke(cli, ["validate", str(root / "evals.yaml")])
+    assert done.exit_code == 1
+    (error,) = [line for line in done.stdout.splitlines() if "nobody" in line]
+    assert error.startswith(f"{root}/evals.yaml:8:39: case 'talk': judge ")
+    suite = SUITE.replace("          - type: contains\n", "          - type: skill-used\n")
+    root = project({"evals/suite.yaml": suite})
+    notes = load_eval_file(root / "evals/suite.yaml").notes
+    assert any("skill-used" in n and "weakest-link" in n for n in notes), notes
