@@ -7,6 +7,7 @@ The whole conversation is one job and one result line, its turns listed in it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -37,7 +38,7 @@ def converse(job: Job, respond: Respond, client: redis.Redis | None = None) -> C
     """Run the job's turns. A failure that is not the model's (rate limit, timeout, server)
     ends the conversation as that failure, with the turns done so far: unlike AgentV, which
     scores it 0, evalrelay never counts such a failure in a score."""
-    plan = _plan(job)
+    plan, began = _plan(job), time.monotonic()
     history = api_messages(job.request)
     turns: list[TurnResult] = []
     outputs: list[ProviderOutput] = []
@@ -46,7 +47,7 @@ def converse(job: Job, respond: Respond, client: redis.Redis | None = None) -> C
         if stop_reason:
             turns.append(skipped(number, turn.input, stop_reason))
             continue
-        asked = [*history, user(turn.input)]
+        asked, asked_at = [*history, user(turn.input)], time.monotonic()
         try:
             output = respond(_asking(job, asked), number)
         except ProviderFailure as failure:
@@ -57,10 +58,11 @@ def converse(job: Job, respond: Respond, client: redis.Redis | None = None) -> C
             continue
         outputs.append(output)
         history = [*asked, ChatMessage(role="assistant", content=output.answer)]
-        turns.append(graded_turn(job, number, turn, asked, output, client))
+        took = _ms(asked_at)
+        turns.append(graded_turn(job, number, turn, asked, output, client, took))
         if plan.on_turn_failure == "stop" and turns[-1].passed is False:
             stop_reason = f"turn {number} failed and on_turn_failure is stop"
-    whole = _whole(job, history, outputs, client)
+    whole = _whole(job, history, outputs, client, _ms(began))
     return Conversation(_combined(outputs), aggregate(turns, whole, job), turns)
 
 
@@ -90,6 +92,7 @@ def graded_turn(
     asked: list[ChatMessage],
     output: ProviderOutput,
     client: redis.Redis | None,
+    duration_ms: int | None = None,
 ) -> TurnResult:
     """The answer graded by the turn's evaluators only: a refusal or an empty answer scores
     0 unread; a turn with no evaluators scores 1."""
@@ -107,7 +110,7 @@ def graded_turn(
             "outcome": None,
         }
     )
-    facts = RunFacts(tool_calls=output.tool_calls, usage=output.usage)
+    facts = RunFacts(tool_calls=output.tool_calls, usage=output.usage, duration_ms=duration_ms)
     verdict = grade(grader, output.answer, client, facts)
     if verdict is None:  # not reached: the turn has evaluators
         return TurnResult(**about, status="ok", score=1.0, passed=True)
@@ -129,6 +132,7 @@ def _whole(
     history: list[ChatMessage],
     outputs: list[ProviderOutput],
     client: redis.Redis | None,
+    duration_ms: int,
 ) -> Grade | None:
     """The case's own evaluators grade the whole transcript, as AgentV has them."""
     if not job.evaluators:
@@ -138,6 +142,7 @@ def _whole(
     facts = RunFacts(
         tool_calls=[call for output in outputs for call in output.tool_calls],
         usage=_usage(outputs),
+        duration_ms=duration_ms,
     )
     return grade(whole, text, client, facts)
 
@@ -199,6 +204,10 @@ def _combined(outputs: list[ProviderOutput]) -> ProviderOutput:
             "artifacts": {**last.artifacts, **({"calls": calls} if calls else {})},
         }
     )
+
+
+def _ms(since: float) -> int:
+    return int((time.monotonic() - since) * 1000)
 
 
 def _usage(outputs: list[ProviderOutput]) -> Usage | None:
