@@ -10,14 +10,17 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.queue.jobs import Job
-from bridge.results.result import Status, TurnResult, Usage
+from bridge.results.result import Status, Usage
 from bridge.targets.settings import TargetSettings
+
+if TYPE_CHECKING:  # apart from the imports above, where other branches add theirs
+    from bridge.results.result import TurnResult
 
 
 class ProviderOutput(BaseModel):
