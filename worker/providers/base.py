@@ -19,7 +19,7 @@ from bridge.queue.jobs import Job
 from bridge.results.result import Status, Usage
 from bridge.targets.settings import TargetSettings
 
-if TYPE_CHECKING:  # apart from the imports above, where other branches add theirs
+if TYPE_CHECKING:  # named in an annotation only
     from bridge.results.result import TurnResult
 
 
