@@ -7,6 +7,7 @@ The whole conversation is one job and one result line, its turns listed in it.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -21,6 +22,8 @@ from bridge.results.result import TurnResult, Usage
 from worker.grading.grade import Grade, grade
 from worker.grading.run_facts import RunFacts
 from worker.providers.base import ProviderFailure, ProviderOutput
+
+log = logging.getLogger(__name__)
 
 Respond = Callable[[Job, int], ProviderOutput | None]
 """The answer to a turn (its job asks the whole history so far; the turn counts from 1);
@@ -111,7 +114,7 @@ def graded_turn(
         }
     )
     facts = RunFacts(tool_calls=output.tool_calls, usage=output.usage, duration_ms=duration_ms)
-    verdict = grade(grader, output.answer, client, facts)
+    verdict = _graded(grader, output.answer, client, facts)
     if verdict is None:  # not reached: the turn has evaluators
         return TurnResult(**about, status="ok", score=1.0, passed=True)
     return TurnResult(
@@ -144,7 +147,18 @@ def _whole(
         usage=_usage(outputs),
         duration_ms=duration_ms,
     )
-    return grade(whole, text, client, facts)
+    return _graded(whole, text, client, facts)
+
+
+def _graded(job: Job, answer: str, client: redis.Redis | None, facts: RunFacts) -> Grade | None:
+    """A grader's bug is a failure of this grade, never the loss of the turns answered."""
+    try:
+        return grade(job, answer, client, facts)
+    except Exception as exc:
+        log.exception("job %s: grading raised", job.job_id)
+        return Grade(
+            score=None, passed=None, evaluator_results=[], failures=[f"{type(exc).__name__}: {exc}"]
+        )
 
 
 def aggregate(turns: list[TurnResult], whole: Grade | None, job: Job) -> Grade:

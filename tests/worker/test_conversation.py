@@ -4,9 +4,11 @@ case's score aggregates them as AgentV does."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from bridge.evalfile.cases import load_eval_file
+from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.campaigns import plan_jobs
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
@@ -130,3 +132,25 @@ def test_an_empty_answer_fails_its_turn_and_the_conversation_goes_on(
     second = result.turns[1]
     assert (second.status, second.score, second.passed) == ("model_failure", 0.0, False)
     assert second.error is not None and "empty answer" in second.error
+
+
+def test_a_turn_evaluator_that_cannot_judge_leaves_no_score_but_keeps_every_turn(
+    project: WriteFiles,
+) -> None:
+    """A broken script on turn 2 is a grading error (infra_error, as for any case): the
+    answers and the other turns' verdicts stay in the line."""
+    with serving(Reply(None, made=numbered)) as server:
+        job = conversation_job(project, server.url)
+        turns = job.conversation.turns  # type: ignore[union-attr]
+        broken = turns[1].model_copy(
+            update={"evaluators": [CodeEvaluator(type="code", script=[sys.executable, "-c", "x("])]}
+        )
+        plan = job.conversation.model_copy(update={"turns": [turns[0], broken, turns[2]]})  # type: ignore[union-attr]
+        result = execute(job.model_copy(update={"conversation": plan}), "w")
+    assert result.status is Status.INFRA_ERROR
+    assert result.error is not None and result.error.kind == "grading_error"
+    assert result.error.message.startswith("turn 2: ")
+    assert result.score is None
+    assert result.turns is not None
+    assert [t.answer for t in result.turns] == ["answer 1", "answer 2", "answer 3"]
+    assert [t.score for t in result.turns] == [1.0, None, 1.0]
