@@ -10,7 +10,7 @@ from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.reports.html_texts import SharedTexts
 from bridge.reports.outcomes import Outcome, is_cached, outcome
-from bridge.results.result import EvaluatorResult, Result, Status
+from bridge.results.result import EvaluatorResult, Result, Status, TurnResult
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")
 SHOWN_APART = ("tool_calls",)
@@ -23,6 +23,11 @@ QUESTION_NOTE = (
 API_NOTE = (
     "What an API target is sent for this case, system prompt first, "
     "before its vendor's wire format."
+)
+
+CONVERSATION_NOTE = (
+    "A conversation-mode case: each turn was sent with the target's earlier answers, and "
+    "graded on its own (the turns among the evaluators)."
 )
 
 PAGE_ROWS = 100
@@ -62,7 +67,10 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
     """What an opened row shows (see `D` in the page's script), loaded only then; shared
     texts are numbers, of texts apart from the index's."""
     agent = next((name for name in AGENT_ARTIFACTS if name in result.artifacts), None)
-    sent = _agent_sent(result, agent) if agent else _api_sent(result)
+    if agent:
+        sent = _agent_sent(result, agent)
+    else:
+        sent = _conversation_sent(result) if result.turns is not None else _api_sent(result)
     artifacts = {
         k: v
         for k, v in result.artifacts.items()
@@ -76,7 +84,10 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
         _tool_calls(result.artifacts.get("tool_calls")),
         shared(result.expected_outcome or None),
         shared(result.reference_answer or None),
-        [_evaluator(e, shared) for e in result.evaluator_results],
+        [
+            *(_turn(t, shared) for t in result.turns or []),
+            *(_evaluator(e, shared) for e in result.evaluator_results),
+        ],
         result.started_at.isoformat(),
         result.finished_at.isoformat(),
         shared(result.worker),
@@ -101,6 +112,19 @@ def _evaluator(e: EvaluatorResult, shared: SharedTexts) -> list[Any]:
     ]
 
 
+def _turn(turn: TurnResult, shared: SharedTexts) -> list[Any]:
+    """A conversation's turn among the evaluators: its verdict, by its own evaluators."""
+    return [
+        shared(f"turn {turn.turn}"),
+        shared(f"turn, {turn.status}"),
+        turn.score,
+        1.0,
+        [shared(h) for h in turn.hits],
+        [shared(m) for m in turn.misses],
+        turn.error or turn.reasoning or None,
+    ]
+
+
 class Shown(NamedTuple):
     """A turn as the report shows it: its text, and its tool calls apart."""
 
@@ -118,6 +142,17 @@ class Sent(NamedTuple):
 
 def _api_sent(result: Result) -> Sent:
     return Sent("Messages", API_NOTE, [_message(m) for m in api_messages(result.raw_request)])
+
+
+def _conversation_sent(result: Result) -> Sent:
+    """A conversation-mode case: what came before the turns, then each turn's message and
+    the answer to it (the last one is also the answer shown below)."""
+    messages = [_message(m) for m in api_messages(result.raw_request)]
+    for turn in result.turns or []:
+        messages.append(Shown("user", turn.input, [], None))
+        if turn.answer is not None:
+            messages.append(Shown("assistant", turn.answer, [], None))
+    return Sent("Conversation", CONVERSATION_NOTE, messages)
 
 
 def _agent_sent(result: Result, agent: str) -> Sent:

@@ -25,7 +25,7 @@ from bridge.reports.html import html_report
 from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
 from bridge.reports.outcomes import Outcome, outcome
 from bridge.reports.writer import write_report
-from bridge.results.result import Result, Status
+from bridge.results.result import Result, Status, TurnResult
 from tests.bridge.reports.reporting import (
     CAMPAIGN,
     NEEDLE,
@@ -142,6 +142,36 @@ def test_tool_calls_are_labelled_blocks_apart_from_the_text(tmp_path: Path) -> N
         page,
     )
     assert page.count("forecast") == 1  # not again in the artifacts' JSON
+
+
+def test_a_conversation_shows_each_turn_and_its_own_verdict(tmp_path: Path) -> None:
+    turns = [
+        TurnResult(turn=1, input="First?", status="ok", answer="One.", score=1.0, passed=True),
+        TurnResult(
+            turn=2,
+            input="Second?",
+            status="ok",
+            answer="Uno.",
+            score=0.0,
+            passed=False,
+            misses=["answer does not contain 'Two'"],
+        ),
+        TurnResult(
+            turn=3, input="Third?", status="skipped", score=0.0, passed=False, error="stopped"
+        ),
+    ]
+    talk = graded("talk", "gpt", 0.33, answer="Uno.", turns=turns)
+    page = cases_of(dom_of(tmp_path, [talk]))["talk gpt"]
+    assert re.search(
+        r'<div class="role">user</div><pre>First\?</pre>\s*'
+        r'<div class="role">assistant</div><pre>One\.</pre>\s*'
+        r'<div class="role">user</div><pre>Second\?</pre>\s*'
+        r'<div class="role">assistant</div><pre>Uno\.</pre>\s*'
+        r'<div class="role">user</div><pre>Third\?</pre>',
+        page,
+    ), page
+    for text in ("turn 1", "turn 2", "turn, skipped", "answer does not contain 'Two'", "stopped"):
+        assert text in page, text
 
 
 FILTERS = [
