@@ -31,9 +31,11 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
     calls: list[dict[str, object]] = []
     kept: dict[str, Any] = {}
+    trajectory, changes = None, None
     try:
         output = call_provider(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
+        trajectory, changes = output.trajectory, output.workspace_changes
         if output.model_failure:
             status = Status.MODEL_FAILURE
             error = ErrorInfo(kind=status.value, message=output.model_failure)
@@ -44,6 +46,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         error = ErrorInfo(kind=failure.kind, message=failure.message)
         calls = failure.calls
         kept = failure.artifacts
+        trajectory, changes = failure.trajectory, failure.workspace_changes
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
@@ -60,6 +63,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
                 cost_usd=output.cost_usd if output else None,
                 duration_ms=duration_ms,
                 llm_calls=output.llm_calls if output else None,
+                workspace=output.workspace if output else None,
             )
             verdict = grade(job, answer or "", client, facts)
             if verdict is not None and verdict.failures:
@@ -87,6 +91,8 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         worker=worker,
         error=error,
         artifacts=artifacts,
+        trajectory=trajectory,
+        workspace_changes=changes,
     )
     return masked_result(result, job)
 

@@ -296,6 +296,49 @@ class TrajectoryAssertion(_EvaluatorBase):
     """`not-trajectory:...`: what the check finds must not be."""
 
 
+class WorkspaceFileEvaluator(_EvaluatorBase):
+    """`file_exists` / `file_contains`: a file of an agent's workspace after its run."""
+
+    type: Literal["file_exists", "file_contains"]
+    path: str
+    """Relative to the workspace, `/`-separated; it may not leave the workspace."""
+    value: str | None = None
+    """`file_contains`: the text the file must hold."""
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_workspace(cls, path: str) -> str:
+        parts = path.replace("\\", "/").split("/")
+        if not path.strip() or path.startswith(("/", "~")) or ".." in parts:
+            raise ValueError(
+                f"path {path!r} must be relative to the agent's workspace and stay inside it"
+            )
+        return path
+
+    @model_validator(mode="after")
+    def _contains_needs_a_value(self) -> WorkspaceFileEvaluator:
+        if self.type == "file_contains" and not self.value:
+            raise ValueError("file_contains needs `value`: the text the file must hold")
+        return self
+
+
+class WorkspaceCommandEvaluator(_EvaluatorBase):
+    """`workspace_command`: a command run in an agent's workspace after its run passes
+    when it exits with 0 (a build, the project's tests)."""
+
+    type: Literal["workspace_command"]
+    command: str | list[str]
+    """A command line (run with `sh -c`) or an argument list (run as it is)."""
+    timeout_seconds: Seconds = 60.0
+
+    @field_validator("command")
+    @classmethod
+    def _not_empty(cls, command: str | list[str]) -> str | list[str]:
+        if not (command.strip() if isinstance(command, str) else command and command[0]):
+            raise ValueError("command is empty; give the command to run in the workspace")
+        return command
+
+
 class FieldSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -410,6 +453,9 @@ DeterministicSpec = (
 )
 """The evaluators that need nothing but the answer (and the reference)."""
 
+WorkspaceSpec = WorkspaceFileEvaluator | WorkspaceCommandEvaluator
+"""The evaluators that look into an agent's workspace after its run."""
+
 RunMetricsSpec = LatencyEvaluator | CostEvaluator | TokenUsageEvaluator | ExecutionMetricsEvaluator
 """The evaluators that read how the run went (time, tokens, cost, tool calls), not the answer."""
 
@@ -440,6 +486,7 @@ EvaluatorSpec = Annotated[
     | TrajectoryAssertion
     | FieldAccuracyEvaluator
     | RunMetricsSpec
+    | WorkspaceSpec
     | CompositeEvaluator
     | UnsupportedEvaluator,
     Field(discriminator="type"),

@@ -9,6 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.prompt.build import PromptRequest
+from bridge.results.changes import WorkspaceChanges
+from bridge.results.trajectory import Trajectory
 
 
 class Status(StrEnum):
@@ -111,6 +113,10 @@ class Result(BaseModel):
     error: ErrorInfo | None = None
     artifacts: dict[str, Any] = Field(default_factory=dict)
     attempts: list[AttemptSummary] = Field(default_factory=list)
+    trajectory: Trajectory | None = None
+    """An agent's steps on the way to the answer, whatever the agent."""
+    workspace_changes: WorkspaceChanges | None = None
+    """What an agent changed in its workspace."""
 
     def summary(self) -> AttemptSummary:
         return AttemptSummary(

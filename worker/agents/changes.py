@@ -1,0 +1,85 @@
+"""The workspace as it was built, and the diff of what the agent changed in it since.
+
+The files as given are read once before the agent starts (text files up to
+`COMPARED_BYTES` each; larger or binary ones are compared by hash); afterwards every file
+is compared with that, and text changes become one unified diff. The files the worker
+writes itself (the agent's transcript and its standard error) are not the agent's changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from pathlib import Path
+
+from bridge.results.changes import DIFF_CHARS, FileChange, WorkspaceChanges
+from bridge.results.trajectory import trimmed
+
+COMPARED_BYTES = 1_000_000
+"""Files up to this size are kept as text to diff; larger ones only by hash."""
+
+NO_NEWLINE = "\\ No newline at end of file"
+
+MOST_FILES = 10_000
+"""A workspace with more files than this is compared on its first ones only."""
+
+
+class Snapshot:
+    def __init__(self, folder: Path, ignored: frozenset[str] = frozenset()) -> None:
+        self.folder = folder
+        self.ignored = ignored
+        self.files = self._read()
+
+    def _read(self) -> dict[str, bytes | str]:
+        """Path to text (or to a hash, for binary and large files)."""
+        seen: dict[str, bytes | str] = {}
+        for path in sorted(self.folder.rglob("*"))[:MOST_FILES]:
+            name = path.relative_to(self.folder).as_posix()
+            if name in self.ignored or not path.is_file() or path.is_symlink():
+                continue
+            seen[name] = _content(path)
+        return seen
+
+    def changes(self, diff_chars: int = DIFF_CHARS) -> WorkspaceChanges:
+        """What differs now from when the snapshot was taken."""
+        after = Snapshot(self.folder, self.ignored).files
+        files: list[FileChange] = []
+        hunks: list[str] = []
+        for name in sorted(self.files.keys() | after.keys()):
+            old, new = self.files.get(name), after.get(name)
+            if old == new:
+                continue
+            change = "added" if old is None else "deleted" if new is None else "modified"
+            binary = isinstance(old, bytes) or isinstance(new, bytes)
+            files.append(FileChange(path=name, change=change, binary=binary))
+            if not binary:
+                hunks.append(_diff(name, old, new))
+        diff, cut = trimmed("".join(hunks), diff_chars)
+        return WorkspaceChanges(files=files, diff=diff, diff_chars_cut=cut)
+
+
+def _content(path: Path) -> bytes | str:
+    if path.stat().st_size <= COMPARED_BYTES:
+        data = path.read_bytes()
+        if b"\0" not in data:
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.digest()
+
+
+def _diff(name: str, old: bytes | str | None, new: bytes | str | None) -> str:
+    before = old.splitlines(keepends=True) if isinstance(old, str) else []
+    after = new.splitlines(keepends=True) if isinstance(new, str) else []
+    lines = difflib.unified_diff(
+        before,
+        after,
+        "/dev/null" if old is None else f"a/{name}",
+        "/dev/null" if new is None else f"b/{name}",
+    )
+    return "".join(line if line.endswith("\n") else f"{line}\n{NO_NEWLINE}\n" for line in lines)
