@@ -159,6 +159,6 @@ def _artifacts(output: ProviderOutput) -> dict[str, Any]:
         )
         if v is not None
     }
-    if output.tool_calls:
+    if output.tool_calls and output.trajectory is None:  # an agent's are its trajectory
         extra["tool_calls"] = output.tool_calls
     return {**extra, **output.artifacts}

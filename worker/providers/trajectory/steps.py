@@ -18,6 +18,8 @@ from bridge.results.trajectory import (
 
 READERS = frozenset({"cat", "head", "tail", "nl", "less", "more", "sed", "bat"})
 SEARCHERS = frozenset({"grep", "rg", "find", "ls", "fd", "tree", "ag"})
+VALUED = {name: frozenset({"-n", "-c"}) for name in ("head", "tail")}
+"""Options of the readers that take a value as the next word (`head -n 5 FILE`)."""
 _SHELLS = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash"})
 _CONTROL = frozenset("|&;<>`$(")
 
@@ -79,12 +81,25 @@ def command_kind(command: str) -> tuple[StepKind, list[str]]:
     if not words or any(c in _CONTROL for w in words for c in w):
         return "command", []
     program = words[0].rsplit("/", 1)[-1]
-    operands = [w for w in words[1:] if not w.startswith("-")]
+    operands = _operands(words[1:], VALUED.get(program, frozenset()))
     if program in READERS and operands:
         return "read", operands[-1:] if program == "sed" else operands
     if program in SEARCHERS:
         return "search", []
     return "command", []
+
+
+def _operands(words: list[str], valued: frozenset[str]) -> list[str]:
+    """The words that are not options, nor the values of options that take one."""
+    operands, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.startswith("-"):
+            skip = word in valued
+        else:
+            operands.append(word)
+    return operands
 
 
 def _words(command: str) -> list[str]:
