@@ -71,6 +71,7 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
         if k not in AGENT_ARTIFACTS and k not in SHOWN_APART
     }
     usage = result.usage.model_dump(mode="json", exclude_none=True) if result.usage else None
+    agent_run = [_timeline(result.trajectory), _changes(result.workspace_changes)]
     return [
         shared(sent.title),
         shared(sent.note),
@@ -88,8 +89,7 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
         (result.artifacts.get(agent) or None) if agent else None,
         artifacts or None,
         result.answer,
-        _timeline(result.trajectory),
-        _changes(result.workspace_changes),
+        *(agent_run if any(agent_run) else []),  # other rows stay as short as they were
     ]
 
 
