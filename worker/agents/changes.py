@@ -35,10 +35,14 @@ class Snapshot:
         seen: dict[str, bytes | str] = {}
         for path in sorted(self.folder.rglob("*"))[:MOST_FILES]:
             name = path.relative_to(self.folder).as_posix()
-            if name in self.ignored or not path.is_file() or path.is_symlink():
+            if self._ignored(name) or not path.is_file() or path.is_symlink():
                 continue
             seen[name] = _content(path)
         return seen
+
+    def _ignored(self, name: str) -> bool:
+        """`ignored` names files, and folders with all they hold."""
+        return name in self.ignored or any(name.startswith(f"{i}/") for i in self.ignored)
 
     def changes(self, diff_chars: int = DIFF_CHARS) -> WorkspaceChanges:
         """What differs now from when the snapshot was taken."""
