@@ -295,6 +295,62 @@ class TrajectoryAssertion(_EvaluatorBase):
     inverse: bool = False
     """`not-trajectory:...`: what the check finds must not be."""
 
+    @model_validator(mode="after")
+    def _value_is_what_agentv_reads(self) -> TrajectoryAssertion:
+        """AgentV's checks of `value`, with its words, made when the file loads."""
+        what = f"trajectory:{self.check} assertion"
+        why = _trajectory_value_problem(self.check, self.value)
+        if why is not None:
+            raise ValueError(f"{what} {why}")
+        return self
+
+
+def _trajectory_value_problem(check: str, value: Any) -> str | None:
+    """What AgentV says is wrong with a `trajectory:*` value; None when nothing is."""
+    if check == "tool-used":
+        if isinstance(value, str) or (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            return None if value else "requires at least one expected tool"
+        if not isinstance(value, dict):
+            return "must have a string, string array, or object value"
+        return _unnamed(value, "object")
+    if check == "tool-sequence":
+        if not isinstance(value, dict | list):
+            return "must have an array or object value"
+        steps = value if isinstance(value, list) else value.get("steps")
+        steps = steps if isinstance(steps, list) else []
+        for index, step in enumerate(steps):
+            unnamed = _unnamed(step, f"step {index + 1}") if isinstance(step, dict) else None
+            if unnamed:
+                return unnamed
+        return None if steps else "requires at least one expected step"
+    if not isinstance(value, dict):
+        return "must have an object value"
+    if check == "step-count":
+        return None if "min" in value or "max" in value else "must include a min or max property"
+    return _unnamed(value, "object") or _args_match_problem(value)
+
+
+def _unnamed(matcher: dict[str, Any], label: str) -> str | None:
+    if matcher.get("name") or matcher.get("pattern"):
+        return None
+    return f"{label} must include a name or pattern property"
+
+
+def _args_match_problem(value: dict[str, Any]) -> str | None:
+    if "args" not in value and "arguments" not in value:
+        return "must include an args or arguments property"
+    if value.get("mode", "partial") not in ("partial", "exact"):
+        return 'mode must be "partial" or "exact"'
+    if "defaults" in value and not isinstance(value["defaults"], dict):
+        return "defaults must be an object mapping argument names to default values"
+    ignore = value.get("ignore", [])
+    entries = ignore if isinstance(ignore, list) else [ignore]
+    if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
+        return "ignore must be a non-empty string or an array of non-empty strings"
+    return None
+
 
 class WorkspaceFileEvaluator(_EvaluatorBase):
     """`file_exists` / `file_contains`: a file of an agent's workspace after its run."""

@@ -111,3 +111,33 @@ def test_bad_configuration_is_named_by_file_line_and_case(tmp_path: Path) -> Non
         f"{path}:7:44: case 'chores': evalcases[0].evaluators[2].command: "
         "command is empty; give the command to run in the workspace",
     ]
+
+
+TRAJECTORY_BAD = """\
+evalcases:
+  - id: steps
+    input_messages: [{role: user, content: hi}]
+    evaluators:
+      - {type: trajectory, check: step-count, value: {name: Read}}
+      - {type: trajectory, check: tool-used, value: []}
+      - {type: trajectory, check: tool-sequence, value: {steps: [Read, {args: {}}]}}
+      - {type: trajectory, check: tool-args-match, value: {name: Read, mode: fuzzy, args: {}}}
+      - {type: trajectory, check: tool-args-match, value: {name: Read}}
+      - {type: trajectory, check: tool-used, value: {name: Read, min: 1}}
+"""
+
+
+def test_trajectory_values_agentv_refuses_are_located_errors(tmp_path: Path) -> None:
+    path = tmp_path / "evals.yaml"
+    path.write_text(TRAJECTORY_BAD)
+    with pytest.raises(EvalrelayError) as raised:
+        load_eval_file(path)
+    said = [line.split(": ", 3)[3] for line in str(raised.value).splitlines()]
+    assert said == [
+        "trajectory:step-count assertion must include a min or max property",
+        "trajectory:tool-used assertion requires at least one expected tool",
+        "trajectory:tool-sequence assertion step 2 must include a name or pattern property",
+        'trajectory:tool-args-match assertion mode must be "partial" or "exact"',
+        "trajectory:tool-args-match assertion must include an args or arguments property",
+    ]
+    assert str(raised.value).splitlines()[0].startswith(f"{path}:5:9: case 'steps': ")
