@@ -18,8 +18,9 @@ class FileChange(BaseModel):
     path: str
     """Relative to the workspace, `/`-separated."""
     change: Literal["added", "modified", "deleted"]
-    binary: bool = False
-    """Not text (or too large to compare line by line): listed, not in the diff."""
+    in_diff: bool = True
+    """False for a file not compared line by line (binary, or past the worker's limits
+    of size): listed, not in the diff."""
 
 
 class WorkspaceChanges(BaseModel):

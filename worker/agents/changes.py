@@ -1,7 +1,7 @@
 """The workspace as it was built, and the diff of what the agent changed in it since.
 
 The files as given are read once before the agent starts (text files up to
-`COMPARED_BYTES` each; larger or binary ones are compared by hash); afterwards every file
+`COMPARED_BYTES` each and `TEXT_BYTES` in all; others are compared by hash); afterwards every file
 is compared with that, and text changes become one unified diff. The files the worker
 writes itself (the agent's transcript and its standard error) are not the agent's changes.
 """
@@ -20,6 +20,9 @@ COMPARED_BYTES = 1_000_000
 
 NO_NEWLINE = "\\ No newline at end of file"
 
+TEXT_BYTES = 64_000_000
+"""The text kept of a whole workspace; files past it are compared by hash."""
+
 MOST_FILES = 10_000
 """A workspace with more files than this is compared on its first ones only."""
 
@@ -33,11 +36,14 @@ class Snapshot:
     def _read(self) -> dict[str, bytes | str]:
         """Path to text (or to a hash, for binary and large files)."""
         seen: dict[str, bytes | str] = {}
+        budget = TEXT_BYTES
         for path in sorted(self.folder.rglob("*"))[:MOST_FILES]:
             name = path.relative_to(self.folder).as_posix()
             if self._ignored(name) or not path.is_file() or path.is_symlink():
                 continue
-            seen[name] = _content(path)
+            seen[name] = _content(path, min(budget, COMPARED_BYTES))
+            if isinstance(seen[name], str):
+                budget -= len(seen[name])
         return seen
 
     def _ignored(self, name: str) -> bool:
@@ -51,19 +57,22 @@ class Snapshot:
         hunks: list[str] = []
         for name in sorted(self.files.keys() | after.keys()):
             old, new = self.files.get(name), after.get(name)
+            if isinstance(old, bytes) != isinstance(new, bytes) and None not in (old, new):
+                old, new = _digest(old), _digest(new)  # text in one look, a hash in the other
             if old == new:
                 continue
             change = "added" if old is None else "deleted" if new is None else "modified"
-            binary = isinstance(old, bytes) or isinstance(new, bytes)
-            files.append(FileChange(path=name, change=change, binary=binary))
-            if not binary:
+            in_diff = not isinstance(old, bytes) and not isinstance(new, bytes)
+            files.append(FileChange(path=name, change=change, in_diff=in_diff))
+            if in_diff:
                 hunks.append(_diff(name, old, new))
         diff, cut = trimmed("".join(hunks), diff_chars)
         return WorkspaceChanges(files=files, diff=diff, diff_chars_cut=cut)
 
 
-def _content(path: Path) -> bytes | str:
-    if path.stat().st_size <= COMPARED_BYTES:
+def _content(path: Path, limit: int) -> bytes | str:
+    """The file's text, or the hash of its bytes (binary, or over `limit`)."""
+    if path.stat().st_size <= limit:
         data = path.read_bytes()
         if b"\0" not in data:
             try:
@@ -75,6 +84,12 @@ def _content(path: Path) -> bytes | str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.digest()
+
+
+def _digest(content: bytes | str | None) -> bytes | None:
+    if isinstance(content, str):
+        return hashlib.sha256(content.encode("utf-8")).digest()
+    return content
 
 
 def _diff(name: str, old: bytes | str | None, new: bytes | str | None) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from worker.agents import changes as changes_module
 from worker.agents.changes import Snapshot
 
 
@@ -22,11 +25,11 @@ def test_text_changes_are_one_unified_diff_and_binary_ones_are_listed(tmp_path: 
     (tmp_path / "transcript.jsonl").write_text("{}\n")  # the worker's, not the agent's
     changes = snapshot.changes()
 
-    assert [(f.path, f.change, f.binary) for f in changes.files] == [
-        ("blob.bin", "modified", True),
-        ("gone.txt", "deleted", False),
-        ("inputs/a.py", "modified", False),
-        ("new.md", "added", False),
+    assert [(f.path, f.change, f.in_diff) for f in changes.files] == [
+        ("blob.bin", "modified", False),
+        ("gone.txt", "deleted", True),
+        ("inputs/a.py", "modified", True),
+        ("new.md", "added", True),
     ]
     assert changes.diff == (
         "--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n"
@@ -47,3 +50,29 @@ def test_an_unchanged_workspace_has_no_changes_and_a_long_diff_is_cut(tmp_path: 
     assert changes.diff.startswith("--- /dev/null\n+++ b/big.txt\n")
     assert changes.diff.endswith("+line 4999\n")
     assert f"[... {changes.diff_chars_cut} characters cut ...]" in changes.diff
+
+
+def test_past_the_text_budget_files_are_compared_by_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(changes_module, "TEXT_BYTES", 10)
+    (tmp_path / "a.txt").write_text("12345678\n")  # 9 characters: within the budget
+    (tmp_path / "b.txt").write_text("more text\n")  # past it
+    snapshot = Snapshot(tmp_path)
+    (tmp_path / "a.txt").write_text("changed\n")
+    (tmp_path / "b.txt").write_text("changed\n")
+    changes = snapshot.changes()
+    assert [(f.path, f.in_diff) for f in changes.files] == [("a.txt", True), ("b.txt", False)]
+    assert "a.txt" in changes.diff and "b.txt" not in changes.diff
+
+
+def test_a_file_kept_as_text_once_and_hashed_once_is_unchanged_when_its_bytes_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(changes_module, "TEXT_BYTES", 10)
+    (tmp_path / "a.txt").write_text("1\n")
+    (tmp_path / "b.txt").write_text("same\n")  # text before: the budget holds both
+    snapshot = Snapshot(tmp_path)
+    (tmp_path / "a.txt").write_text("123456789\n")  # now a.txt takes the budget
+    changes = snapshot.changes()
+    assert [(f.path, f.change) for f in changes.files] == [("a.txt", "modified")]
