@@ -29,9 +29,9 @@ log = logging.getLogger(__name__)
 
 def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
+    trajectory, changes = None, None
     calls: list[dict[str, object]] = []
     kept: dict[str, Any] = {}
-    trajectory, changes = None, None
     try:
         output = call_provider(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
@@ -44,9 +44,9 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
         error = ErrorInfo(kind=failure.kind, message=failure.message)
+        trajectory, changes = failure.trajectory, failure.workspace_changes
         calls = failure.calls
         kept = failure.artifacts
-        trajectory, changes = failure.trajectory, failure.workspace_changes
     except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
         log.exception("job %s: provider raised", job.job_id)
         output, status, answer = None, Status.INFRA_ERROR, None
@@ -85,14 +85,14 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         reasoning=verdict.reasoning if verdict else None,
         evaluator_results=verdict.evaluator_results if verdict else [],
         usage=output.usage if output else None,
+        trajectory=trajectory,
+        workspace_changes=changes,
         started_at=started,
         finished_at=finished,
         duration_ms=duration_ms,
         worker=worker,
         error=error,
         artifacts=artifacts,
-        trajectory=trajectory,
-        workspace_changes=changes,
     )
     return masked_result(result, job)
 

@@ -106,6 +106,10 @@ class Result(BaseModel):
     """The last expected message, rendered: what the answer was compared with."""
     raw_request: PromptRequest
     usage: Usage | None = None
+    trajectory: Trajectory | None = None
+    """An agent's steps on the way to the answer, whatever the agent."""
+    workspace_changes: WorkspaceChanges | None = None
+    """What an agent changed in its workspace."""
     started_at: datetime
     finished_at: datetime
     duration_ms: int
@@ -113,10 +117,6 @@ class Result(BaseModel):
     error: ErrorInfo | None = None
     artifacts: dict[str, Any] = Field(default_factory=dict)
     attempts: list[AttemptSummary] = Field(default_factory=list)
-    trajectory: Trajectory | None = None
-    """An agent's steps on the way to the answer, whatever the agent."""
-    workspace_changes: WorkspaceChanges | None = None
-    """What an agent changed in its workspace."""
 
     def summary(self) -> AttemptSummary:
         return AttemptSummary(

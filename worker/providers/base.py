@@ -65,13 +65,13 @@ class ProviderFailure(Exception):
         """The result's `error.kind`: the status, or a finer name (`resource_limit`)."""
         self.retry_after = retry_after
         self.retryable = retryable
+        self.trajectory: Trajectory | None = None
+        self.workspace_changes: WorkspaceChanges | None = None
+        """An agent's steps and workspace changes until it failed."""
         self.calls: list[dict[str, Any]] = []
         """Every vendor call this failure ended, oldest first (see `worker.providers.retry`)."""
         self.artifacts: dict[str, Any] = {}
         """What the provider kept of the attempt (an agent's request file, timings)."""
-        self.trajectory: Trajectory | None = None
-        self.workspace_changes: WorkspaceChanges | None = None
-        """An agent's steps and workspace changes until it failed."""
 
 
 class NoCapacity(Exception):
