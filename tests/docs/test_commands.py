@@ -41,7 +41,8 @@ def test_every_command_is_shown_in_a_code_block_and_the_readme_shows_the_walkthr
     """The extraction finds what is there: an example of every command somewhere, and the
     README's own commands, so an empty list cannot pass the test above."""
     named = {shown.argv[0] for shown in SHOWN}
-    assert named >= set(cli.every_command()), f"no example of {sorted(set(cli.every_command()) - named)}"
+    commands = set(cli.every_command())
+    assert named >= commands, f"no example of {sorted(commands - named)}"
     in_readme = [" ".join(s.argv) for s in shown_commands([README])]
     assert "run examples/evals/quickstart.yaml" in in_readme
     assert "compare first --targets guesser oracle" in in_readme
