@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     started, clock = datetime.now(UTC), time.monotonic()
+    trajectory, changes = None, None
     calls: list[dict[str, object]] = []
     kept: dict[str, Any] = {}
     turns: list[TurnResult] | None = None
@@ -42,6 +43,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         else:
             output = _answer(job, clock + job.timeout_seconds, client)
         status, answer, error = Status.OK, output.answer, None
+        trajectory, changes = output.trajectory, output.workspace_changes
         if output.model_failure:
             status = Status.MODEL_FAILURE
             error = ErrorInfo(kind=status.value, message=output.model_failure)
@@ -50,6 +52,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     except ProviderFailure as failure:
         output, status, answer = None, failure.status, None
         error = ErrorInfo(kind=failure.kind, message=failure.message)
+        trajectory, changes = failure.trajectory, failure.workspace_changes
         calls = failure.calls
         kept = failure.artifacts
         turns = failure.turns
@@ -71,6 +74,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
                 cost_usd=output.cost_usd if output else None,
                 duration_ms=duration_ms,
                 llm_calls=output.llm_calls if output else None,
+                workspace=output.workspace if output else None,
             )
             verdict = talk.grade if talk else grade(job, answer or "", client, facts)
             if verdict is not None and verdict.failures:
@@ -92,6 +96,8 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         reasoning=verdict.reasoning if verdict else None,
         evaluator_results=verdict.evaluator_results if verdict else [],
         usage=output.usage if output else None,
+        trajectory=trajectory,
+        workspace_changes=changes,
         started_at=started,
         finished_at=finished,
         duration_ms=duration_ms,
@@ -187,6 +193,6 @@ def _artifacts(output: ProviderOutput) -> dict[str, Any]:
         )
         if v is not None
     }
-    if output.tool_calls:
+    if output.tool_calls and output.trajectory is None:  # an agent's are its trajectory
         extra["tool_calls"] = output.tool_calls
     return {**extra, **output.artifacts}

@@ -21,6 +21,8 @@ def recorded_output(recorded: Recorded) -> ProviderOutput:
         )
         failure.artifacts = dict(recorded.artifacts)
         failure.turns = recorded.turns
+        failure.trajectory = recorded.trajectory
+        failure.workspace_changes = recorded.workspace_changes
         raise failure
     model_failure = None
     if recorded.status is Status.MODEL_FAILURE:
@@ -31,6 +33,8 @@ def recorded_output(recorded: Recorded) -> ProviderOutput:
         tool_calls=recorded.tool_calls(),
         model_failure=model_failure,
         artifacts={k: v for k, v in recorded.artifacts.items() if k != "tool_calls"},
+        trajectory=recorded.trajectory,
+        workspace_changes=recorded.workspace_changes,
     )
 
 

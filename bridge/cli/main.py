@@ -9,22 +9,8 @@ import sys
 import click
 from rich.logging import RichHandler
 
-from bridge.cli.collect import collect_command
-from bridge.cli.export import export_command
 from bridge.cli.once import Commands
-from bridge.cli.regrade import regrade_command
-from bridge.cli.render import render_command
-from bridge.cli.report import compare_command, report_command
-from bridge.cli.resume import resume_command
-from bridge.cli.retry import retry_command
-from bridge.cli.run import run_command
-from bridge.cli.serve import serve_command
-from bridge.cli.status import status_command
 from bridge.cli.terminal import TerminalConsole, echo
-from bridge.cli.validate import validate_command
-from bridge.cli.watch import watch_command
-from bridge.cli.worker import worker_command
-from bridge.cli.workspaces import provision_command, unlock_command
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.masking import mask_logs
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES
@@ -37,7 +23,28 @@ QUIET_LOGGERS = (
 (their current releases log as `httpx2` and `httpcore2`, Google's as `google.genai`)."""
 
 
-@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
+COMMANDS = {
+    "validate": "bridge.cli.validate:validate_command",
+    "render": "bridge.cli.render:render_command",
+    "run": "bridge.cli.run:run_command",
+    "worker": "bridge.cli.worker:worker_command",
+    "collect": "bridge.cli.collect:collect_command",
+    "status": "bridge.cli.status:status_command",
+    "resume": "bridge.cli.resume:resume_command",
+    "retry": "bridge.cli.retry:retry_command",
+    "regrade": "bridge.cli.regrade:regrade_command",
+    "watch": "bridge.cli.watch:watch_command",
+    "provision": "bridge.cli.workspaces:provision_command",
+    "unlock": "bridge.cli.workspaces:unlock_command",
+    "report": "bridge.cli.report:report_command",
+    "compare": "bridge.cli.report:compare_command",
+    "export": "bridge.cli.export:export_command",
+    "serve": "bridge.cli.serve:serve_command",
+}
+"""Each command's click object, imported when the command is used."""
+
+
+@click.group(cls=Commands, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="evalrelay")
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(verbose: int) -> None:
@@ -56,27 +63,6 @@ def cli(verbose: int) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     # And whatever is logged, by any library at any level, is masked of the secrets held.
     mask_logs(DEFAULT_KEY_VARIABLES)
-
-
-cli.add_command(validate_command)
-cli.add_command(render_command)
-for command in (
-    run_command,
-    worker_command,
-    collect_command,
-    status_command,
-    resume_command,
-    retry_command,
-    regrade_command,
-    watch_command,
-    provision_command,
-    unlock_command,
-    report_command,
-    compare_command,
-    export_command,
-    serve_command,
-):
-    cli.add_command(command)
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -71,8 +71,8 @@ def check_file(path: Path) -> FileCheck:
             loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path)
     except InvalidFileError as exc:
-        problems = exc.diagnostics + judges_of_invalid(path)
-        return FileCheck(0, sorted(problems, key=lambda d: (d.line, d.column)), [], "")
+        found = exc.diagnostics + judges_of_invalid(path)
+        return FileCheck(0, sorted(found, key=lambda d: (d.line, d.column)), [], "")
     except MemoryError:
         most = project.config.load_limits.memory_mb
         why = f"loading it needed more than {most} MB of memory; split the file, or "

@@ -295,6 +295,105 @@ class TrajectoryAssertion(_EvaluatorBase):
     inverse: bool = False
     """`not-trajectory:...`: what the check finds must not be."""
 
+    @model_validator(mode="after")
+    def _value_is_what_agentv_reads(self) -> TrajectoryAssertion:
+        """AgentV's checks of `value`, with its words, made when the file loads."""
+        what = f"trajectory:{self.check} assertion"
+        why = _trajectory_value_problem(self.check, self.value)
+        if why is not None:
+            raise ValueError(f"{what} {why}")
+        return self
+
+
+def _trajectory_value_problem(check: str, value: Any) -> str | None:
+    """What AgentV says is wrong with a `trajectory:*` value; None when nothing is."""
+    if check == "tool-used":
+        if isinstance(value, str) or (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            return None if value else "requires at least one expected tool"
+        if not isinstance(value, dict):
+            return "must have a string, string array, or object value"
+        return _unnamed(value, "object")
+    if check == "tool-sequence":
+        if not isinstance(value, dict | list):
+            return "must have an array or object value"
+        steps = value if isinstance(value, list) else value.get("steps")
+        steps = steps if isinstance(steps, list) else []
+        for index, step in enumerate(steps):
+            unnamed = _unnamed(step, f"step {index + 1}") if isinstance(step, dict) else None
+            if unnamed:
+                return unnamed
+        return None if steps else "requires at least one expected step"
+    if not isinstance(value, dict):
+        return "must have an object value"
+    if check == "step-count":
+        return None if "min" in value or "max" in value else "must include a min or max property"
+    return _unnamed(value, "object") or _args_match_problem(value)
+
+
+def _unnamed(matcher: dict[str, Any], label: str) -> str | None:
+    if matcher.get("name") or matcher.get("pattern"):
+        return None
+    return f"{label} must include a name or pattern property"
+
+
+def _args_match_problem(value: dict[str, Any]) -> str | None:
+    if "args" not in value and "arguments" not in value:
+        return "must include an args or arguments property"
+    if value.get("mode", "partial") not in ("partial", "exact"):
+        return 'mode must be "partial" or "exact"'
+    if "defaults" in value and not isinstance(value["defaults"], dict):
+        return "defaults must be an object mapping argument names to default values"
+    ignore = value.get("ignore", [])
+    entries = ignore if isinstance(ignore, list) else [ignore]
+    if any(not isinstance(entry, str) or not entry.strip() for entry in entries):
+        return "ignore must be a non-empty string or an array of non-empty strings"
+    return None
+
+
+class WorkspaceFileEvaluator(_EvaluatorBase):
+    """`file_exists` / `file_contains`: a file of an agent's workspace after its run."""
+
+    type: Literal["file_exists", "file_contains"]
+    path: str
+    """Relative to the workspace, `/`-separated; it may not leave the workspace."""
+    value: str | None = None
+    """`file_contains`: the text the file must hold."""
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_workspace(cls, path: str) -> str:
+        parts = path.replace("\\", "/").split("/")
+        if not path.strip() or path.startswith(("/", "~")) or ".." in parts:
+            raise ValueError(
+                f"path {path!r} must be relative to the agent's workspace and stay inside it"
+            )
+        return path
+
+    @model_validator(mode="after")
+    def _contains_needs_a_value(self) -> WorkspaceFileEvaluator:
+        if self.type == "file_contains" and not self.value:
+            raise ValueError("file_contains needs `value`: the text the file must hold")
+        return self
+
+
+class WorkspaceCommandEvaluator(_EvaluatorBase):
+    """`workspace_command`: a command run in an agent's workspace after its run passes
+    when it exits with 0 (a build, the project's tests)."""
+
+    type: Literal["workspace_command"]
+    command: str | list[str]
+    """A command line (run with `sh -c`) or an argument list (run as it is)."""
+    timeout_seconds: Seconds = 60.0
+
+    @field_validator("command")
+    @classmethod
+    def _not_empty(cls, command: str | list[str]) -> str | list[str]:
+        if not (command.strip() if isinstance(command, str) else command and command[0]):
+            raise ValueError("command is empty; give the command to run in the workspace")
+        return command
+
 
 class FieldSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -410,6 +509,9 @@ DeterministicSpec = (
 )
 """The evaluators that need nothing but the answer (and the reference)."""
 
+WorkspaceSpec = WorkspaceFileEvaluator | WorkspaceCommandEvaluator
+"""The evaluators that look into an agent's workspace after its run."""
+
 RunMetricsSpec = LatencyEvaluator | CostEvaluator | TokenUsageEvaluator | ExecutionMetricsEvaluator
 """The evaluators that read how the run went (time, tokens, cost, tool calls), not the answer."""
 
@@ -440,6 +542,7 @@ EvaluatorSpec = Annotated[
     | TrajectoryAssertion
     | FieldAccuracyEvaluator
     | RunMetricsSpec
+    | WorkspaceSpec
     | CompositeEvaluator
     | UnsupportedEvaluator,
     Field(discriminator="type"),

@@ -10,7 +10,9 @@ from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.reports.html_texts import SharedTexts
 from bridge.reports.outcomes import Outcome, is_cached, outcome
+from bridge.results.changes import WorkspaceChanges
 from bridge.results.result import EvaluatorResult, Result, Status, TurnResult
+from bridge.results.trajectory import Trajectory
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")
 SHOWN_APART = ("tool_calls",)
@@ -77,6 +79,7 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
         if k not in AGENT_ARTIFACTS and k not in SHOWN_APART
     }
     usage = result.usage.model_dump(mode="json", exclude_none=True) if result.usage else None
+    agent_run = [_timeline(result.trajectory), _changes(result.workspace_changes)]
     return [
         shared(sent.title),
         shared(sent.note),
@@ -97,7 +100,37 @@ def detail_row(result: Result, shared: SharedTexts) -> list[Any]:
         (result.artifacts.get(agent) or None) if agent else None,
         artifacts or None,
         result.answer,
+        *(agent_run if any(agent_run) else []),  # other rows stay as short as they were
     ]
+
+
+def _timeline(trajectory: Trajectory | None) -> list[Any] | None:
+    """`[agent, steps, summary]`: each step `[kind, tool, arguments, output, ok, ms, paths]`."""
+    if trajectory is None or not trajectory.steps:
+        return None
+    steps = [
+        [s.kind, s.tool, s.arguments, s.output, s.ok, s.duration_ms, s.paths]
+        for s in trajectory.steps
+    ]
+    figures = [f"{len(trajectory.steps)} steps"]
+    if trajectory.steps_not_kept:
+        figures.append(f"{trajectory.steps_not_kept} more not kept")
+    if trajectory.model_calls is not None:
+        figures.append(f"{trajectory.model_calls} model calls")
+    if trajectory.duration_ms is not None:
+        figures.append(f"{trajectory.duration_ms} ms")
+    if trajectory.cost_usd is not None:
+        figures.append(f"${trajectory.cost_usd:g}")
+    if trajectory.usage:
+        figures += [f"{count} {name.replace('_', ' ')}" for name, count in trajectory.usage.items()]
+    return [trajectory.agent, steps, " · ".join(figures)]
+
+
+def _changes(changes: WorkspaceChanges | None) -> list[Any] | None:
+    """`[[[path, change], ...], diff]`, when the agent changed anything."""
+    if changes is None or not changes.files:
+        return None
+    return [[[f.path, f.change] for f in changes.files], changes.diff]
 
 
 def _evaluator(e: EvaluatorResult, shared: SharedTexts) -> list[Any]:

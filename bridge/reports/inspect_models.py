@@ -176,7 +176,32 @@ class ErrorEvent(InspectModel):
     error: EvalError
 
 
-Event = Annotated[ModelEvent | ScoreEvent | ErrorEvent, Field(discriminator="event")]
+class ToolCallError(InspectModel):
+    type: Literal["unknown"] = "unknown"
+    message: str
+
+
+class ToolEvent(InspectModel):
+    """One step of an agent's trajectory: a tool it called, with what came back."""
+
+    event: Literal["tool"] = "tool"
+    uuid: str | None = None
+    timestamp: str
+    working_start: float = 0.0
+    type: Literal["function"] = "function"
+    id: str
+    function: str
+    arguments: dict[str, Any]
+    result: str = ""
+    truncated: tuple[int, int] | None = None
+    error: ToolCallError | None = None
+    events: list[Any] = Field(default_factory=list)
+    working_time: float | None = None
+    agent: str | None = None
+    failed: bool | None = None
+
+
+Event = Annotated[ModelEvent | ToolEvent | ScoreEvent | ErrorEvent, Field(discriminator="event")]
 
 
 class EvalSample(InspectModel):

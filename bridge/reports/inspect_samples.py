@@ -80,6 +80,7 @@ def events(
             working_time=seconds,
         )
     ]
+    happened += tool_events(result)
     happened += [
         inspect.ScoreEvent(timestamp=ended, working_start=seconds, score=score, scorer=name)
         for name, score in graded.items()
@@ -89,6 +90,34 @@ def events(
     for n, event in enumerate(happened):
         event.uuid = f"{uuid}-event-{n}"
     return happened
+
+
+def tool_events(result: Result) -> list[inspect.Event]:
+    """An agent's trajectory, a tool event per step. The agents report how long a step took,
+    not when it started: each is stamped with the job's start."""
+    trajectory = result.trajectory
+    if trajectory is None:
+        return []
+    began = iso(result.started_at)
+    return [
+        inspect.ToolEvent(
+            timestamp=began,
+            id=f"step-{n}",
+            function=step.tool,
+            arguments=step.arguments,
+            result=step.output or "",
+            truncated=(len(step.output or "") + step.output_chars_cut, len(step.output or ""))
+            if step.output_chars_cut
+            else None,
+            error=inspect.ToolCallError(message=step.output or f"{step.tool} failed")
+            if step.ok is False
+            else None,
+            working_time=step.duration_ms / 1000 if step.duration_ms is not None else None,
+            agent=trajectory.agent,
+            failed=True if step.ok is False else None,
+        )
+        for n, step in enumerate(trajectory.steps)
+    ]
 
 
 def input_messages(request: PromptRequest, uuid: str) -> list[inspect.ChatMessage]:

@@ -7,7 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bridge.results.changes import WorkspaceChanges
 from bridge.results.result import ErrorInfo, Result, Status, TurnResult, Usage
+from bridge.results.trajectory import Trajectory
 
 
 class Recorded(BaseModel):
@@ -24,6 +26,9 @@ class Recorded(BaseModel):
     """As recorded: the tool calls the target made (`tool_calls`), its model, its calls."""
     turns: list[TurnResult] | None = None
     """A conversation's turns as they were sent and answered."""
+    trajectory: Trajectory | None = None
+    """An agent's steps, as recorded: what trajectory evaluators read."""
+    workspace_changes: WorkspaceChanges | None = None
 
     @classmethod
     def of(cls, result: Result) -> Recorded:
@@ -36,8 +41,13 @@ class Recorded(BaseModel):
             duration_ms=result.duration_ms,
             artifacts=result.artifacts,
             turns=result.turns,
+            trajectory=result.trajectory,
+            workspace_changes=result.workspace_changes,
         )
 
     def tool_calls(self) -> list[dict[str, Any]]:
+        """An API target's calls (`artifacts.tool_calls`), else an agent's steps."""
         calls = self.artifacts.get("tool_calls")
-        return list(calls) if isinstance(calls, list) else []
+        if isinstance(calls, list):
+            return list(calls)
+        return self.trajectory.tool_calls() if self.trajectory else []

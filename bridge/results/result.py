@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.prompt.build import PromptRequest
+from bridge.results.changes import WorkspaceChanges
+from bridge.results.trajectory import Trajectory
 
 
 class Status(StrEnum):
@@ -131,6 +133,10 @@ class Result(BaseModel):
     """The last expected message, rendered: what the answer was compared with."""
     raw_request: PromptRequest
     usage: Usage | None = None
+    trajectory: Trajectory | None = None
+    """An agent's steps on the way to the answer, whatever the agent."""
+    workspace_changes: WorkspaceChanges | None = None
+    """What an agent changed in its workspace."""
     started_at: datetime
     finished_at: datetime
     duration_ms: int

@@ -225,7 +225,10 @@ def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
         fit = OLS(passes, np.ones_like(passes)).fit(
             cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
         )
-        nobs = rate * (1 - rate) / float(fit.bse[0]) ** 2
+        spread = float(fit.bse[0]) ** 2
+        # Every case with the same pass rate leaves no spread between cases to measure:
+        # then no more is known than from the results as if independent.
+        nobs = rate * (1 - rate) / spread if spread > 0 else float(len(passes))
     low, high = proportion_confint(rate * nobs, nobs, alpha=ALPHA, method="wilson")
     return _within(low, high, 0.0, 1.0)
 

@@ -41,7 +41,8 @@ def test_every_command_is_shown_in_a_code_block_and_the_readme_shows_the_walkthr
     """The extraction finds what is there: an example of every command somewhere, and the
     README's own commands, so an empty list cannot pass the test above."""
     named = {shown.argv[0] for shown in SHOWN}
-    assert named >= set(cli.commands), f"no example of {sorted(set(cli.commands) - named)}"
+    commands = set(cli.every_command())
+    assert named >= commands, f"no example of {sorted(commands - named)}"
     in_readme = [" ".join(s.argv) for s in shown_commands([README])]
     assert "run examples/evals/quickstart.yaml" in in_readme
     assert "compare first --targets guesser oracle" in in_readme
@@ -104,7 +105,7 @@ def test_commands_and_options_named_in_running_text_exist() -> None:
                 words = words[1:]  # the group's own options (-v)
             if not words:
                 continue
-            command = cli.commands.get(words[0])
+            command = cli.every_command().get(words[0])
             if command is None:
                 wrong.append(f"{where}: no command {words[0]!r}")
                 continue
@@ -125,10 +126,10 @@ def usage_lines() -> dict[str, str]:
 
 def test_each_command_has_a_section_whose_usage_names_exactly_its_options() -> None:
     usages = usage_lines()
-    assert set(usages) == set(cli.commands), "docs/commands.md: a section per command"
+    assert set(usages) == set(cli.every_command()), "docs/commands.md: a section per command"
     wrong = []
     for name, usage in usages.items():
-        command = cli.commands[name]
+        command = cli.every_command()[name]
         named = {m.group(0) for w in usage.split() if (m := OPTION.match(w.strip("[]|")))}
         unknown = named - option_spellings(command)
         missing = [
@@ -142,7 +143,7 @@ def test_each_command_has_a_section_whose_usage_names_exactly_its_options() -> N
 
 
 def test_the_retry_examples_name_the_statuses_retry_runs_again_by_default() -> None:
-    default = next(p for p in cli.commands["retry"].params if p.name == "statuses").default
+    default = next(p for p in cli.every_command()["retry"].params if p.name == "statuses").default
     assert default == "infra_error,timeout,rate_limited"
     in_readme = [code for _, code in inline_code(README) if code.startswith("evalrelay retry")]
     in_blocks = [s.line for s in shown_commands() if s.argv[0] == "retry"]

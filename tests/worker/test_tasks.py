@@ -24,7 +24,14 @@ from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
-from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
+from tests.conftest import (
+    FAST_RECOVERY,
+    Processes,
+    WriteFiles,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 from worker.providers.base import Provider, ProviderOutput, register, unregister
 from worker.tasks import run_job
 
@@ -75,7 +82,10 @@ def test_pool_process_killed_mid_job(
     project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
 ) -> None:
     root = project({"targets.yaml": SLOW_TARGETS, "evals.yaml": one_turn_cases(6)})
-    worker = processes.worker(client, "prefork@test", "--pool", "prefork", "--concurrency", "2")
+    # The killed child's job comes back when its lease runs out: 3 s here, not 30.
+    worker = processes.worker(
+        client, "prefork@test", "--pool", "prefork", "--concurrency", "2", extra_env=FAST_RECOVERY
+    )
     info = submit_campaign(redis_url, root, 6)
     wait_for(lambda: client.zcard(inflight_key()) > 0, 30, "a job to start")
     children = subprocess.run(["pgrep", "-P", str(worker.pid)], capture_output=True, text=True)

@@ -198,15 +198,23 @@ def _feed(process: subprocess.Popen[bytes], text: str) -> None:
         process.stdin.close()
 
 
-def run_command(argv: list[str], *, cwd: Path, seconds: float, stdin_text: str | None) -> AgentRun:
+def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    seconds: float,
+    stdin_text: str | None,
+    env: dict[str, str] | None = None,
+) -> AgentRun:
     """A short command (a grader script, a healthcheck) run like an agent: in its own
     process group, stopped with everything it started after `seconds`; its output is
-    kept in a scratch folder only while it runs. Raises OSError when it cannot start."""
+    kept in a scratch folder only while it runs. `env`: the worker's environment unless
+    given. Raises OSError when it cannot start."""
     with tempfile.TemporaryDirectory(prefix="evalrelay-command-") as scratch:
         return run_agent(
             argv,
             cwd=cwd,
-            env=dict(os.environ),
+            env=dict(os.environ) if env is None else env,
             stdin_text=stdin_text,
             deadline=time.monotonic() + seconds,
             stdout_file=Path(scratch) / "stdout.txt",

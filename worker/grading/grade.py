@@ -21,6 +21,8 @@ from bridge.evalfile.evaluators import (
     ToolTrajectoryEvaluator,
     TrajectoryAssertion,
     UnsupportedEvaluator,
+    WorkspaceCommandEvaluator,
+    WorkspaceFileEvaluator,
 )
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
@@ -34,6 +36,7 @@ from worker.grading.metrics import run_metrics
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
 from worker.grading.trajectory import trajectory, trajectory_assertion
+from worker.grading.workspace import workspace_command, workspace_file
 
 
 class Grade(BaseModel):
@@ -126,6 +129,10 @@ def evaluate(
         return trajectory(spec, name, run)
     if isinstance(spec, TrajectoryAssertion):
         return trajectory_assertion(spec, name, run)
+    if isinstance(spec, WorkspaceFileEvaluator):
+        return workspace_file(spec, name, run)
+    if isinstance(spec, WorkspaceCommandEvaluator):
+        return workspace_command(spec, name, run, deadline)
     if isinstance(spec, FieldAccuracyEvaluator):
         return field_accuracy(spec, name, answer, job.reference_answer)
     if isinstance(spec, CompositeEvaluator):

@@ -17,3 +17,5 @@ class RunFacts(BaseModel):
     cost_usd: float | None = None
     duration_ms: int | None = None
     llm_calls: int | None = None
+    workspace: str | None = None
+    """An agent's workspace folder on this worker (workspace evaluators look into it)."""

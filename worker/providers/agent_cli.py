@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.results.trajectory import Trajectory
+from worker.agents.changes import Snapshot
 from worker.agents.environment import agent_environment
 from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
@@ -30,6 +32,8 @@ from worker.providers.commands import find_executable
 from worker.providers.failures import STDERR_CHARS, tail
 
 TRANSCRIPT_FILE = "transcript.jsonl"
+WORKER_FILES = frozenset({TRANSCRIPT_FILE, "transcript.stderr.txt"})
+"""Files the worker writes into the workspace itself: never the agent's changes."""
 
 
 class CommandLineAgent(Provider):
@@ -57,6 +61,7 @@ class CommandLineAgent(Provider):
         executable = find_executable(self._setting("executable"), self.title)
         inputs = fetch_inputs(self.redis, job)
         workspace = AttemptWorkspace.create(job, template, inputs, **self.answer_paths)
+        given = Snapshot(workspace.folder, WORKER_FILES)
         with self.home() as home:
             argv, stdin_text = self.command(executable, workspace, inputs)
             env = agent_environment(
@@ -75,6 +80,8 @@ class CommandLineAgent(Provider):
                 )
                 over_limit = run.over_limit or confined.verdict()
         events = json_events(run.stdout)
+        trajectory = self.trajectory(events)
+        changes = given.changes()
         record = {
             **workspace.record(),
             "command": argv,
@@ -103,9 +110,19 @@ class CommandLineAgent(Provider):
             output = self.answer(run, events, workspace)
         except ProviderFailure as failure:
             failure.artifacts[self.kind] = {**record, "stderr": tail(run.stderr, STDERR_CHARS)}
+            failure.trajectory, failure.workspace_changes = trajectory, changes
             raise
         output.artifacts[self.kind] = {**record, **output.artifacts.get(self.kind, {})}
+        if trajectory is not None:
+            output.trajectory = trajectory
+            output.tool_calls = output.tool_calls or trajectory.tool_calls()
+        output.workspace_changes = changes
+        output.workspace = str(workspace.folder)
         return output
+
+    def trajectory(self, events: list[dict[str, Any]]) -> Trajectory | None:
+        """The agent's steps read from its event stream; None when it reports none."""
+        return None
 
     def command(
         self, executable: str, workspace: AttemptWorkspace, inputs: list[InputFile]

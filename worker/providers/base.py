@@ -16,7 +16,9 @@ import redis
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.queue.jobs import Job
+from bridge.results.changes import WorkspaceChanges
 from bridge.results.result import Status, Usage
+from bridge.results.trajectory import Trajectory
 from bridge.targets.settings import TargetSettings
 
 if TYPE_CHECKING:  # named in an annotation only
@@ -40,6 +42,11 @@ class ProviderOutput(BaseModel):
     model_failure: str | None = None
     """Why the answer is the model's failure (a refusal, an empty answer), when it is one."""
     artifacts: dict[str, Any] = Field(default_factory=dict)
+    trajectory: Trajectory | None = None
+    """An agent's steps, read from its event stream."""
+    workspace_changes: WorkspaceChanges | None = None
+    workspace: str | None = None
+    """The agent's workspace folder on this worker, for evaluators that look into it."""
 
 
 class ProviderFailure(Exception):
@@ -61,6 +68,9 @@ class ProviderFailure(Exception):
         """The result's `error.kind`: the status, or a finer name (`resource_limit`)."""
         self.retry_after = retry_after
         self.retryable = retryable
+        self.trajectory: Trajectory | None = None
+        self.workspace_changes: WorkspaceChanges | None = None
+        """An agent's steps and workspace changes until it failed."""
         self.calls: list[dict[str, Any]] = []
         """Every vendor call this failure ended, oldest first (see `worker.providers.retry`)."""
         self.artifacts: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.results.result import Usage
+from bridge.results.trajectory import Trajectory
 from bridge.targets.settings import ClaudeCodeTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
@@ -23,6 +24,7 @@ from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
 from worker.providers.base import ProviderFailure, ProviderOutput
 from worker.providers.failures import classify_http, shorten
+from worker.providers.trajectory.claude_code import claude_trajectory
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,9 @@ class ClaudeCodeProvider(CommandLineAgent):
 
     def environment(self, home: Path | None) -> dict[str, str]:
         return {**QUIET, **super().environment(home)}
+
+    def trajectory(self, events: list[dict[str, Any]]) -> Trajectory:
+        return claude_trajectory(events)
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace

@@ -12,12 +12,14 @@ import re
 from typing import Any
 
 from bridge.results.result import Usage
+from bridge.results.trajectory import Trajectory
 from bridge.targets.settings import CodexTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent, json_events
 from worker.providers.base import ProviderOutput
+from worker.providers.trajectory.codex import codex_trajectory
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -58,6 +60,9 @@ class CodexProvider(CommandLineAgent):
         if event.get("type") == "error" and CONNECTION_FAILED in str(event.get("message")):
             return f"could not reach its model server: {event['message']}"
         return None
+
+    def trajectory(self, events: list[dict[str, Any]]) -> Trajectory:
+        return codex_trajectory(events)
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace

@@ -10,12 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bridge.results.trajectory import Trajectory
 from bridge.targets.settings import CopilotCliTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
 from worker.providers.base import ProviderOutput
+from worker.providers.trajectory.copilot_cli import copilot_trajectory
 
 MAX_PROMPT_ARGUMENT = 100_000
 """Longer tasks are not passed in `-p` (the kernel caps one argument at 128 KiB): the
@@ -56,6 +58,9 @@ class CopilotCliProvider(CommandLineAgent):
     def transcript(self, events: list[dict[str, Any]], run: AgentRun) -> list[dict[str, Any]]:
         """Events that make the session's record; streaming deltas and the like are dropped."""
         return [e for e in events if not e.get("ephemeral")]
+
+    def trajectory(self, events: list[dict[str, Any]]) -> Trajectory:
+        return copilot_trajectory(events)
 
     def answer(
         self, run: AgentRun, events: list[dict[str, Any]], workspace: AttemptWorkspace

@@ -26,14 +26,27 @@ import filelock
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import VSCodeTarget
+from worker.agents.changes import Snapshot
 from worker.agents.inputs import InputFile, fetch_inputs, write_inputs
 from worker.agents.task import render_task, strip_echo
 from worker.agents.templates import TemplateError, WorkspaceTemplate
-from worker.agents.vscode_pool import ALIVE_FILE, Claim, WorkspacePool, pool_root
+from worker.agents.vscode_pool import (
+    ALIVE_FILE,
+    LOCK_FILE,
+    MESSAGES_FOLDER,
+    Claim,
+    WorkspacePool,
+    pool_root,
+)
 from worker.providers.base import NoCapacity, Provider, ProviderFailure, ProviderOutput
 from worker.providers.commands import find_executable, run_command
 
 log = logging.getLogger(__name__)
+
+POOL_FILES = frozenset({MESSAGES_FOLDER, ALIVE_FILE, LOCK_FILE})
+"""What the pool and the request protocol write in a workspace: not the agent's changes.
+A pool workspace is not rebuilt between jobs, so its changes are those since this job's
+request was written. Its workspace is not graded in place: the next job may hold it."""
 
 WAKEUP_MODE = "wakeup"
 POLL_SECONDS = 0.05
@@ -106,6 +119,7 @@ class Chat:
         self, job: Job, template: WorkspaceTemplate, inputs: list[InputFile], deadline: float
     ) -> ProviderOutput:
         self._prepare(job, template, inputs)
+        given = Snapshot(self.workspace.folder, POOL_FILES)
         self._lap("prepared")
         attachments = [self.workspace.folder / f.workspace_path for f in inputs]
         if not self.workspace.alive_file.exists():
@@ -126,7 +140,12 @@ class Chat:
         self._lap("answered")
         record = {**self.record(), "echoed_request_id": echoed}
         failure = None if answer.strip() else "the agent's answer file holds no answer"
-        return ProviderOutput(answer=answer, model_failure=failure, artifacts={"vscode": record})
+        return ProviderOutput(
+            answer=answer,
+            model_failure=failure,
+            artifacts={"vscode": record},
+            workspace_changes=given.changes(),
+        )
 
     def record(self) -> dict[str, Any]:
         reclaimed = self.claim.reclaimed_from

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from bridge.cli.main import cli
 
 
-@pytest.mark.parametrize("name", sorted(cli.commands))
+@pytest.mark.parametrize("name", sorted(cli.every_command()))
 def test_every_option_of_a_command_has_a_help_text(name: str) -> None:
-    command = cli.commands[name]
+    command = cli.every_command()[name]
     silent = [
         "/".join(param.opts)
         for param in command.params

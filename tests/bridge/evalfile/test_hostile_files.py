@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
 
 from tests.bridge.evalfile.hostile import HOSTILE, write_hostile
 from tests.conftest import Processes, WriteFiles, wait_for
@@ -14,7 +18,7 @@ from tests.conftest import Processes, WriteFiles, wait_for
 LOCATED = re.compile(r"^(?P<path>/\S+?):(?P<line>\d+):(?P<column>\d+): ")
 
 
-def validate(path: Path) -> subprocess.CompletedProcess[str]:
+def validate(path: Path, env: dict[str, str]) -> CompletedProcess[str]:
     """`evalrelay validate` on one file, as a process that must end within 20 s."""
     return subprocess.run(
         [sys.executable, "-m", "bridge.cli.main", "validate", str(path)],
@@ -22,15 +26,27 @@ def validate(path: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=20,
         stdin=subprocess.DEVNULL,
+        env=env,
     )
 
 
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, CompletedProcess[str]]:
+    """`evalrelay validate` run once on each hostile file, for the tests below to read: a
+    process each (about a second of imports), so not again for every test."""
+    root = tmp_path_factory.mktemp("hostile") / "project"
+    (root / "evals").mkdir(parents=True)
+    (root / "evalrelay.yaml").write_text('guideline_patterns: ["**/*.instructions.md"]\n')
+    (root / "targets.yaml").write_text("targets: []\n")
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
+    env["EVALRELAY_HOME"] = str(root.parent / "home")
+    return {path: validate(path, env) for path in write_hostile(root / "evals")}
+
+
 def test_validate_refuses_each_hostile_file_with_its_place_and_no_traceback(
-    project: WriteFiles,
+    validated: dict[Path, CompletedProcess[str]],
 ) -> None:
-    root = project({"targets.yaml": "targets: []\n"})
-    for path in write_hostile(root / "evals"):
-        done = validate(path)
+    for path, done in validated.items():
         said = done.stdout + done.stderr
         assert done.returncode == 1, f"{path.name}: {said}"
         assert "Traceback" not in said, f"{path.name}: {said}"
@@ -39,10 +55,8 @@ def test_validate_refuses_each_hostile_file_with_its_place_and_no_traceback(
         assert located and located["path"] == str(path), f"{path.name}: {said}"
 
 
-def test_hostile_messages_say_what_is_wrong(project: WriteFiles) -> None:
-    root = project({})
-    write_hostile(root / "evals")
-    said = {p.name: validate(p).stdout for p in (root / "evals").iterdir()}
+def test_hostile_messages_say_what_is_wrong(validated: dict[Path, CompletedProcess[str]]) -> None:
+    said = {p.name: done.stdout for p, done in validated.items()}
     assert (
         ":4:33: not a YAML text file: special characters are not allowed ('\\x00')"
         in (said["nul-byte.yaml"])

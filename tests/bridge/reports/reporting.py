@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from bridge.prompt.build import PromptRequest
+from bridge.results.changes import FileChange, WorkspaceChanges
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status
+from bridge.results.trajectory import Trajectory, TrajectoryStep
 from tests.browser import dom
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
@@ -119,3 +121,26 @@ def long_answers(results: list[Result]) -> list[Result]:
         r.model_copy(update={"answer": f"{r.answer}. {FILLER}(end of {r.case_id} {r.target})"})
         for r in results
     ]
+
+
+def agent_run(case_id: str, target: str = "codex") -> Result:
+    """A graded agent result with a three-step trajectory (the edit failed once) and the
+    workspace change it left."""
+    steps = [
+        TrajectoryStep(tool="Read", kind="read", arguments={"file_path": "a.py"},
+                       output="print('hi')", ok=True, paths=["a.py"], duration_ms=12),
+        TrajectoryStep(tool="Bash", kind="command", arguments={"command": "make"},
+                       output="x" * 3000 + "[cut]", output_chars_cut=5000, ok=True),
+        TrajectoryStep(tool="Write", kind="edit", arguments={"file_path": "b.txt"},
+                       output="permission denied", ok=False, paths=["b.txt"]),
+    ]  # fmt: skip
+    diff = "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+done\n"
+    return graded(
+        case_id,
+        target,
+        1.0,
+        trajectory=Trajectory(agent=target, steps=steps, model_calls=4, cost_usd=0.25),
+        workspace_changes=WorkspaceChanges(
+            files=[FileChange(path="b.txt", change="added")], diff=diff
+        ),
+    )

@@ -31,6 +31,7 @@ from tests.bridge.reports.reporting import (
     NEEDLE,
     OPEN_ALL,
     SYSTEM,
+    agent_run,
     graded,
     long_answers,
     many_results,
@@ -172,6 +173,26 @@ def test_a_conversation_shows_each_turn_and_its_own_verdict(tmp_path: Path) -> N
     ), page
     for text in ("turn 1", "turn 2", "turn, skipped", "answer does not contain 'Two'", "stopped"):
         assert text in page, text
+
+
+def test_an_agents_trajectory_is_a_timeline_and_its_workspace_changes_a_diff(
+    tmp_path: Path,
+) -> None:
+    page = cases_of(dom_of(tmp_path, [agent_run("fix")]))["fix codex"]
+    assert "<h3>Trajectory (codex)</h3>" in page
+    assert "3 steps · 4 model calls · $0.25" in page
+    steps = re.findall(r'<li class="step (\w+)"><div class="role">([^<]*)</div>', page)
+    assert steps == [
+        ("read", "read · Read · 12 ms · a.py"),
+        ("command", "command · Bash"),
+        ("edit", "edit · Write · failed · b.txt"),
+    ]
+    assert re.search(
+        r'"file_path": "a\.py"\s*\}</pre><pre class="tool-call">print\(\'hi\'\)</pre>', page
+    )
+    assert "<h3>Workspace changes</h3><ul><li>added · b.txt</li></ul>" in page
+    assert '<pre class="diff">--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+done\n</pre>' in page
+    assert "tool call ·" not in page  # the steps are not shown twice
 
 
 FILTERS = [

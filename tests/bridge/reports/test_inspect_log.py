@@ -12,7 +12,7 @@ from typing import Any
 from zipfile import ZipFile
 
 import pytest
-from inspect_ai.event import ModelEvent, ScoreEvent
+from inspect_ai.event import ModelEvent, ScoreEvent, ToolEvent
 from inspect_ai.log import (
     EvalLog,
     EvalSample,
@@ -32,7 +32,7 @@ from bridge.reports.campaign import CampaignResults
 from bridge.reports.inspect_log import write_inspect_logs
 from bridge.results.result import AttemptSummary, ErrorInfo, EvaluatorResult, Result, Status, Usage
 from bridge.results.results_file import summary_path
-from tests.bridge.reports.reporting import CAMPAIGN, graded, result, write_campaign
+from tests.bridge.reports.reporting import CAMPAIGN, agent_run, graded, result, write_campaign
 
 FORMATS = pytest.mark.parametrize("suffix", [".eval", ".json"])
 
@@ -398,3 +398,28 @@ def test_no_target_of_that_name_names_the_campaigns_targets(tmp_path: Path) -> N
 def test_only_eval_and_json_files(tmp_path: Path) -> None:
     with pytest.raises(EvalrelayError, match=r"a \.eval file .* or a \.json file"):
         export(tmp_path, CAMPAIGN, ".zip")
+
+
+def test_an_agents_trajectory_is_a_tool_event_per_step(tmp_path: Path) -> None:
+    (path,) = export(tmp_path, [agent_run("fix")])
+    (sample,) = read_eval_log(str(path)).samples or []
+    tools = [e for e in sample.events if isinstance(e, ToolEvent)]
+    assert [(e.function, e.arguments, e.agent) for e in tools] == [
+        ("Read", {"file_path": "a.py"}, "codex"),
+        ("Bash", {"command": "make"}, "codex"),
+        ("Write", {"file_path": "b.txt"}, "codex"),
+    ]
+    read, command, write = tools
+    assert read.result == "print('hi')" and read.working_time == 0.012 and not read.failed
+    assert command.truncated == (8005, 3005)
+    assert write.failed and write.error is not None
+    assert write.error.message == "permission denied"
+    kinds = [type(e).__name__ for e in sample.events]
+    assert kinds == [
+        "ModelEvent",
+        "ToolEvent",
+        "ToolEvent",
+        "ToolEvent",
+        "ScoreEvent",
+        "ScoreEvent",
+    ]

@@ -104,6 +104,19 @@ def test_any_campaign_gets_statistics_never_an_error(
         assert pair.cases_for_80_power is None or pair.cases_for_80_power >= 2
 
 
+def test_cases_with_the_same_mixed_repeats_get_the_interval_of_their_results() -> None:
+    """Two cases that each pass one repeat of two: no spread between cases, so the cluster
+    variance is 0 (it once divided by it); the interval is that of the four results."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    observations = Observations()
+    for case, repeat, passed in [(0, 0, False), (0, 1, True), (1, 0, True), (1, 1, False)]:
+        observations.add("b", "d", f"c{case}", repeat, float(passed), passed)
+    stats = campaign_statistics(observations)
+    expected = proportion_confint(2, 4, alpha=0.05, method="wilson")
+    assert stats.targets["b"].pass_rate_ci == pytest.approx(expected)
+
+
 def test_the_same_difference_in_every_case_needs_no_power_calculation() -> None:
     """Seven cases each a third lower: the mean of the differences is off by rounding, so
     their spread is not quite 0 and the power solver finds no solution (it once failed

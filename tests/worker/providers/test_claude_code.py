@@ -211,6 +211,10 @@ def test_writing_needs_a_permission_mode_and_each_denial_is_kept(
     (denial,) = denied.artifacts["claude"]["result"]["permission_denials"]
     assert denied.status is Status.OK and denial["tool_name"] == "Bash"
     assert not (Path(denied.artifacts["claude"]["workspace"]) / "made.txt").exists()
+    assert denied.trajectory is not None
+    (step,) = denied.trajectory.steps
+    assert (step.tool, step.kind, step.ok) == ("Bash", "command", False)
+    assert denied.workspace_changes is not None and denied.workspace_changes.files == []
 
     allowed = run_claude(
         project, tmp_path, client, fixtures, "Write", "permission_mode: acceptEdits"
@@ -218,6 +222,8 @@ def test_writing_needs_a_permission_mode_and_each_denial_is_kept(
     assert allowed.artifacts["claude"]["result"]["permission_denials"] == []
     made = Path(allowed.artifacts["claude"]["workspace"]) / "made.txt"
     assert made.read_text() == "done\n"
+    assert allowed.workspace_changes is not None
+    assert allowed.workspace_changes.diff == "--- /dev/null\n+++ b/made.txt\n@@ -0,0 +1 @@\n+done\n"
 
 
 def test_stopping_at_max_turns_is_the_models_failure(
@@ -249,6 +255,11 @@ def test_agent_that_never_finishes_is_stopped_with_every_process(
     assert time.monotonic() - started < 20
     assert any(e["type"] == "assistant" for e in result.artifacts["claude"]["transcript"])
     assert running_with(marker) == []
+    # The trajectory until it was stopped: the command asked for, which never succeeded.
+    assert result.trajectory is not None
+    last = result.trajectory.steps[-1]
+    assert last.tool == "Bash" and last.ok is not True
+    assert marker in last.arguments["command"]
 
 
 def test_server_error_is_an_infra_error_with_the_agents_message(

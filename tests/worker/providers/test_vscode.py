@@ -98,6 +98,8 @@ def test_answer_comes_back_with_the_attachments_inside_the_workspace(
     assert all(c["window"] == str(workspace) for c in chats)
     assert not (workspace / "subagent.lock").exists()
     assert set(record["timings_ms"]) == {"prepared", "ready", "dispatched", "answered"}
+    # The request, the answer and `.alive` are the protocol's, not changes of the agent's.
+    assert result.workspace_changes is not None and result.workspace_changes.files == []
 
 
 def test_an_open_window_is_not_woken_again(

@@ -1,0 +1,1 @@
+"""Each command-line agent's event stream read as one `bridge.results.trajectory.Trajectory`."""
