@@ -30,6 +30,8 @@ from bridge.evalfile.schema import (
     FileSegment,
     ToolMessage,
 )
+from bridge.evalfile.promptfoo.config import translate_promptfoo
+from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
 from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.tools import (
     ToolChoice,
@@ -136,6 +138,9 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
     """The file read as an `evalcases` document, whose places lead back to the file's lines:
     what the loader validates, and what places an error found after loading."""
     doc = load_document(path, project.config.load_limits)
+    if is_promptfoo(path, doc.data):
+        doc, notes = translate_promptfoo(doc, project)
+        return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
     if is_suite(doc.data):
         doc, notes = translate_suite(doc, project)
         return EvalDocument(doc, notes, SUITE_FORMAT)

@@ -166,8 +166,13 @@ def _lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
-    """The suite as an `evalcases` document (positions mapped back), or InvalidFileError."""
+def translate_suite(
+    doc: YamlDocument, project: Project, derive_ids: bool = False
+) -> SuiteDocument:
+    """The suite as an `evalcases` document (positions mapped back), or InvalidFileError.
+
+    `derive_ids`: a test without `id` is named from its place and description, as
+    promptfoo's tests have no ids (AgentV's must have one)."""
     t = _Translation(doc, project)
     data = t.data
     for key, why in NOTED_KEYS.items():
@@ -194,7 +199,11 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     suite_metadata = _suite_metadata(data)
     cases: list[dict[str, Any]] = []
     most = project.config.load_limits.cases
-    for j, raw_test in _tests(t):
+    taken: set[str] = set()
+    for n, (j, raw_test) in enumerate(_tests(t), 1):
+        if derive_ids and raw_test.get("id") is None:
+            raw_test = {**raw_test, "id": _derived_id(n, raw_test, taken)}
+        taken.add(str(raw_test.get("id")))
         if (len(cases) + len(prompts)) * max(len(providers), 1) > most:
             t.fail(("tests", j), _too_many_cases(most))
             raise InvalidFileError(t.sorted_problems())
@@ -223,6 +232,17 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     if t.problems:
         raise InvalidFileError(t.sorted_problems())
     return SuiteDocument(doc._replace(data=out, origin=t.origin), t.notes)
+
+
+def _derived_id(n: int, raw: dict[str, Any], taken: set[str]) -> str:
+    """`test-<n>` (its place among the tests, from 1), with its description when it has
+    one: stable while the tests keep their order, readable in reports."""
+    description = raw.get("description")
+    slug = _safe(str(description)) if isinstance(description, (str, int)) else ""
+    derived = f"test-{n}-{slug}" if slug else f"test-{n}"
+    while derived in taken:
+        derived += "-again"
+    return derived
 
 
 def _check_count(t: _Translation, count: int, loc: Loc) -> None:
