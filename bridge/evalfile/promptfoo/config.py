@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
 from bridge.evalfile.promptfoo.providers import provider_entries, target_name
@@ -195,6 +196,10 @@ def _convert_asserts(data: dict[str, Any], folder: str) -> None:
         for entry in entries:
             if isinstance(entry, dict) and entry.get("type") in CODE_TYPES:
                 entry = code_assertion(entry, folder)
+            elif isinstance(entry, dict) and str(entry.get("type")).removeprefix("not-") in RENAMED:
+                kind = str(entry["type"])
+                if kind.startswith("not-"):  # promptfoo's inverse: the check, negated
+                    entry = {**entry, "type": kind.removeprefix("not-"), "negate": True}
             elif isinstance(entry, dict) and entry.get("type") == "assert-set":
                 entry = {**entry, "assert": convert(entry.get("assert"))}
             out.append(entry)
