@@ -22,6 +22,8 @@ from bridge.evalfile.evaluators import (
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
+from bridge.evalfile.promptfoo.config import translate_promptfoo
+from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import (
     AssistantMessage,
@@ -30,8 +32,6 @@ from bridge.evalfile.schema import (
     FileSegment,
     ToolMessage,
 )
-from bridge.evalfile.promptfoo.config import translate_promptfoo
-from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
 from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.tools import (
     ToolChoice,

@@ -166,9 +166,7 @@ def _lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def translate_suite(
-    doc: YamlDocument, project: Project, derive_ids: bool = False
-) -> SuiteDocument:
+def translate_suite(doc: YamlDocument, project: Project, derive_ids: bool = False) -> SuiteDocument:
     """The suite as an `evalcases` document (positions mapped back), or InvalidFileError.
 
     `derive_ids`: a test without `id` is named from its place and description, as

@@ -88,7 +88,7 @@ def config_targets(path: Path, root: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
             continue
         name = target_name(entry)
-        config = entry.get("config") if isinstance(entry.get("config"), dict) else {}
+        config: dict[str, Any] = entry["config"] if isinstance(entry.get("config"), dict) else {}
         target = target_for(entry["id"], config, name)
         if target is not None:
             found.setdefault(name, target)
@@ -100,7 +100,8 @@ def _provider_entries(data: dict[str, Any], folder: Path, root: Path) -> list[An
     default = data.get("defaultTest")
     if isinstance(default, dict) and isinstance(default.get("options"), dict):
         graders.append(default["options"].get("provider"))
-    for test in data.get("tests") if isinstance(data.get("tests"), list) else []:
+    tests = data.get("tests")
+    for test in tests if isinstance(tests, list) else []:
         if isinstance(test, dict):
             graders.append((test.get("options") or {}).get("provider"))
             graders += [a.get("provider") for a in test.get("assert") or [] if isinstance(a, dict)]

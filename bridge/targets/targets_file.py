@@ -18,8 +18,8 @@ from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.project import root_reason, searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
-from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
 from bridge.targets.promptfoo_providers import config_targets, target_for
+from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
 from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
 
 TARGET_FILES = (
@@ -113,7 +113,9 @@ class Targets:
         config = eval_file or near
         derived = {
             name: _target(raw)
-            for name, raw in (config_targets(config, project_root) if config and config.is_file() else {}).items()
+            for name, raw in (
+                config_targets(config, project_root) if config and config.is_file() else {}
+            ).items()
         }
         if path is None:
             return cls(derived, searched=tuple(searched_folders(project_root, near)))

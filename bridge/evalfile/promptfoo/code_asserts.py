@@ -9,90 +9,16 @@ It prints the pass as a score of 1 or 0, so the case passes exactly when promptf
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from bridge.evalfile.promptfoo.functions import split_reference
 
-PY_RUNNER = r"""
-import importlib.util, json, sys
-from pathlib import Path
-data = json.loads(sys.stdin.read())
-cfg = data.get("config") or {}
-output = data.get("output") or ""
-pf_vars = cfg.get("pf_vars") if isinstance(cfg.get("pf_vars"), dict) else {}
-prompt = " ".join(str(m.get("content")) for m in data.get("input") or [])
-context = {"vars": pf_vars, "prompt": prompt, "test": {"vars": pf_vars}}
-try:
-    if cfg.get("pf_file"):
-        path = Path(cfg["pf_file"])
-        sys.path.insert(0, str(path.parent))
-        spec = importlib.util.spec_from_file_location("promptfoo_assert", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        result = getattr(module, cfg.get("pf_function") or "get_assert")(output, context)
-    else:
-        code = cfg["pf_code"].rstrip()
-        if "\n" in code:
-            body = "\n".join("    " + line for line in code.splitlines())
-        else:
-            body = "    return " + code
-        scope = {}
-        exec("def main(output, context):\n" + body, scope)
-        result = scope["main"](output, context)
-except Exception as exc:
-    print(json.dumps({"pass": False, "score": 0, "reason": f"the code raised {type(exc).__name__}: {exc}"}))
-    sys.exit(0)
-threshold = cfg.get("pf_threshold")
-if isinstance(result, bool):
-    passed, reason = result, f"returned {result}"
-elif isinstance(result, (int, float)):
-    passed = result > 0 if threshold is None else result >= threshold
-    reason = f"returned {result}"
-elif isinstance(result, dict) and ("pass" in result or "pass_" in result):
-    passed = bool(result.get("pass", result.get("pass_")))
-    reason = str(result.get("reason") or f"returned pass={passed}")
-else:
-    passed, reason = False, f"returned {type(result).__name__}, not a boolean, number or grading result"
-print(json.dumps({"pass": passed, "score": 1 if passed else 0, "reason": reason}))
-"""
-
-JS_RUNNER = r"""
-const chunks = [];
-process.stdin.on("data", (c) => chunks.push(c));
-process.stdin.on("end", async () => {
-  const data = JSON.parse(Buffer.concat(chunks).toString());
-  const cfg = data.config || {};
-  const output = data.output || "";
-  const vars = cfg.pf_vars && typeof cfg.pf_vars === "object" ? cfg.pf_vars : {};
-  const prompt = (data.input || []).map((m) => String(m.content)).join(" ");
-  const context = { vars, prompt, test: { vars } };
-  let result;
-  try {
-    if (cfg.pf_file) {
-      const mod = require(cfg.pf_file);
-      const fn = cfg.pf_function ? mod[cfg.pf_function] : typeof mod === "function" ? mod : mod.default;
-      result = await fn(output, context);
-    } else {
-      let code = cfg.pf_code.trimEnd();
-      if (!code.includes("\n")) {
-        const t = code.trim().replace(/;+\s*$/, "");
-        code = /^(const|let|var)\s/.test(t) ? t : `return ${t}`;
-      }
-      result = await new Function("output", "context", code)(output, context);
-    }
-  } catch (err) {
-    process.stdout.write(JSON.stringify({ pass: false, score: 0, reason: `the code threw: ${err.message}` }));
-    return;
-  }
-  const threshold = cfg.pf_threshold;
-  let pass;
-  if (typeof result === "boolean") pass = result;
-  else if (typeof result === "number") pass = threshold === undefined || threshold === null ? result > 0 : result >= threshold;
-  else if (result && typeof result === "object" && "pass" in result) pass = Boolean(result.pass);
-  else pass = false;
-  process.stdout.write(JSON.stringify({ pass, score: pass ? 1 : 0, reason: `returned ${JSON.stringify(result)}` }));
-});
-"""
+RUNNERS = Path(__file__).parent / "runners"
+PY_RUNNER = (RUNNERS / "assert_runner.py").read_text(encoding="utf-8")
+JS_RUNNER = (RUNNERS / "assert_runner.js").read_text(encoding="utf-8")
+"""Sent as `python3 -c` / `node -e` arguments, so a worker needs no copy of evalrelay's
+files beside its own installation to run them."""
 
 CODE_TYPES = ("javascript", "python", "not-javascript", "not-python")
 

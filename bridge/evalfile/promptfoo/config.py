@@ -2,7 +2,7 @@
 
 What differs from AgentV's reading is settled here, before the shared translation:
 `targets` (promptfoo's other name for `providers`), providers written as `{id: options}`,
-no `tests` (each prompt runs once), `scenarios` (each config × each test), tests and
+no `tests` (each prompt runs once), `scenarios` (each config times each test), tests and
 prompts made by Python or JavaScript functions, and `javascript`/`python` assertions.
 Keys promptfoo runs itself and evalrelay does not are named in notes, never silently
 dropped. Places stay those of the file, so errors still name its lines.
@@ -20,13 +20,13 @@ from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
-from bridge.evalfile.promptfoo.providers import provider_entries, target_name
 from bridge.evalfile.promptfoo.functions import (
     FunctionError,
     call_function,
     is_function_file,
     split_reference,
 )
+from bridge.evalfile.promptfoo.providers import provider_entries, target_name
 from bridge.evalfile.suite_format import SuiteDocument, translate_suite
 from bridge.evalfile.yaml_source import Loc, YamlDocument
 
@@ -125,8 +125,10 @@ def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
     for i, entry in enumerate(entries):
         loc: Loc = ("prompts", i) if isinstance(raw, list) else ("prompts",)
         reference = entry
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and not (
-            "raw" in entry or "content" in entry
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get("id"), str)
+            and not ("raw" in entry or "content" in entry)
         ):
             reference = entry["id"]
         if isinstance(reference, str) and is_function_file(reference):
@@ -210,7 +212,9 @@ def _convert_asserts(data: dict[str, Any], folder: str) -> None:
         data["defaultTest"] = {**default, "assert": convert(default.get("assert"))}
     if isinstance(data.get("tests"), list):
         data["tests"] = [
-            {**t, "assert": convert(t.get("assert"))} if isinstance(t, dict) and "assert" in t else t
+            {**t, "assert": convert(t.get("assert"))}
+            if isinstance(t, dict) and "assert" in t
+            else t
             for t in data["tests"]
         ]
 

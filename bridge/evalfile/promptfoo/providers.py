@@ -29,11 +29,11 @@ def provider_entries(raw: Any, folder: Path, root: Path) -> list[Any]:
     for entry in entries:
         if isinstance(entry, str) and entry.startswith("file://"):
             path = (folder / entry.removeprefix("file://")).resolve()
-            if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
-                if path.is_relative_to(root):
-                    held = load_yaml(path).data
-                    out += [spelled_out(e) for e in (held if isinstance(held, list) else [held])]
-                    continue
+            readable = path.suffix in (".yaml", ".yml", ".json") and path.is_file()
+            if readable and path.is_relative_to(root):
+                held = load_yaml(path).data
+                out += [spelled_out(e) for e in (held if isinstance(held, list) else [held])]
+                continue
         out.append(spelled_out(entry))
     return out
 

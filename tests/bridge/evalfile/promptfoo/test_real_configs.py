@@ -11,8 +11,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 INCOMPLETE = {
     "Antonio-Bellifemine+generative-ai-testing/chatbot-testing/promptfooconfig.yaml": (
-        "a template: `file://path/to/file` does not exist and every `assert` has an empty "
-        "`type:`",
+        "a template: `file://path/to/file` does not exist and every `assert` has an empty `type:`",
         "an assertion is a string (a criterion) or a mapping with `type`",
     ),
     "BillReyor+lmstudio-promptfoo-chatbot/promptfooconfig.yaml": (

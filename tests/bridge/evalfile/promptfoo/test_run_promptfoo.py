@@ -1,4 +1,4 @@
-"""`evalrelay run promptfooconfig.yaml`: prompts × providers × tests as one campaign on a
+"""`evalrelay run promptfooconfig.yaml`: prompts x providers x tests as one campaign on a
 real worker, the OpenAI provider served on loopback through the real SDK, and the
 providers side by side in the report's matrix."""
 
@@ -62,8 +62,12 @@ def test_prompts_times_providers_times_tests_in_one_campaign(
     }
     assert len({line["campaign_id"] for line in lines}) == 1
     questions = sorted(str(s.body["messages"][-1]["content"]) for s in server.seen)
-    assert questions == ["Capital of France, one word.", "Capital of Japan, one word.",
-                         "What is the capital of France?", "What is the capital of Japan?"]  # fmt: skip
+    assert questions == [
+        "Capital of France, one word.",
+        "Capital of Japan, one word.",
+        "What is the capital of France?",
+        "What is the capital of Japan?",
+    ]
     assert all(s.body["model"] == "gpt-test" for s in server.seen)
     by = {(line["case_id"], line["target"]): line for line in lines}
     assert by[("test-1-france__prompt_prompt-1", "gpt")]["passed"] is True
