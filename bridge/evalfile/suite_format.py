@@ -13,7 +13,7 @@ import copy
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -94,6 +94,7 @@ class _Translation:
         self.notes: list[str] = []
         self.budget = Budget(project.config.template_limits)
         self.env = _PublicEnv(project)
+        self.adapt_asserts: Callable[[Any], Any] | None = None
 
     def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
         self.problems.append(self.doc.diagnostic(loc, message, case))
@@ -166,12 +167,20 @@ def _lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def translate_suite(doc: YamlDocument, project: Project, derive_ids: bool = False) -> SuiteDocument:
+def translate_suite(
+    doc: YamlDocument,
+    project: Project,
+    derive_ids: bool = False,
+    adapt_asserts: Callable[[Any], Any] | None = None,
+) -> SuiteDocument:
     """The suite as an `evalcases` document (positions mapped back), or InvalidFileError.
 
     `derive_ids`: a test without `id` is named from its place and description, as
-    promptfoo's tests have no ids (AgentV's must have one)."""
+    promptfoo's tests have no ids (AgentV's must have one). `adapt_asserts`: rewrites each
+    assert list (a test's, read from a file too, the default test's) before its templates
+    are rendered: a dialect's own assertion types."""
     t = _Translation(doc, project)
+    t.adapt_asserts = adapt_asserts
     data = t.data
     for key, why in NOTED_KEYS.items():
         if key in data:
@@ -473,6 +482,8 @@ def _case(
     for entries, where in lists:
         if not entries:
             continue
+        if t.adapt_asserts is not None:
+            entries = t.adapt_asserts(entries)
         entries = t.render(entries, context, where) if raw.get("vars") or vars_ else entries
         for evaluator, source in to_evaluators(entries, where, judge, t.read, t.fail, case_id):
             origin[("evaluators", len(evaluators))] = source

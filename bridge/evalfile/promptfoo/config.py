@@ -17,9 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+from bridge.evalfile.promptfoo.assertions import promptfoo_asserts
 from bridge.evalfile.promptfoo.functions import (
     FunctionError,
     call_function,
@@ -78,7 +77,7 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
         options = data["evaluateOptions"]
         data["evaluate_options"] = {
             **({"repeat": options["repeat"]} if isinstance(options.get("repeat"), int) else {}),
-            **({"timeout_ms": options["timeout"]} if "timeout" in options else {}),
+            **({"timeout_ms": options["timeoutMs"]} if "timeoutMs" in options else {}),
         }
     for key in ("extensions", "workspace", "nunjucks_filters", "input_files"):
         data.pop(key, None)  # AgentV's notes for these would mislead a promptfoo author
@@ -107,11 +106,15 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
     if data["prompts"] is None:
         data["prompts"] = [DEFAULT_PROMPT]
     data["tests"] = tests
-    _convert_asserts(data, str(folder))
     _name_graders(data)
     if problems:
         raise InvalidFileError(sorted(set(problems), key=lambda d: (d.line, d.column)))
-    translated = translate_suite(doc._replace(data=data), project, derive_ids=True)
+    translated = translate_suite(
+        doc._replace(data=data),
+        project,
+        derive_ids=True,
+        adapt_asserts=lambda entries: promptfoo_asserts(entries, str(folder)),
+    )
     return SuiteDocument(translated.document, notes + translated.notes)
 
 
@@ -185,38 +188,6 @@ def _scenarios(raw: Any) -> list[dict[str, Any]]:
                     merged["description"] = f"{scenario['description']} {k + 1}"
                 tests.append(merged)
     return tests
-
-
-def _convert_asserts(data: dict[str, Any], folder: str) -> None:
-    """javascript/python assertions (and their `not-` forms, inside `assert-set` too)
-    become script evaluators, wherever an assert list is written."""
-
-    def convert(entries: Any) -> Any:
-        if not isinstance(entries, list):
-            return entries
-        out = []
-        for entry in entries:
-            if isinstance(entry, dict) and entry.get("type") in CODE_TYPES:
-                entry = code_assertion(entry, folder)
-            elif isinstance(entry, dict) and str(entry.get("type")).removeprefix("not-") in RENAMED:
-                kind = str(entry["type"])
-                if kind.startswith("not-"):  # promptfoo's inverse: the check, negated
-                    entry = {**entry, "type": kind.removeprefix("not-"), "negate": True}
-            elif isinstance(entry, dict) and entry.get("type") == "assert-set":
-                entry = {**entry, "assert": convert(entry.get("assert"))}
-            out.append(entry)
-        return out
-
-    default = data.get("defaultTest")
-    if isinstance(default, dict):
-        data["defaultTest"] = {**default, "assert": convert(default.get("assert"))}
-    if isinstance(data.get("tests"), list):
-        data["tests"] = [
-            {**t, "assert": convert(t.get("assert"))}
-            if isinstance(t, dict) and "assert" in t
-            else t
-            for t in data["tests"]
-        ]
 
 
 def _name_graders(data: dict[str, Any]) -> None:
