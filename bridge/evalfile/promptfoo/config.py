@@ -33,7 +33,8 @@ NOTED_KEYS = {
     "redteam": "red-team generation is promptfoo's own; run `promptfoo redteam generate` "
     "and evaluate the tests it writes",
     "extensions": "promptfoo's extension hooks are not run by evalrelay",
-    "outputPath": "evalrelay writes its own results file and report; see docs/promptfoo.md",
+    "outputPath": "`run` writes a .json outputPath in promptfoo's results shape, beside its "
+    "own results file; other formats are not written",
     "sharing": "results are not shared to promptfoo's cloud",
     "nunjucksFilters": "custom Nunjucks filters (JavaScript) are not available",
     "derivedMetrics": "derived metrics are not computed",

@@ -94,7 +94,8 @@ def test_a_test_generator_runs_in_a_bounded_child(project: WriteFiles) -> None:
             import os
 
             def make_tests():
-                return [{"vars": {"n": str(i), "home": os.environ.get("HOME", "")}} for i in range(3)]
+                home = os.environ.get("HOME", "")
+                return [{"vars": {"n": str(i), "home": home}} for i in range(3)]
 
             def forever():
                 while True:

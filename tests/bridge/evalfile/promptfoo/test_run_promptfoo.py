@@ -4,6 +4,7 @@ providers side by side in the report's matrix."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import redis
@@ -16,6 +17,7 @@ KEY = "sk-test-promptfoo-0123456789"
 
 CONFIG = """\
 description: capitals
+outputPath: promptfoo-results.json
 prompts:
   - "What is the capital of {{{{ country }}}}?"
   - file://prompts/terse.txt
@@ -73,6 +75,12 @@ def test_prompts_times_providers_times_tests_in_one_campaign(
     assert by[("test-1-france__prompt_prompt-1", "gpt")]["passed"] is True
     assert by[("test-1-france__prompt_prompt-1", "echo")]["passed"] is False
     assert by[("test-2__prompt_terse", "echo")]["passed"] is True
+    written = json.loads((root / "promptfoo-results.json").read_text())["results"]
+    assert len(written["results"]) == 8
+    assert written["stats"] == {"successes": 6, "failures": 2, "errors": 0}
+    row = next(r for r in written["results"] if r["provider"]["id"] == "echo" and not r["success"])
+    assert row["gradingResult"]["componentResults"][0]["assertion"]["type"] == "icontains"
+    assert row["gradingResult"]["componentResults"][0]["pass"] is False
     shown = evalrelay("report", str(jsonl), "--out", "reports", env=env, cwd=root)
     assert shown.returncode == 0, shown.stderr
     (html,) = (root / "reports").glob("*.html")
