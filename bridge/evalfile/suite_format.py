@@ -15,7 +15,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jinja2 import TemplateError
 
@@ -44,6 +44,15 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 def is_suite(data: Any) -> bool:
     return isinstance(data, dict) and "evalcases" not in data and any(k in data for k in SUITE_KEYS)
+
+
+@runtime_checkable
+class PromptBuilder(Protocol):
+    """A prompt written as code (promptfoo's prompt functions): the prompt for one test's
+    vars, a text or a message list, still rendered as a template after; ValueError when
+    it cannot be made, saying why."""
+
+    def build(self, vars_: dict[str, Any]) -> Any: ...
 
 
 class SuiteDocument(NamedTuple):
@@ -432,6 +441,12 @@ def _case(
         t.fail(loc, "a test needs an `id`; add one")
         return None
     case_id = str(t.render(case_id, context, (*loc, "id")))
+    if isinstance(prompt, PromptBuilder):  # a dialect's prompt made from the test's vars
+        try:
+            prompt = prompt.build(vars_)
+        except ValueError as exc:
+            t.fail(prompt_loc, str(exc), case_id)
+            return None
     # Rendered twice, as AgentV does: vars inside a message list of `vars.input` fill in too.
     rendered_input = t.render(t.render(prompt, context, prompt_loc), context, prompt_loc)
     input_messages = _messages(rendered_input)

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bridge.errors import Diagnostic, InvalidFileError
+from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.assertions import promptfoo_asserts
 from bridge.evalfile.promptfoo.functions import (
@@ -121,7 +122,7 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
 
 def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
     """promptfoo's `{id: file://..., label}` prompt objects become `{file, label}`; a
-    function prompt is refused with what to write instead."""
+    prompt function becomes a PromptFunction, called for each test."""
     entries = raw if isinstance(raw, list) else ([raw] if raw is not None else None)
     if entries is None:
         return None
@@ -136,12 +137,14 @@ def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
         ):
             reference = entry["id"]
         if isinstance(reference, str) and is_function_file(reference):
-            fail(
-                loc,
-                "prompt functions (Python or JavaScript files) build each prompt from the "
-                "test's vars at run time, which evalrelay does not do; write the prompt as "
-                "text, a chat JSON/YAML file, or a Nunjucks template",
-            )
+            path_text, name = split_reference(reference)
+            path = (folder / path_text).resolve()
+            if not path.is_relative_to(project.root) or not path.is_file():
+                fail(loc, f"prompt function file {path_text} not found inside {project.root}")
+                continue
+            label = entry.get("label") if isinstance(entry, dict) else None
+            builder = PromptFunction(path, name, project.config.load_limits)
+            out.append({"label": label or name or path.stem, "prompt": builder})
             continue
         if isinstance(entry, dict) and ("raw" in entry or "content" in entry):
             entry = {**entry, "prompt": entry.get("raw", entry.get("content"))}
@@ -150,6 +153,28 @@ def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
             entry = {"file": entry["id"], **({"label": label} if label else {})}
         out.append(entry)
     return out if isinstance(raw, list) else (out[0] if out else None)
+
+
+class PromptFunction:
+    """A promptfoo prompt function (`file://prompts.py:build`, a `.js` export): called
+    with promptfoo's `context` (`vars`) for each test, in a bounded child process."""
+
+    def __init__(self, path: Path, name: str | None, limits: LoadLimits) -> None:
+        self.path, self.name, self.limits = path, name, limits
+
+    def build(self, vars_: dict[str, Any]) -> Any:
+        try:
+            made = call_function(self.path, self.name, [{"vars": vars_}], self.limits)
+        except FunctionError as exc:
+            raise ValueError(f"prompt function {exc}") from None
+        if isinstance(made, dict) and "prompt" in made:
+            made = made["prompt"]  # promptfoo's {prompt, config}
+        if isinstance(made, str) or (isinstance(made, list) and made):
+            return made
+        raise ValueError(
+            f"prompt function {self.path.name}:{self.name} returned neither a text nor a "
+            "list of messages"
+        )
 
 
 def _generated(reference: str, folder: Path, project: Project, loc: Loc, fail: Any) -> list[Any]:

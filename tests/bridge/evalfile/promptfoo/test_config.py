@@ -127,21 +127,46 @@ def test_a_test_generator_runs_in_a_bounded_child(project: WriteFiles) -> None:
     assert "forever" in problem.message and "load_limits" in problem.message
 
 
-def test_a_prompt_function_is_refused_at_its_line(project: WriteFiles) -> None:
+def test_prompt_functions_build_each_tests_prompt(project: WriteFiles) -> None:
     root = project(
         {
-            "prompts.py": "def build(context):\n    return 'hi'\n",
+            "prompts.py": """\
+            def build(context):
+                return [{"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": "Capital of " + context["vars"]["c"] + "?"}]
+
+            def broken(context):
+                raise RuntimeError("no prompt today")
+            """,
+            "prompt.js": "module.exports.shout = (context) => `${context.vars.c}!`;\n",
             "promptfooconfig.yaml": """\
             providers: [echo]
             prompts:
               - file://prompts.py:build
+              - id: file://prompt.js:shout
+                label: loud
             tests:
-              - vars: {a: 1}
+              - vars: {c: France}
+            """,
+            "bad/promptfooconfig.yaml": """\
+            providers: [echo]
+            prompts:
+              - file://../prompts.py:broken
+            tests:
+              - vars: {c: Peru}
             """,
         }
     )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    assert [c.id for c in loaded.cases] == ["test-1__prompt_build", "test-1__prompt_loud"]
+    built, loud = loaded.cases
+    assert [(m.role, m.parts[0].value) for m in built.messages] == [  # type: ignore[union-attr]
+        ("system", "Be brief."),
+        ("user", "Capital of France?"),
+    ]
+    assert loud.messages[0].parts[0].value == "France!"  # type: ignore[union-attr]
     with pytest.raises(InvalidFileError) as caught:
-        load_eval_file(root / "promptfooconfig.yaml")
+        load_eval_file(root / "bad" / "promptfooconfig.yaml")
     (problem,) = caught.value.diagnostics
     assert (problem.line, problem.column) == (3, 5)
-    assert "prompt functions" in problem.message and "write the prompt as text" in problem.message
+    assert "prompts.py:broken failed: RuntimeError: no prompt today" in problem.message

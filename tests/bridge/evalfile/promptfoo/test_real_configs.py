@@ -24,8 +24,8 @@ INCOMPLETE = {
     ),
     **{
         f"AlqarniMohammed+prompt-eval-engine/{name}": (
-            "prompt functions and test generators importing the repository's `src` package "
-            "and its datasets, which it does not commit (folders of .gitkeep only)",
+            "test generators importing the repository's `src` package (not named by the "
+            "config) and reading datasets it does not commit (folders of .gitkeep only)",
             "test generator pf_tests.py",
         )
         for name in (
