@@ -56,8 +56,10 @@ def is_function_file(reference: str) -> bool:
 
 
 def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLimits) -> Any:
-    """The function's JSON return value. Python's default name is `get_tests`-like names
-    the caller passes; JavaScript's is the module's export."""
+    """The function's JSON return value, `args` cut to as many as a Python function takes.
+    A Python file needs the function's name; a JavaScript module without one is called
+    as its export. Node's heap is bounded by its own flag (V8 reserves more address
+    space than it uses, so no address-space limit there)."""
     if path.suffix == ".py":
         interpreter = shutil.which("python3") or "python3"
         argv = [interpreter, "-I", "-c", PYTHON_CALL]
@@ -67,7 +69,7 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
         node = shutil.which("node")
         if node is None:
             raise FunctionError(f"{path.name}: JavaScript functions need Node.js on this machine")
-        argv = [node, "-e", NODE_CALL]
+        argv = [node, f"--max-old-space-size={limits.memory_mb}", "-e", NODE_CALL]
 
     def bounded() -> None:
         memory = limits.memory_mb * MIB
@@ -84,7 +86,7 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
             cwd=path.parent,
             env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
             timeout=limits.seconds,
-            preexec_fn=bounded if path.suffix == ".py" else None,  # V8 reserves much address space
+            preexec_fn=bounded if path.suffix == ".py" else None,
             check=False,
         )
     except subprocess.TimeoutExpired:
