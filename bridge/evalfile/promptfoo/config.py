@@ -14,7 +14,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.limits import LoadLimits
@@ -71,6 +71,11 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
     def fail(loc: Loc, message: str) -> None:
         problems.append(doc.diagnostic(loc, message))
 
+    try:
+        PromptfooConfig.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            fail(tuple(error["loc"]), f"{error['msg']}, as promptfoo's reference defines it")
     if "providers" not in data and "targets" in data:
         data["providers"] = data.pop("targets")
     data["providers"] = provider_entries(data.get("providers"), folder, project.root)

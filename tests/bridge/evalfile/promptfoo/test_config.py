@@ -170,3 +170,23 @@ def test_prompt_functions_build_each_tests_prompt(project: WriteFiles) -> None:
     (problem,) = caught.value.diagnostics
     assert (problem.line, problem.column) == (3, 5)
     assert "prompts.py:broken failed: RuntimeError: no prompt today" in problem.message
+
+
+def test_a_key_of_the_wrong_shape_is_named_at_its_line(project: WriteFiles) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            description: [not, text]
+            prompts: ["hi"]
+            providers: [echo]
+            scenarios: 3
+            """
+        }
+    )
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "promptfooconfig.yaml")
+    found = [(p.line, p.column, p.message) for p in caught.value.diagnostics]
+    assert found == [
+        (1, 14, "Input should be a valid string, as promptfoo's reference defines it"),
+        (4, 12, "Input should be a valid list, as promptfoo's reference defines it"),
+    ]
