@@ -202,7 +202,9 @@ def plan_jobs(
     overrides = [override] if isinstance(override, str) else list(override or [])
     jobs = []
     for loaded in files:
-        targets = Targets.load(loaded.project.root, loaded.project.configured_at or loaded.path)
+        targets = Targets.load(
+            loaded.project.root, loaded.project.configured_at or loaded.path, loaded.path
+        )
         for case in loaded.cases:
             count = repeats or case.case.repeats or loaded.spec.repeats or 1
             jobs += [
