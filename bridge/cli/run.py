@@ -27,6 +27,8 @@ from bridge.queue.connection import configured_url
 from bridge.queue.jobs import Job
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
+from bridge.reports.promptfoo_json import write_promptfoo_outputs
+from bridge.results.results_file import results_path
 from bridge.targets.targets_file import Targets
 
 
@@ -162,6 +164,11 @@ def run_command(
             )
             sys.exit(130)
     print_summary(console, info, final)
+    for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
+        for written in write_promptfoo_outputs(
+            loaded.path, campaign_id, results_path(out_dir, campaign_id)
+        ):
+            console.print(f"promptfoo results: {written}")
     code, why = exit_status(final, min_score)
     if why:
         console.print(why)

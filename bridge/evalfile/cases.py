@@ -22,6 +22,8 @@ from bridge.evalfile.evaluators import (
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
+from bridge.evalfile.promptfoo.config import translate_promptfoo
+from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import (
     AssistantMessage,
@@ -136,6 +138,9 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
     """The file read as an `evalcases` document, whose places lead back to the file's lines:
     what the loader validates, and what places an error found after loading."""
     doc = load_document(path, project.config.load_limits)
+    if is_promptfoo(path, doc.data):
+        doc, notes = translate_promptfoo(doc, project)
+        return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
     if is_suite(doc.data):
         doc, notes = translate_suite(doc, project)
         return EvalDocument(doc, notes, SUITE_FORMAT)

@@ -13,9 +13,9 @@ import copy
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jinja2 import TemplateError
 
@@ -44,6 +44,15 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
 
 def is_suite(data: Any) -> bool:
     return isinstance(data, dict) and "evalcases" not in data and any(k in data for k in SUITE_KEYS)
+
+
+@runtime_checkable
+class PromptBuilder(Protocol):
+    """A prompt written as code (promptfoo's prompt functions): the prompt for one test's
+    vars, a text or a message list, still rendered as a template after; ValueError when
+    it cannot be made, saying why."""
+
+    def build(self, vars_: dict[str, Any]) -> Any: ...
 
 
 class SuiteDocument(NamedTuple):
@@ -94,6 +103,7 @@ class _Translation:
         self.notes: list[str] = []
         self.budget = Budget(project.config.template_limits)
         self.env = _PublicEnv(project)
+        self.adapt_asserts: Callable[[Any], Any] | None = None
 
     def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
         self.problems.append(self.doc.diagnostic(loc, message, case))
@@ -166,9 +176,20 @@ def _lookup(context: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
-    """The suite as an `evalcases` document (positions mapped back), or InvalidFileError."""
+def translate_suite(
+    doc: YamlDocument,
+    project: Project,
+    derive_ids: bool = False,
+    adapt_asserts: Callable[[Any], Any] | None = None,
+) -> SuiteDocument:
+    """The suite as an `evalcases` document (positions mapped back), or InvalidFileError.
+
+    `derive_ids`: a test without `id` is named from its place and description, as
+    promptfoo's tests have no ids (AgentV's must have one). `adapt_asserts`: rewrites each
+    assert list (a test's, read from a file too, the default test's) before its templates
+    are rendered: a dialect's own assertion types."""
     t = _Translation(doc, project)
+    t.adapt_asserts = adapt_asserts
     data = t.data
     for key, why in NOTED_KEYS.items():
         if key in data:
@@ -194,7 +215,11 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     suite_metadata = _suite_metadata(data)
     cases: list[dict[str, Any]] = []
     most = project.config.load_limits.cases
-    for j, raw_test in _tests(t):
+    taken: set[str] = set()
+    for n, (j, raw_test) in enumerate(_tests(t), 1):
+        if derive_ids and raw_test.get("id") is None:
+            raw_test = {**raw_test, "id": _derived_id(n, raw_test, taken)}
+        taken.add(str(raw_test.get("id")))
         if (len(cases) + len(prompts)) * max(len(providers), 1) > most:
             t.fail(("tests", j), _too_many_cases(most))
             raise InvalidFileError(t.sorted_problems())
@@ -223,6 +248,17 @@ def translate_suite(doc: YamlDocument, project: Project) -> SuiteDocument:
     if t.problems:
         raise InvalidFileError(t.sorted_problems())
     return SuiteDocument(doc._replace(data=out, origin=t.origin), t.notes)
+
+
+def _derived_id(n: int, raw: dict[str, Any], taken: set[str]) -> str:
+    """`test-<n>` (its place among the tests, from 1), with its description when it has
+    one: stable while the tests keep their order, readable in reports."""
+    description = raw.get("description")
+    slug = _safe(str(description)) if isinstance(description, (str, int)) else ""
+    derived = f"test-{n}-{slug}" if slug else f"test-{n}"
+    while derived in taken:
+        derived += "-again"
+    return derived
 
 
 def _check_count(t: _Translation, count: int, loc: Loc) -> None:
@@ -405,6 +441,12 @@ def _case(
         t.fail(loc, "a test needs an `id`; add one")
         return None
     case_id = str(t.render(case_id, context, (*loc, "id")))
+    if isinstance(prompt, PromptBuilder):  # a dialect's prompt made from the test's vars
+        try:
+            prompt = prompt.build(vars_)
+        except ValueError as exc:
+            t.fail(prompt_loc, str(exc), case_id)
+            return None
     # Rendered twice, as AgentV does: vars inside a message list of `vars.input` fill in too.
     rendered_input = t.render(t.render(prompt, context, prompt_loc), context, prompt_loc)
     input_messages = _messages(rendered_input)
@@ -455,6 +497,8 @@ def _case(
     for entries, where in lists:
         if not entries:
             continue
+        if t.adapt_asserts is not None:
+            entries = t.adapt_asserts(entries)
         entries = t.render(entries, context, where) if raw.get("vars") or vars_ else entries
         for evaluator, source in to_evaluators(entries, where, judge, t.read, t.fail, case_id):
             origin[("evaluators", len(evaluators))] = source

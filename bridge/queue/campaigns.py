@@ -223,7 +223,9 @@ def plan_jobs(
 
 def case_targets(loaded: LoadedEvalFile) -> Targets:
     """The targets file the eval file's jobs are planned with."""
-    return Targets.load(loaded.project.root, loaded.project.configured_at or loaded.path)
+    return Targets.load(
+        loaded.project.root, loaded.project.configured_at or loaded.path, loaded.path
+    )
 
 
 def case_job(

@@ -18,6 +18,7 @@ from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.project import root_reason, searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from bridge.targets.promptfoo_providers import config_targets, target_for
 from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
 from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
 
@@ -102,15 +103,29 @@ class Targets:
         self.searched = searched
 
     @classmethod
-    def load(cls, project_root: Path, near: Path | None = None) -> Targets:
-        """The targets file nearest to `near` (an eval file or folder), up to the root."""
+    def load(
+        cls, project_root: Path, near: Path | None = None, eval_file: Path | None = None
+    ) -> Targets:
+        """The targets file nearest to `near` (an eval file or folder), up to the root.
+        A promptfoo config (`eval_file`, else `near`) adds targets for its provider ids;
+        the targets file's own win."""
         path = find_targets_file(project_root, near)
+        config = eval_file or near
+        derived = {
+            name: _target(raw)
+            for name, raw in (
+                config_targets(config, project_root) if config and config.is_file() else {}
+            ).items()
+        }
         if path is None:
-            return cls({}, searched=tuple(searched_folders(project_root, near)))
-        return cls(load_targets_file(path), path)
+            return cls(derived, searched=tuple(searched_folders(project_root, near)))
+        return cls({**derived, **load_targets_file(path)}, path)
 
     def get(self, name: str) -> Target:
         """The target, or a TargetError saying why it cannot be used here."""
+        derived = target_for(name, {}, name)  # a promptfoo id: `openai:chat:gpt-4o-mini`
+        if name not in self.by_name and derived is not None:
+            self.by_name[name] = _target(derived)
         try:
             target = self.by_name[name]
         except KeyError:

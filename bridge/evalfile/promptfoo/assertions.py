@@ -1,0 +1,47 @@
+"""promptfoo's assertion types, as the entries the shared `assert` reader takes
+(bridge/evalfile/assertions.py): code assertions become script evaluators, `not-` forms
+of deterministic checks the check negated, and the model-graded types a judge's criteria.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.evalfile.assertions import RENAMED
+from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+
+JUDGED = {
+    "g-eval": "{value}",
+    "model-graded-closedqa": "{value}",
+    "factuality": "The answer is consistent with these facts: {value}",
+    "answer-relevance": "The answer is relevant to the question that was asked.",
+    "context-faithfulness": "The answer keeps to the context it was given.",
+}
+"""Model-graded types evalrelay's judge grades as criteria (promptfoo's own grading
+prompts differ; the judge's verdict is evalrelay's)."""
+
+
+def promptfoo_asserts(entries: Any, folder: str) -> Any:
+    """One assert list rewritten; what is not a list is left for the reader to report."""
+    if not isinstance(entries, list):
+        return entries
+    return [_one(entry, folder) for entry in entries]
+
+
+def _one(entry: Any, folder: str) -> Any:
+    if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+        return entry
+    kind: str = entry["type"]
+    if kind in CODE_TYPES:
+        return code_assertion(entry, folder)
+    if kind == "assert-set":
+        return {**entry, "assert": promptfoo_asserts(entry.get("assert"), folder)}
+    if kind.startswith("not-") and kind.removeprefix("not-") in RENAMED:
+        return {**entry, "type": kind.removeprefix("not-"), "negate": True}
+    if kind in JUDGED:
+        value = entry.get("value")
+        if isinstance(value, list):
+            value = "; ".join(str(v) for v in value)
+        rest = {k: v for k, v in entry.items() if k not in ("type", "value")}
+        return {"type": "llm-rubric", "value": JUDGED[kind].format(value=value), **rest}
+    return entry

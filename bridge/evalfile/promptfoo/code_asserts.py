@@ -1,0 +1,53 @@
+"""promptfoo's `javascript` and `python` assertions as evalrelay `script` evaluators.
+
+The worker runs the script as it runs any grading script (its own process, the job's time
+limit, no shell). The runner below gives the code what promptfoo gives it, `output` and a
+`context` with `vars` and `prompt`, and reads its return as promptfoo does: a boolean, a
+number (a pass when above 0, or at least `threshold`), or a grading result with `pass`.
+It prints the pass as a score of 1 or 0, so the case passes exactly when promptfoo's would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bridge.evalfile.promptfoo.functions import split_reference
+
+RUNNERS = Path(__file__).parent / "runners"
+PY_RUNNER = (RUNNERS / "assert_runner.py").read_text(encoding="utf-8")
+JS_RUNNER = (RUNNERS / "assert_runner.js").read_text(encoding="utf-8")
+"""Sent as `python3 -c` / `node -e` arguments, so a worker needs no copy of evalrelay's
+files beside its own installation to run them."""
+
+CODE_TYPES = ("javascript", "python", "not-javascript", "not-python")
+
+
+def code_assertion(entry: dict[str, Any], folder: str) -> dict[str, Any]:
+    """A `script` evaluator entry for one javascript/python assertion (its `not-` form
+    negated). `folder` is the config's folder: a `file://` check is found from there."""
+    kind = str(entry["type"])
+    language = kind.removeprefix("not-")
+    value = entry.get("value")
+    argv = ["python3", "-I", "-c", PY_RUNNER] if language == "python" else ["node", "-e", JS_RUNNER]
+    out: dict[str, Any] = {
+        "type": "script",
+        "command": argv,
+        "cwd": folder,
+        "pf_vars": "{{ vars }}",
+    }
+    if isinstance(value, str) and value.startswith("file://"):
+        path, name = split_reference(value)
+        out["pf_file"] = path if path.startswith("/") else f"{folder}/{path}"
+        if name:
+            out["pf_function"] = name
+    else:
+        out["pf_code"] = "" if value is None else str(value)
+    if entry.get("threshold") is not None:
+        out["pf_threshold"] = entry["threshold"]
+    if kind.startswith("not-"):
+        out["negate"] = True
+    for key in ("weight", "metric"):
+        if key in entry:
+            out[key] = entry[key]
+    return out

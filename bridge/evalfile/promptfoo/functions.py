@@ -1,0 +1,105 @@
+"""Python and JavaScript functions a promptfoo config names (`file://gen.py:make_tests`,
+`file://prompt.js:build`), run in a child process under the project's load limits: the
+file is untrusted input, so it gets bounded memory, CPU and wall-clock time, no
+environment beyond PATH, and speaks JSON only."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from bridge.evalfile.limits import MIB, LoadLimits, how_to_raise
+
+PYTHON_CALL = """
+import importlib.util, inspect, json, sys
+path, name, args = json.loads(sys.stdin.read())
+sys.path.insert(0, str(__import__("pathlib").Path(path).parent))
+spec = importlib.util.spec_from_file_location("promptfoo_function", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+fn = getattr(module, name)
+wanted = len(inspect.signature(fn).parameters)
+print(json.dumps(fn(*args[:wanted])))
+"""
+NODE_CALL = """
+const chunks = [];
+process.stdin.on("data", (c) => chunks.push(c));
+process.stdin.on("end", async () => {
+  const [path, name, args] = JSON.parse(Buffer.concat(chunks).toString());
+  const mod = require(path);
+  const fn = name ? mod[name] : (typeof mod === "function" ? mod : mod.default);
+  const value = await fn(...args);
+  process.stdout.write(JSON.stringify(value === undefined ? null : value));
+});
+"""
+
+
+class FunctionError(Exception):
+    """The function could not run, or did not return JSON; the message says why."""
+
+
+def split_reference(reference: str) -> tuple[str, str | None]:
+    """`file://a/b.py:fn` → (`a/b.py`, `fn`); no function name → (path, None)."""
+    path = reference.removeprefix("file://")
+    head, sep, tail = path.rpartition(":")
+    if sep and tail.isidentifier() and head.endswith((".py", ".js", ".cjs", ".mjs", ".ts")):
+        return head, tail
+    return path, None
+
+
+def is_function_file(reference: str) -> bool:
+    return split_reference(reference)[0].endswith((".py", ".js", ".cjs", ".mjs"))
+
+
+def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLimits) -> Any:
+    """The function's JSON return value, `args` cut to as many as a Python function takes.
+    A Python file needs the function's name; a JavaScript module without one is called
+    as its export. Node's heap is bounded by its own flag (V8 reserves more address
+    space than it uses, so no address-space limit there)."""
+    if path.suffix == ".py":
+        interpreter = shutil.which("python3") or "python3"
+        argv = [interpreter, "-I", "-c", PYTHON_CALL]
+        if name is None:
+            raise FunctionError(f"{path.name}: name the function, as file://{path.name}:NAME")
+    else:
+        node = shutil.which("node")
+        if node is None:
+            raise FunctionError(f"{path.name}: JavaScript functions need Node.js on this machine")
+        argv = [node, f"--max-old-space-size={limits.memory_mb}", "-e", NODE_CALL]
+
+    def bounded() -> None:
+        memory = limits.memory_mb * MIB
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        cpu = max(1, int(limits.seconds))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+
+    try:
+        done = subprocess.run(
+            argv,
+            input=json.dumps([str(path), name, args]),
+            capture_output=True,
+            text=True,
+            cwd=path.parent,
+            env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+            timeout=limits.seconds,
+            preexec_fn=bounded if path.suffix == ".py" else None,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise FunctionError(
+            f"{path.name}:{name}: did not finish within {limits.seconds:g} s; "
+            + how_to_raise("load_limits", "seconds")
+        ) from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise FunctionError(f"{path.name}:{name or 'default export'} failed: {last[:300]}")
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")
+    except (json.JSONDecodeError, IndexError):
+        raise FunctionError(
+            f"{path.name}:{name}: returned nothing JSON can hold; return lists, mappings, text"
+        ) from None

@@ -1,0 +1,192 @@
+"""What the promptfoo reader makes of each part of a config: ids, providers as targets,
+scenarios, generated tests, and the errors it gives, each at the line it is about."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.cli.validate import check_file
+from bridge.errors import InvalidFileError
+from bridge.evalfile.cases import load_eval_file
+from bridge.targets.targets_file import Targets
+from tests.conftest import WriteFiles
+
+
+def test_tests_without_ids_are_named_by_place_and_description(project: WriteFiles) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            prompts: ["Hi {{ name }}"]
+            providers: [echo]
+            tests:
+              - vars: {name: a}
+              - description: The second one!
+                vars: {name: b}
+              - description: The second one!
+                vars: {name: c}
+            """
+        }
+    )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    assert [c.id for c in loaded.cases] == [
+        "test-1",
+        "test-2-The-second-one",
+        "test-3-The-second-one",
+    ]
+    assert loaded.format.startswith("promptfoo config")
+
+
+def test_provider_ids_are_targets_without_a_targets_file(project: WriteFiles) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            prompts: ["Hi"]
+            providers:
+              - id: openai:chat:gpt-4o-mini
+                config: {temperature: 0.2, apiKey: sk-never-travels}
+              - id: anthropic:messages:claude-sonnet-4-5
+                label: claude
+              - {ollama:chat:llama3: {config: {baseUrl: "http://127.0.0.1:9/v1"}}}
+              - echo
+            """
+        }
+    )
+    path = root / "promptfooconfig.yaml"
+    targets = Targets.load(root, path)
+    gpt = targets.get("openai:chat:gpt-4o-mini")
+    assert (gpt.kind, gpt.raw["model"], gpt.raw["temperature"]) == ("openai", "gpt-4o-mini", 0.2)
+    assert "sk-never-travels" not in repr(targets.by_name)
+    assert targets.get("claude").raw["model"] == "claude-sonnet-4-5"
+    llama = targets.get("ollama:chat:llama3")
+    assert (llama.kind, llama.raw["base_url"]) == ("openai-compatible", "http://127.0.0.1:9/v1")
+    assert targets.get("echo").raw == {"name": "echo", "provider": "mock", "echo": True}
+    checked = check_file(path)
+    assert checked.problems == [] and checked.cases == 1
+
+
+def test_scenarios_are_each_config_times_each_test(project: WriteFiles) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            prompts: ["{{ greeting }}, {{ name }}"]
+            providers: [echo]
+            scenarios:
+              - config:
+                  - vars: {greeting: Hello}
+                  - vars: {greeting: Bonjour}
+                tests:
+                  - vars: {name: Ann}
+                    assert: [{type: contains, value: Ann}]
+                  - vars: {name: Bo}
+            """
+        }
+    )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    sent = [c.messages[0].parts[0].value for c in loaded.cases]  # type: ignore[union-attr]
+    assert sent == ["Hello, Ann", "Hello, Bo", "Bonjour, Ann", "Bonjour, Bo"]
+
+
+def test_a_test_generator_runs_in_a_bounded_child(project: WriteFiles) -> None:
+    root = project(
+        {
+            "evalrelay.yaml": "load_limits: {seconds: 3}\n",
+            "gen.py": """\
+            import os
+
+            def make_tests():
+                home = os.environ.get("HOME", "")
+                return [{"vars": {"n": str(i), "home": home}} for i in range(3)]
+
+            def forever():
+                while True:
+                    pass
+            """,
+            "promptfooconfig.yaml": """\
+            prompts: ["n={{ n }} home={{ home }}"]
+            providers: [echo]
+            tests: file://gen.py:make_tests
+            """,
+            "slow/promptfooconfig.yaml": """\
+            prompts: ["x"]
+            providers: [echo]
+            tests:
+              - file://../gen.py:forever
+            """,
+        }
+    )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    assert [c.messages[0].parts[0].value for c in loaded.cases] == [  # type: ignore[union-attr]
+        "n=0 home=",
+        "n=1 home=",
+        "n=2 home=",
+    ]
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "slow" / "promptfooconfig.yaml")
+    (problem,) = caught.value.diagnostics
+    assert (problem.line, problem.column) == (4, 5)
+    assert "forever" in problem.message and "load_limits" in problem.message
+
+
+def test_prompt_functions_build_each_tests_prompt(project: WriteFiles) -> None:
+    root = project(
+        {
+            "prompts.py": """\
+            def build(context):
+                return [{"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": "Capital of " + context["vars"]["c"] + "?"}]
+
+            def broken(context):
+                raise RuntimeError("no prompt today")
+            """,
+            "prompt.js": "module.exports.shout = (context) => `${context.vars.c}!`;\n",
+            "promptfooconfig.yaml": """\
+            providers: [echo]
+            prompts:
+              - file://prompts.py:build
+              - id: file://prompt.js:shout
+                label: loud
+            tests:
+              - vars: {c: France}
+            """,
+            "bad/promptfooconfig.yaml": """\
+            providers: [echo]
+            prompts:
+              - file://../prompts.py:broken
+            tests:
+              - vars: {c: Peru}
+            """,
+        }
+    )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    assert [c.id for c in loaded.cases] == ["test-1__prompt_build", "test-1__prompt_loud"]
+    built, loud = loaded.cases
+    assert [(m.role, m.parts[0].value) for m in built.messages] == [  # type: ignore[union-attr]
+        ("system", "Be brief."),
+        ("user", "Capital of France?"),
+    ]
+    assert loud.messages[0].parts[0].value == "France!"  # type: ignore[union-attr]
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "bad" / "promptfooconfig.yaml")
+    (problem,) = caught.value.diagnostics
+    assert (problem.line, problem.column) == (3, 5)
+    assert "prompts.py:broken failed: RuntimeError: no prompt today" in problem.message
+
+
+def test_a_key_of_the_wrong_shape_is_named_at_its_line(project: WriteFiles) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            description: [not, text]
+            prompts: ["hi"]
+            providers: [echo]
+            scenarios: 3
+            """
+        }
+    )
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "promptfooconfig.yaml")
+    found = [(p.line, p.column, p.message) for p in caught.value.diagnostics]
+    assert found == [
+        (1, 14, "Input should be a valid string, as promptfoo's reference defines it"),
+        (4, 12, "Input should be a valid list, as promptfoo's reference defines it"),
+    ]
