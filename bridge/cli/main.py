@@ -11,6 +11,7 @@ from rich.logging import RichHandler
 
 from bridge.cli.collect import collect_command
 from bridge.cli.export import export_command
+from bridge.cli.health import health_command
 from bridge.cli.once import Commands
 from bridge.cli.render import render_command
 from bridge.cli.report import compare_command, report_command
@@ -73,6 +74,7 @@ for command in (
     compare_command,
     export_command,
     serve_command,
+    health_command,
 ):
     cli.add_command(command)
 
