@@ -95,8 +95,7 @@ ENTRYPOINT ["tini", "--", "redis-entrypoint"]
 
 # --- Flower, optional (`docker-compose --profile flower up`), at pinned versions ---------
 FROM build AS flower-build
-RUN pip install --no-deps flower==2.0.1 humanize==4.17.0 prometheus_client==0.26.0 \
-        pytz==2026.6 tornado==6.6.1 \
+RUN pip install --no-deps flower==2.0.1 humanize==4.17.0 pytz==2026.6 tornado==6.6.1 \
     && pip check
 
 FROM api AS flower
