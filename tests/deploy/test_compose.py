@@ -13,10 +13,12 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import FAST_RECOVERY, free_port, one_turn_cases, read_jsonl, wait_for
 from tests.deploy.service_images import ROOT, service_images
@@ -50,12 +52,13 @@ class Stack:
         self.folder = folder
         self.name = f"evalrelay-test-{os.getpid()}"
         self.redis_port = free_port()
+        self.serve_port = free_port()
         self.env = {
             **os.environ,
             "COMPOSE_PROJECT_NAME": self.name,
             "EVALRELAY_TAG": tag,
             "EVALRELAY_REDIS_PORT": str(self.redis_port),
-            "EVALRELAY_SERVE_PORT": str(free_port()),
+            "EVALRELAY_SERVE_PORT": str(self.serve_port),
         }
         quoted = urllib.parse.quote(PASSWORD, safe="")
         self.url = f"redis://:{quoted}@127.0.0.1:{self.redis_port}/0"
@@ -189,6 +192,26 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
 
     # The killed services came back (restart policy) and report themselves again.
     wait_for(lambda: stack.evalrelay(*healthy, cwd=host).returncode == 0, 60, "healthy again")
+    # Redis as documented: every write synced, nothing evicted, a memory ceiling.
+    config = subprocess.run(
+        ["docker", "exec", stack.container("redis"), "sh", "-c",
+         'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli CONFIG GET "*"'],
+        capture_output=True, text=True, timeout=60,
+    ).stdout.split("\n")  # fmt: skip
+    settings = dict(zip(config[::2], config[1::2], strict=False))
+    assert settings["appendonly"] == "yes" and settings["appendfsync"] == "always"
+    assert settings["maxmemory-policy"] == "noeviction" and int(settings["maxmemory"]) > 0
+    # The live view on the host's loopback port answers Prometheus from the same Redis.
+    with urllib.request.urlopen(f"http://127.0.0.1:{stack.serve_port}/metrics") as answer:
+        metrics = answer.read().decode()
+    ok = [
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "evalrelay_results_total"
+        and sample.labels == {"campaign": detached, "status": "ok"}
+    ]
+    assert ok == [DETACHED_CASES]
     # Secrets are files: nothing of the password in any container's configuration.
     ids = stack.compose("ps", "-q").split()
     inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True)
