@@ -35,7 +35,7 @@ if [ -z "${EVALRELAY_REDIS_URL:-}" ] && [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
 fi
 
 if [ "${1:-}" = celery ]; then
-    export CELERY_BROKER_URL="$EVALRELAY_REDIS_URL"
+    export CELERY_BROKER_URL="${EVALRELAY_REDIS_URL:?set REDIS_PASSWORD_FILE or EVALRELAY_REDIS_URL}"
     exec "$@"
 fi
 exec evalrelay "$@"

@@ -1,4 +1,4 @@
-"""The service images (`Dockerfile`: api, agent, redis), built without a registry.
+"""The service images (`Dockerfile`: api, agent, redis, flower), built without a registry.
 
 They are built on the Debian base the sandbox tests import (`evalrelay-base:bookworm`,
 debootstrap + `docker import`), once per content: the tag holds a hash of everything the
@@ -25,7 +25,7 @@ from tests.worker.agents.sandbox_images import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = ("api", "agent", "redis")
+TARGETS = ("api", "agent", "redis", "flower")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 

@@ -134,8 +134,8 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     (host / "targets.yaml").write_text(SLOW_TARGET)
     (host / "host.yaml").write_text(one_turn_cases(DETACHED_CASES, case_id="h{i}"))
 
-    healthy = ("health", "--worker", "api-worker", "--collector", "collector", "--watcher",
-               "watcher")  # fmt: skip
+    healthy = ("health", "--worker", "api-worker", "--worker", "agent-worker", "--collector",
+               "collector", "--watcher", "watcher")  # fmt: skip
     wait_for(lambda: stack.evalrelay(*healthy, cwd=host).returncode == 0, 120, "healthy")
     # Docker made ./inbox and ./results as root; the services' user owns them now.
     assert inbox.stat().st_uid == results.stat().st_uid == 1000

@@ -6,10 +6,12 @@ agent tests pin, on Node.js 22, with git; the entry point turns a password file 
 from __future__ import annotations
 
 import subprocess
+import urllib.request
 from pathlib import Path
 
 from redis.connection import parse_url
 
+from tests.conftest import free_port, wait_for
 from tests.deploy.service_images import in_image, service_images
 from tests.worker.providers.real_agents import PACKAGES
 
@@ -53,3 +55,30 @@ def test_entrypoint_escapes_every_url_character_of_the_password(tmp_path: Path) 
     kwargs = parse_url(done.stdout)
     assert kwargs["password"] == password
     assert (kwargs["host"], kwargs["port"], kwargs["db"]) == ("redis.example", 6379, 0)
+
+
+def test_flower_image_serves_flower_on_the_clusters_redis(redis_url: str) -> None:
+    """Flower (the compose file's `flower` profile) connects to Redis and answers."""
+    port = free_port()
+    image = f"evalrelay-flower:{service_images()}"
+    started = subprocess.run(
+        ["docker", "run", "--detach", "--network", "host", "-e", f"EVALRELAY_REDIS_URL={redis_url}",
+         image, f"--port={port}", "--address=127.0.0.1"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    container = started.stdout.strip()
+    try:
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthcheck") as answer:
+                    return bool(answer.read() == b"OK")
+            except OSError:
+                return False
+
+        wait_for(healthy, 60, "Flower to answer")
+        logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True)
+        assert "Connected to redis://" in logs.stdout + logs.stderr
+    finally:
+        subprocess.run(["docker", "rm", "--force", container], capture_output=True, timeout=60)
