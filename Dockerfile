@@ -94,11 +94,14 @@ WORKDIR /data
 ENTRYPOINT ["tini", "--", "redis-entrypoint"]
 
 # --- Flower, optional (`docker-compose --profile flower up`), at pinned versions ---------
-FROM build AS flower-build
-RUN pip install --no-deps flower==2.0.1 humanize==4.17.0 pytz==2026.6 tornado==6.6.1 \
-    && pip check
+FROM deps AS flower-build
+RUN pip install --no-deps --prefix /opt/flower flower==2.0.1 humanize==4.17.0 pytz==2026.6 \
+        tornado==6.6.1
 
 FROM api AS flower
-COPY --from=flower-build /opt/evalrelay /opt/evalrelay
+COPY --from=flower-build /opt/flower /opt/flower
+# Only Flower's own packages: Celery finds its `flower` command through their metadata.
+ENV PYTHONPATH=/opt/flower/lib/python3.11/site-packages
+RUN pip check
 ENTRYPOINT ["tini", "--", "evalrelay-entrypoint", "celery", "--app", "worker.app", "flower"]
 CMD ["--port=5555"]

@@ -44,9 +44,9 @@ def images_tag() -> str:
 
 def service_images() -> str:
     """The tag the three images have (`evalrelay-api:TAG` ...), built when missing."""
-    tag = images_tag()
     docker_engine()
     with _building():
+        tag = images_tag()
         missing = [t for t in TARGETS if not _has_image(f"evalrelay-{t}:{tag}")]
         if missing:
             base_image()
@@ -58,6 +58,10 @@ def service_images() -> str:
                  "--target", target, "-t", f"evalrelay-{target}:{tag}", str(ROOT)],
                 f"docker build of the {target} image",
             )  # fmt: skip
+        if images_tag() != tag:  # the source changed while it was built: not that content
+            for target in missing:
+                subprocess.run(["docker", "rmi", f"evalrelay-{target}:{tag}"], capture_output=True)
+            raise RuntimeError("the source changed while the service images were built; run again")
     return tag
 
 

@@ -77,8 +77,11 @@ def test_flower_image_serves_flower_on_the_clusters_redis(redis_url: str) -> Non
             except OSError:
                 return False
 
+        def connected() -> bool:
+            logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True)
+            return "Connected to redis://" in logs.stdout + logs.stderr
+
         wait_for(healthy, 60, "Flower to answer")
-        logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True)
-        assert "Connected to redis://" in logs.stdout + logs.stderr
+        wait_for(connected, 60, "Flower to connect to Redis")  # it answers before it does
     finally:
         subprocess.run(["docker", "rm", "--force", container], capture_output=True, timeout=60)
