@@ -146,6 +146,11 @@ def watchers_key() -> str:
     return f"{PREFIX}:watchers"
 
 
+def collectors_key() -> str:
+    """Hash: collector (`collect` service) name to its last heartbeat, for `evalrelay health`."""
+    return f"{PREFIX}:collectors"
+
+
 COLLECTOR_GROUP = "collectors"
 """The consumer group every collector reads result streams through."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import socket
@@ -11,10 +12,12 @@ from pathlib import Path
 from types import FrameType
 
 import click
+import redis
 
 from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
 from bridge.errors import EvalrelayError
+from bridge.keys import collectors_key
 from bridge.queue.campaigns import (
     CampaignInfo,
     infos_of,
@@ -23,6 +26,7 @@ from bridge.queue.campaigns import (
     resolve_campaign,
 )
 from bridge.queue.connection import RideOut
+from bridge.queue.holders import ALIVE_SECONDS, beat
 from bridge.queue.rebuild import current_epoch, read_record, rebuild, record_path, write_record
 from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside
@@ -50,7 +54,15 @@ log = logging.getLogger(__name__)
     help="Consumer name; a restarted collector with the same name "
     "resumes its own unacknowledged entries at once.",
 )
-def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str | None) -> None:
+@click.option(
+    "--inbox-campaigns",
+    is_flag=True,
+    help="Also collect campaigns dropped in an inbox, into the results folder their watcher "
+    "chose (which this host must share): their results are written while the watcher is down.",
+)
+def collect_command(
+    out: Path | None, campaign_ids: tuple[str, ...], name: str | None, inbox_campaigns: bool
+) -> None:
     """Write results from Redis into <out>/<campaign>.jsonl: every service campaign until
     stopped, or, with --campaign, the campaigns named until each is complete."""
     stopping = False
@@ -71,8 +83,12 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
         def out_dir_for(campaign_id: str) -> Path:
             """Where the campaign's results go; its record (`bridge.queue.rebuild`) is kept
             there first, to rebuild it from (here, or by `resume`) should Redis lose it."""
+            if infos[campaign_id].collector == "watch":
+                # One results file per campaign: the one its watcher writes too (whichever
+                # of them holds the campaign's collector lease writes it).
+                return Path(infos[campaign_id].out_dir)
             folder = out or Path(infos[campaign_id].out_dir)
-            if campaign_id not in recorded and infos[campaign_id].collector != "watch":
+            if campaign_id not in recorded:
                 # A watcher keeps the record of its own: where its dropped file waits.
                 write_record(infos[campaign_id].model_copy(update={"out_dir": str(folder)}))
                 recorded.add(campaign_id)
@@ -88,6 +104,7 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
         )
         ride_out = RideOut(lambda text: log.warning("collect: %s", text))
         shown = ProgressLines()
+        beat_at = [0.0]  # when this collector last reported itself, for `evalrelay health`
 
         def one_round() -> None:
             nonlocal epoch_seen
@@ -99,9 +116,12 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
                 else [
                     i
                     for i in list_campaigns(runtime.client, limit=1000)
-                    if i.collector == "service"
+                    if i.collector == "service" or (inbox_campaigns and i.collector == "watch")
                 ]
             )
+            if time.monotonic() - beat_at[0] >= BEAT_SECONDS:
+                beat(runtime.client, collectors_key(), consumer, {"host": socket.gethostname()})
+                beat_at[0] = time.monotonic()
             epoch = current_epoch(runtime.client)
             if epoch_seen not in (None, epoch):  # the rebuilt are found again next round
                 collector.redis_lost()
@@ -130,6 +150,8 @@ def collect_command(out: Path | None, campaign_ids: tuple[str, ...], name: str |
             pass
         finally:
             collector.close()
+            with contextlib.suppress(redis.RedisError):
+                runtime.client.hdel(collectors_key(), consumer)
 
 
 class ProgressLines:
@@ -148,6 +170,9 @@ class ProgressLines:
 
 
 PROGRESS_SECONDS = 10.0
+
+BEAT_SECONDS = ALIVE_SECONDS / 3
+"""How often a collector reports itself alive in Redis (`evalrelay health` reads it)."""
 
 
 def rebuild_all(

@@ -40,6 +40,7 @@ COMMANDS = {
     "compare": "bridge.cli.report:compare_command",
     "export": "bridge.cli.export:export_command",
     "serve": "bridge.cli.serve:serve_command",
+    "health": "bridge.cli.health:health_command",
 }
 """Each command's click object, imported when the command is used."""
 

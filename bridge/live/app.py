@@ -12,6 +12,7 @@ import asyncio
 from concurrent.futures import Future
 
 import redis
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -26,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from bridge.live.campaigns import Campaigns, Located, is_campaign_id
 from bridge.live.failures import new_failures
 from bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
+from bridge.live.metrics import registry_for
 from bridge.live.pages import index_page, message_page, remote_page
 from bridge.live.report_cache import Report, ReportCache, ReportError
 from bridge.live.workers import live_workers, serving
@@ -89,6 +91,14 @@ class LiveView:
         self.campaigns = campaigns
         self.cache = cache
         self.link = campaigns.link
+
+    async def metrics(self, request: Request) -> Response:
+        """Prometheus's text format, read from Redis now; 503 while Redis is out of reach."""
+        text = await run_in_threadpool(self.link.ask, metrics_text)
+        if text is None:
+            message = f"Redis is out of reach: {self.link.state().message}\n"
+            return Response(message, 503, media_type="text/plain", headers=NO_STORE)
+        return Response(text, media_type=CONTENT_TYPE_LATEST, headers=NO_STORE)
 
     async def index(self, request: Request) -> Response:
         feed = await run_in_threadpool(self.all_campaigns)
@@ -218,6 +228,10 @@ class NotFound(Payload):
     known: list[str]
 
 
+def metrics_text(client: redis.Redis) -> bytes:
+    return generate_latest(registry_for(client))
+
+
 def _json(payload: BaseModel, status: int = 200) -> Response:
     text = payload.model_dump_json()
     return Response(text, status, media_type="application/json", headers=NO_STORE)
@@ -237,6 +251,7 @@ def create_app(campaigns: Campaigns, cache: ReportCache, *, loopback: bool) -> S
     return Starlette(
         routes=[
             Route("/", view.index),
+            Route("/metrics", view.metrics),
             Route("/api/campaigns", view.campaigns_feed),
             Route("/api/campaigns/{campaign_id}", view.campaign_feed),
             Route("/campaigns/{campaign_id}/", view.page),

@@ -3,13 +3,17 @@ one is complete, and where its results are, and rebuilds those Redis lost."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import redis
 
+from bridge.keys import results_stream_key
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,
@@ -93,3 +97,52 @@ def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
     assert rebuilt, said
     assert int(rebuilt[1]) >= 30
     assert int(rebuilt[1]) + int(rebuilt[2]) == jobs
+
+
+def test_collect_with_inbox_campaigns_writes_a_campaign_whose_watcher_is_down(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """The watcher submits a file and is SIGKILLed; `collect --inbox-campaigns` writes the
+    campaign's one results file where the watcher would have, and the watcher, back,
+    moves the file to done/. Without the flag the collector leaves it waiting."""
+    root = project(
+        {
+            "evalrelay.yaml": "",
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 1500}\n",
+            "inbox/.keep": "",
+        }
+    )
+    inbox, results = root / "inbox", root / "results"
+    processes.worker(client, "w@test", "-c", "4")
+    watch = ("watch", str(inbox), "--target", "slow", "--out", str(results), "--name", "wt")
+    watcher = processes.start(*watch, name="watch-0")
+    (inbox / "dropped.yaml").write_text(one_turn_cases(12))
+    wait_for(lambda: (inbox / "queued" / "dropped.yaml").exists(), 60, "the watcher's submit")
+    os.killpg(watcher.pid, signal.SIGKILL)
+    watcher.wait()
+
+    campaign_id = re.search(r"dropped\.yaml: campaign (\S+),", processes.log("watch-0"))[1]  # type: ignore[index]
+    processes.start("collect", "--name", "services-only", name="plain")
+    stream = results_stream_key(campaign_id)
+    wait_for(lambda: client.xlen(stream) >= 12, 60, "every result waiting in Redis")
+    time.sleep(2)  # a few polls of the plain collector
+    assert not list(results.glob("*.jsonl"))  # it leaves inbox campaigns be
+
+    processes.start("collect", "--name", "all", "--inbox-campaigns", name="all")
+
+    def written() -> list[Path]:
+        return [p for p in results.glob("*.jsonl") if not p.name.endswith(".attempts.jsonl")]
+
+    wait_for(
+        lambda: any(len(p.read_text().splitlines()) >= 12 for p in written()),
+        90,
+        "the inbox campaign's results, written by the collector",
+    )
+    [path] = written()
+    ids = [line["job_id"] for line in read_jsonl(path)]
+    assert len(ids) == len(set(ids)) == 12
+    wait_for(lambda: "complete" in processes.log("all"), 30, "the collector to finish it")
+
+    processes.start(*watch, name="watch-1")
+    wait_for(lambda: (inbox / "done" / "dropped.yaml").exists(), 60, "the file in done/")
+    assert [p.name for p in written()] == [path.name]

@@ -1,0 +1,104 @@
+"""Prometheus metrics of the cluster, read from Redis at each scrape (`serve`'s /metrics).
+
+Nothing is counted in this process: every figure is what Redis holds when Prometheus
+asks, so any number of `serve` processes give the same answer, and one restarted loses
+nothing. Results are counters per campaign and status (`rate()` gives results per second
+by status; `rate_limited` is the 429s); services are up when they reported within
+`EVALRELAY_ALIVE_SECONDS`, on Redis's clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import redis
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from bridge.clock import now_seconds
+from bridge.keys import (
+    collectors_key,
+    holders_key,
+    inflight_key,
+    watchers_key,
+    workers_key,
+)
+from bridge.queue.campaigns import list_campaigns, progress_many
+from bridge.queue.celery_queue import QUEUES
+from bridge.queue.holders import ALIVE_SECONDS
+
+SERVICES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
+
+
+class ClusterMetrics(Collector):
+    """Queue depths, jobs held and leased, results by campaign and status, services' age."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def collect(self) -> Iterator[Metric]:
+        client = self.client
+        depth = GaugeMetricFamily(
+            "evalrelay_queue_depth", "Jobs waiting on each queue.", labels=["queue"]
+        )
+        for queue in QUEUES:
+            depth.add_metric([queue], client.llen(queue))
+        yield depth
+        yield GaugeMetricFamily(
+            "evalrelay_jobs_leased",
+            "Jobs a worker holds a lease on: running now.",
+            value=client.zcard(inflight_key()),
+        )
+        yield GaugeMetricFamily(
+            "evalrelay_jobs_in_flight",
+            "Jobs taken from a queue by a worker (prefetched, waiting or running).",
+            value=client.hlen(holders_key()),
+        )
+        yield from self._campaigns()
+        yield from self._services()
+
+    def _campaigns(self) -> Iterator[Metric]:
+        infos = list_campaigns(self.client, limit=None)
+        states = progress_many(self.client, [i.campaign_id for i in infos])
+        results = CounterMetricFamily(
+            "evalrelay_results",
+            "Results collected, by campaign and status (rate_limited: HTTP 429s).",
+            labels=["campaign", "status"],
+        )
+        jobs = GaugeMetricFamily(
+            "evalrelay_campaign_jobs", "Jobs in each campaign Redis holds.", labels=["campaign"]
+        )
+        for campaign_id, state in states.items():
+            jobs.add_metric([campaign_id], state.total)
+            for status, number in sorted(state.counts.items()):
+                results.add_metric([campaign_id, status], number)
+        yield results
+        yield jobs
+
+    def _services(self) -> Iterator[Metric]:
+        now = now_seconds(self.client)
+        up = GaugeMetricFamily(
+            "evalrelay_service_up",
+            f"1 when the service reported within {ALIVE_SECONDS:.0f} s.",
+            labels=["role", "name"],
+        )
+        age = GaugeMetricFamily(
+            "evalrelay_service_last_seen_seconds",
+            "Seconds since the service last reported, by Redis's clock.",
+            labels=["role", "name"],
+        )
+        for role, key in SERVICES.items():
+            for name, raw in sorted(self.client.hgetall(key()).items()):
+                seconds = max(0.0, now - float(json.loads(raw).get("seen", 0)))
+                up.add_metric([role, str(name)], 1.0 if seconds < ALIVE_SECONDS else 0.0)
+                age.add_metric([role, str(name)], seconds)
+        yield up
+        yield age
+
+
+def registry_for(client: redis.Redis) -> CollectorRegistry:
+    """A registry of only the cluster's metrics (no process metrics of this `serve`)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ClusterMetrics(client))
+    return registry

@@ -1,0 +1,98 @@
+"""`serve`'s /metrics, scraped while a real worker and collector run a campaign: queue
+depth, jobs leased, results by status (rate-limited ones included) and services alive,
+parsed by prometheus_client's own parser as Prometheus would read them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.bridge.cli.test_run import evalrelay
+from tests.bridge.cli.test_serve import get, start_serve
+from tests.conftest import Processes, WriteFiles, free_port, one_turn_cases, wait_for
+
+SLOW = (
+    "targets:\n  - {name: slow, provider: mock, latency_ms: 400, failure_rate: 0.25,"
+    " failure_kind: rate_limited}\n"
+)
+CASES = 40
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    status, headers, body = get(port, "/metrics")
+    assert status == 200, body
+    assert headers["Content-Type"].startswith("text/plain; version=")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+
+
+def test_metrics_follow_a_campaign_through_the_queue_workers_and_collector(
+    project: WriteFiles, processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    root = project({"evalrelay.yaml": "", "targets.yaml": SLOW, "e.yaml": one_turn_cases(CASES)})
+    results = root / "results"
+    port = free_port()
+    start_serve(processes, port, results)
+    submitted = evalrelay(
+        "run", "e.yaml", "--target", "slow", "--detach", env=processes.env, cwd=root
+    )
+    assert submitted.returncode == 0, submitted.stderr
+    campaign = submitted.stdout.strip()
+
+    waiting = scrape(port)
+    assert waiting[("evalrelay_queue_depth", (("queue", "api"),))] == CASES
+    assert waiting[("evalrelay_campaign_jobs", (("campaign", campaign),))] == CASES
+    assert waiting[("evalrelay_jobs_leased", ())] == 0
+
+    processes.worker(client, "m1@test", "-c", "4")
+    processes.start("collect", "--name", "c1", name="c1")
+
+    def leased() -> bool:
+        return scrape(port)[("evalrelay_jobs_leased", ())] > 0
+
+    wait_for(leased, 60, "jobs leased by the worker")
+    running = scrape(port)
+    assert running[("evalrelay_queue_depth", (("queue", "api"),))] < CASES
+    assert running[("evalrelay_jobs_in_flight", ())] >= running[("evalrelay_jobs_leased", ())]
+    assert running[("evalrelay_service_up", (("name", "m1@test"), ("role", "worker")))] == 1
+
+    def collected() -> float:
+        found = scrape(port)
+        return sum(v for (n, labels), v in found.items() if n == "evalrelay_results_total"
+                   and ("campaign", campaign) in labels)  # fmt: skip
+
+    wait_for(lambda: collected() == CASES, 90, "every result counted")
+    done = scrape(port)
+    ok = done[("evalrelay_results_total", (("campaign", campaign), ("status", "ok")))]
+    limited = done[
+        ("evalrelay_results_total", (("campaign", campaign), ("status", "rate_limited")))
+    ]
+    assert ok + limited == CASES and limited > 0
+    assert done[("evalrelay_queue_depth", (("queue", "api"),))] == 0
+    assert done[("evalrelay_service_up", (("name", "c1"), ("role", "collector")))] == 1
+
+
+def test_metrics_say_503_while_redis_is_out_of_reach(processes: Processes, tmp_path: Path) -> None:
+    port = free_port()
+    dead = free_port()
+    processes.env["EVALRELAY_REDIS_URL"] = f"redis://127.0.0.1:{dead}/0"
+    server = processes.start(
+        "serve", "--port", str(port), "--results", str(tmp_path), name="serve-dead"
+    )
+    wait_for(lambda: server.poll() is not None or _answers(port), 30, "serve to answer")
+    status, _, body = get(port, "/metrics")
+    assert status == 503
+    assert b"Redis is out of reach" in body
+
+
+def _answers(port: int) -> bool:
+    try:
+        get(port, "/")
+    except OSError:
+        return False
+    return True
