@@ -61,6 +61,17 @@ def cancel_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:cancelled"
 
 
+def paused_key(campaign_id: str) -> str:
+    """String: present while the campaign is paused (a `bridge.queue.steering.Paused`);
+    workers then leave its jobs for `unpause` to send again."""
+    return f"{PREFIX}:campaign:{campaign_id}:paused"
+
+
+def audit_key(campaign_id: str) -> str:
+    """Stream: who paused, unpaused, cancelled or changed the campaign, and when."""
+    return f"{PREFIX}:campaign:{campaign_id}:audit"
+
+
 def results_stream_key(campaign_id: str) -> str:
     """Stream: results as workers finish them, read by the collector's consumer group."""
     return f"{PREFIX}:results:{campaign_id}"

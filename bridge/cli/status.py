@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import click
 import redis
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -37,6 +39,7 @@ from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
+from bridge.queue.steering import Change, Paused, audit, paused, paused_many
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
 from bridge.results.collector import collectors_of
 from bridge.results.write_errors import write_errors
@@ -102,7 +105,8 @@ def print_campaigns(
     shown = infos if show_all else recent(infos, states, last)
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
-        print_fitted(console, *campaign_tables(shown, states, homes))
+        stopped = paused_many(client, [i.campaign_id for i in shown])
+        print_fitted(console, *campaign_tables(shown, states, homes, stopped))
         unfinished = [i for i in shown if not states[i.campaign_id].finished]
         print_uncollected(console, client, unfinished, embedded)
     hidden = len(infos) - len(shown)
@@ -127,6 +131,7 @@ def campaign_tables(
     infos: Sequence[CampaignInfo],
     states: dict[str, Progress],
     homes: dict[str, ResultsHome | None],
+    stopped: set[str],
 ) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
     for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
@@ -137,7 +142,9 @@ def campaign_tables(
             state = states[info.campaign_id]
             row = (
                 info.campaign_id,
-                f"{state.done}/{state.total}" + (" rebuilt" if info.rebuilt else ""),
+                f"{state.done}/{state.total}"
+                + (" rebuilt" if info.rebuilt else "")
+                + (" paused" if info.campaign_id in stopped else ""),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
@@ -160,6 +167,8 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         "done": f"{state.done}/{state.total} "
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
+        "paused": paused_text(paused(client, info.campaign_id)),
+        "changes": "\n".join(change_text(c) for c in audit(client, info.campaign_id)),
         "rebuilt": rebuilt_text(info.rebuilt) if info.rebuilt else "",
         "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
         "sources": "\n".join(info.sources),
@@ -168,6 +177,20 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         if value:
             table.add_row(field, value)
     return table
+
+
+def paused_text(state: Paused | None) -> str:
+    if state is None:
+        return ""
+    since = datetime.fromtimestamp(state.at, UTC)
+    return escape(f"yes, since {since:%Y-%m-%d %H:%M:%S} UTC by {state.by}: {state.reason}")
+
+
+def change_text(change: Change) -> str:
+    """One line of the campaign's audit, as `status CAMPAIGN` lists them."""
+    when = datetime.fromtimestamp(change.at, UTC)
+    detail = f": {change.detail}" if change.detail else ""
+    return escape(f"{when:%Y-%m-%d %H:%M:%S} UTC {change.action} by {change.by}{detail}")
 
 
 def print_uncollected(
