@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import redis
 
@@ -45,7 +44,7 @@ def test_pause_stops_new_jobs_within_seconds_and_unpause_finishes_with_one_line_
     assert status.returncode == 0, status.stderr
     shown = " ".join(status.stdout.split())
     assert "paused │ yes, since" in shown and "paused by hand" in shown, shown
-    assert f"pause by" in shown
+    assert "pause by" in shown
 
     again = evalrelay("unpause", info.campaign_id, env=processes.env, cwd=root)
     assert again.returncode == 0, again.stderr
