@@ -72,6 +72,17 @@ def audit_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:audit"
 
 
+def live_limits_key(target: str) -> str:
+    """Hash: the target's limits changed live (`rpm`, `tpm`, `max_concurrency`), which
+    every worker uses instead of those of its targets file."""
+    return f"{PREFIX}:limit:{target}:live"
+
+
+def limits_audit_key() -> str:
+    """Stream: who changed a target's limits live, when, and to what."""
+    return f"{PREFIX}:limits:audit"
+
+
 def results_stream_key(campaign_id: str) -> str:
     """Stream: results as workers finish them, read by the collector's consumer group."""
     return f"{PREFIX}:results:{campaign_id}"

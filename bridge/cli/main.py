@@ -35,6 +35,7 @@ COMMANDS = {
     "pause": "bridge.cli.steer:pause_command",
     "unpause": "bridge.cli.steer:unpause_command",
     "cancel": "bridge.cli.steer:cancel_command",
+    "limit": "bridge.cli.limit:limit_command",
     "watch": "bridge.cli.watch:watch_command",
     "provision": "bridge.cli.workspaces:provision_command",
     "unlock": "bridge.cli.workspaces:unlock_command",

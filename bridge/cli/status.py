@@ -43,6 +43,7 @@ from bridge.queue.steering import Change, Paused, audit, paused, paused_many
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
 from bridge.results.collector import collectors_of
 from bridge.results.write_errors import write_errors
+from bridge.targets.live_limits import limit_changes
 
 RECENT_FINISHED = 5
 """Finished campaigns listed by default, newest first, after every unfinished one."""
@@ -87,6 +88,8 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             print_campaigns(console, client, show_all, last, runtime.embedded)
         print_write_errors(console, client)
         console.print(queue_table(client))
+        if changes := limit_changes(client):
+            console.print(limits_table(changes))
         now = now_seconds(client)  # every `seen` was written on Redis's clock
         print_live(console, client, workers_key(), worker_table, show_all, now)
         if client.hlen(watchers_key()):
@@ -266,6 +269,18 @@ def queue_table(client: redis.Redis) -> Table:
     for queue in QUEUES:
         table.add_row(queue, str(client.llen(queue)))
     table.add_row("running (leased)", str(client.zcard(inflight_key())))
+    return table
+
+
+def limits_table(changes: Sequence[dict[str, str]]) -> Table:
+    """The last live changes of targets' limits (`evalrelay limit`), oldest first."""
+    table = Table(title="limit changes")
+    for column in ("when", "target", "change", "by"):
+        table.add_column(column)
+    for change in changes:
+        when = datetime.fromtimestamp(float(change["at"]), UTC)
+        row = (f"{when:%Y-%m-%d %H:%M:%S}", change["target"], change["change"], change["by"])
+        table.add_row(*map(escape, row))
     return table
 
 
