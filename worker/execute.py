@@ -16,7 +16,8 @@ import redis
 
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
-from bridge.results.result import ErrorInfo, Result, Status
+from bridge.results.pricing import cost_of
+from bridge.results.result import Cost, ErrorInfo, Result, Status
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
 from worker.grading.grade import grade
@@ -81,6 +82,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         reasoning=verdict.reasoning if verdict else None,
         evaluator_results=verdict.evaluator_results if verdict else [],
         usage=output.usage if output else None,
+        cost=_cost(job, output),
         started_at=started,
         finished_at=finished,
         duration_ms=duration_ms,
@@ -89,6 +91,22 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         artifacts=artifacts,
     )
     return masked_result(result, job)
+
+
+PRICE_PROVIDERS = {
+    **{kind: kind for kind in ("openai", "anthropic", "azure")},
+    "azure-openai": "azure",
+    **dict.fromkeys(("gemini", "google", "google-gemini"), "google"),
+}
+"""Our provider kinds the price database names otherwise (or alike); others go by model."""
+
+
+def _cost(job: Job, output: ProviderOutput | None) -> Cost | None:
+    if output is None:
+        return None
+    models = (output.model, job.target.settings.get("model"))
+    provider = PRICE_PROVIDERS.get(job.target.kind)
+    return cost_of(output.usage, models, output.cost_usd, provider)
 
 
 def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,6 +54,19 @@ class Usage(BaseModel):
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    """Of the input tokens, those the vendor read from its prompt cache (billed lower)."""
+
+
+class Cost(BaseModel):
+    """What a result's calls to its target cost, in US dollars, and who says so."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd: float
+    source: Literal["vendor", "genai-prices"]
+    """`vendor` when the vendor (or agent) reported it, else priced from the tokens with
+    the `genai-prices` database of the worker that ran the job."""
 
 
 class EvaluatorResult(BaseModel):
@@ -104,6 +117,8 @@ class Result(BaseModel):
     """The last expected message, rendered: what the answer was compared with."""
     raw_request: PromptRequest
     usage: Usage | None = None
+    cost: Cost | None = None
+    """Null when neither the vendor said nor the price database knows the model."""
     started_at: datetime
     finished_at: datetime
     duration_ms: int
