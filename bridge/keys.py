@@ -67,6 +67,12 @@ def paused_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:paused"
 
 
+def budget_key(campaign_id: str) -> str:
+    """Hash: the campaign's budget (`limit`) and what its answers cost so far (`spent`), both
+    in nanodollars, charged by every worker (`bridge.queue.budget`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:budget"
+
+
 def audit_key(campaign_id: str) -> str:
     """Stream: who paused, unpaused, cancelled or changed the campaign, and when."""
     return f"{PREFIX}:campaign:{campaign_id}:audit"

@@ -10,6 +10,7 @@ import redis
 from celery import Celery, Task
 
 from bridge.clock import now_seconds
+from bridge.queue.budget import charge
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
@@ -67,6 +68,16 @@ def wait_for_capacity(
     return "waiting"
 
 
+def spend(client: redis.Redis, campaign_id: str, usd: float, worker: str) -> None:
+    """Charge the campaign's budget, if it has one; a charge Redis refused is logged, the
+    result being published already."""
+    try:
+        if charge(client, campaign_id, usd, worker):
+            log.warning("campaign %s: budget reached; paused", campaign_id)
+    except redis.RedisError as exc:
+        log.warning("campaign %s: could not charge $%g to its budget: %s", campaign_id, usd, exc)
+
+
 def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
     """Run the job unless it is cancelled, paused, done, or running elsewhere; say which. The worker
     no longer holds `message` when this returns, unless it raised `NoCapacity`."""
@@ -97,6 +108,8 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
     except BaseException:
         lease.release()
         raise
+    if published and result.cost is not None:
+        spend(client, job.campaign_id, result.cost.usd, worker)
     log.info(
         "job %s: %s (%s)",
         job.job_id,

@@ -15,6 +15,7 @@ from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.selection import select_cases
+from bridge.queue.budget import set_budget
 from bridge.queue.campaigns import (
     CampaignInfo,
     Plan,
@@ -27,6 +28,7 @@ from bridge.queue.connection import configured_url
 from bridge.queue.jobs import Job
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
+from bridge.queue.steering import who
 from bridge.targets.targets_file import Targets
 
 
@@ -91,6 +93,11 @@ from bridge.targets.targets_file import Targets
     show_default=True,
     help="Jobs at once in the in-process worker.",
 )
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Pause the campaign once its answers cost this many dollars, across all workers.",
+)
 def run_command(
     paths: tuple[Path, ...],
     target_options: tuple[str, ...],
@@ -105,6 +112,7 @@ def run_command(
     cache: bool,
     cache_ttl: int,
     concurrency: int,
+    budget_usd: float | None,
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
     if detach and configured_url() is None:
@@ -142,6 +150,8 @@ def run_command(
         )
         if not detach:
             write_record(info)  # what rebuilds the campaign should Redis lose it
+        if budget_usd is not None:  # before any job is sent, so every answer is charged
+            set_budget(runtime.client, campaign_id, budget_usd, who())
         submit(runtime.client, runtime.queue, info, jobs, files)
         if detach:
             echo(campaign_id)

@@ -26,6 +26,7 @@ from bridge.cli.terminal import TerminalConsole, counted, printable
 from bridge.clock import now_seconds
 from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
+from bridge.queue.budget import Budget, budget_of
 from bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
@@ -171,6 +172,7 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
         "paused": paused_text(paused(client, info.campaign_id)),
+        "budget": budget_text(budget_of(client, info.campaign_id)),
         "changes": "\n".join(change_text(c) for c in audit(client, info.campaign_id)),
         "rebuilt": rebuilt_text(info.rebuilt) if info.rebuilt else "",
         "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
@@ -187,6 +189,12 @@ def paused_text(state: Paused | None) -> str:
         return ""
     since = datetime.fromtimestamp(state.at, UTC)
     return escape(f"yes, since {since:%Y-%m-%d %H:%M:%S} UTC by {state.by}: {state.reason}")
+
+
+def budget_text(budget: Budget | None) -> str:
+    if budget is None:
+        return ""
+    return f"${budget.spent_usd:.6g} spent of ${budget.limit_usd:.6g}"
 
 
 def change_text(change: Change) -> str:

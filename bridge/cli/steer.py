@@ -9,6 +9,8 @@ from __future__ import annotations
 import click
 
 from bridge.cli.terminal import TerminalConsole, counted
+from bridge.errors import EvalrelayError
+from bridge.queue.budget import budget_of, set_budget
 from bridge.queue.campaigns import resolve_campaign
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import cancel_campaign, pause, paused, unpause, who
@@ -38,7 +40,12 @@ def pause_command(campaign: str, reason: str) -> None:
 
 @click.command("unpause")
 @click.argument("campaign")
-def unpause_command(campaign: str) -> None:
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    help="A new budget for the campaign, above what it spent (needed once it spent its own).",
+)
+def unpause_command(campaign: str, budget_usd: float | None) -> None:
     """Let workers take CAMPAIGN's jobs again, sending again those left while it was paused.
 
     CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
@@ -46,6 +53,18 @@ def unpause_command(campaign: str) -> None:
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=False) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
+        budget = budget_of(runtime.client, campaign)
+        if budget is not None:
+            limit = budget_usd if budget_usd is not None else budget.limit_usd
+            if limit <= budget.spent_usd:
+                raise EvalrelayError(
+                    f"campaign {campaign} spent ${budget.spent_usd:g} of its ${budget.limit_usd:g} "
+                    f"budget: give a higher one, `evalrelay unpause {campaign} --budget-usd N`"
+                )
+            if budget_usd is not None:
+                set_budget(runtime.client, campaign, budget_usd, who())
+        elif budget_usd is not None:
+            set_budget(runtime.client, campaign, budget_usd, who())
         again = unpause(runtime.client, campaign, who())
         runtime.queue.send(again)
         console.print(
