@@ -16,7 +16,7 @@ import redis
 
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
-from bridge.results.pricing import cost_of
+from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import Cost, ErrorInfo, Result, Status
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
@@ -91,14 +91,6 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         artifacts=artifacts,
     )
     return masked_result(result, job)
-
-
-PRICE_PROVIDERS = {
-    **{kind: kind for kind in ("openai", "anthropic", "azure")},
-    "azure-openai": "azure",
-    **dict.fromkeys(("gemini", "google", "google-gemini"), "google"),
-}
-"""Our provider kinds the price database names otherwise (or alike); others go by model."""
 
 
 def _cost(job: Job, output: ProviderOutput | None) -> Cost | None:

@@ -14,6 +14,13 @@ from bridge.results.result import Cost, Usage
 
 log = logging.getLogger(__name__)
 
+PRICE_PROVIDERS = {
+    **{kind: kind for kind in ("openai", "anthropic", "azure")},
+    "azure-openai": "azure",
+    **dict.fromkeys(("gemini", "google", "google-gemini"), "google"),
+}
+"""Our provider kinds as the price database names them; others go by model alone."""
+
 
 def cost_of(
     usage: Usage | None,
