@@ -10,7 +10,7 @@ import redis
 
 from bridge.results.pricing import cost_of
 from bridge.results.result import Cost, Usage
-from tests.bridge.cli.test_run import run
+from tests.bridge.cli.test_run import evalrelay, run
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 
@@ -74,3 +74,11 @@ def test_each_result_and_each_target_in_the_summary_carry_their_cost(
     assert (mini["input_tokens"], mini["output_tokens"], mini["unpriced"]) == (55, 15, 0)
     assert mini["cost_usd"] == pytest.approx(5 * each)
     assert summary["cost_usd"] == pytest.approx(5 * each)
+    html = root / "report.html"
+    reported = evalrelay("report", "latest", "--html", str(html), env=processes.env, cwd=root)
+    assert reported.returncode == 0, reported.stderr
+    page = html.read_text()
+    assert '<td class="num cost" title="55 input, 15 output tokens">$1.7' in page, page
+    per_dollar = mini["passed_per_dollar"]
+    assert per_dollar == pytest.approx(mini["passed"] / (5 * each))
+    assert f'<td class="num per-dollar">{per_dollar:.1f}</td>' in page
