@@ -61,6 +61,34 @@ def cancel_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:cancelled"
 
 
+def paused_key(campaign_id: str) -> str:
+    """String: present while the campaign is paused (a `bridge.queue.steering.Paused`);
+    workers then leave its jobs for `unpause` to send again."""
+    return f"{PREFIX}:campaign:{campaign_id}:paused"
+
+
+def budget_key(campaign_id: str) -> str:
+    """Hash: the campaign's budget (`limit`) and what its answers cost so far (`spent`), both
+    in nanodollars, charged by every worker (`bridge.queue.budget`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:budget"
+
+
+def audit_key(campaign_id: str) -> str:
+    """Stream: who paused, unpaused, cancelled or changed the campaign, and when."""
+    return f"{PREFIX}:campaign:{campaign_id}:audit"
+
+
+def live_limits_key(target: str) -> str:
+    """Hash: the target's limits changed live (`rpm`, `tpm`, `max_concurrency`), which
+    every worker uses instead of those of its targets file."""
+    return f"{PREFIX}:limit:{target}:live"
+
+
+def limits_audit_key() -> str:
+    """Stream: who changed a target's limits live, when, and to what."""
+    return f"{PREFIX}:limits:audit"
+
+
 def results_stream_key(campaign_id: str) -> str:
     """Stream: results as workers finish them, read by the collector's consumer group."""
     return f"{PREFIX}:results:{campaign_id}"

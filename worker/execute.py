@@ -16,7 +16,8 @@ import redis
 
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
-from bridge.results.result import ErrorInfo, Result, Status, TurnResult
+from bridge.results.pricing import PRICE_PROVIDERS, cost_of
+from bridge.results.result import Cost, ErrorInfo, Result, Status, TurnResult
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
 from worker.conversation import Conversation, Respond, converse
@@ -98,6 +99,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         usage=output.usage if output else None,
         trajectory=trajectory,
         workspace_changes=changes,
+        cost=_cost(job, output),
         started_at=started,
         finished_at=finished,
         duration_ms=duration_ms,
@@ -129,6 +131,15 @@ def _responder(deadline: float, client: redis.Redis | None) -> Respond:
         return recorded_turn(asking, number)
 
     return respond
+
+
+def _cost(job: Job, output: ProviderOutput | None) -> Cost | None:
+    """What the answer cost; none for a regrade's recorded answer, which called no target."""
+    if output is None or job.recorded is not None:
+        return None
+    models = (output.model, job.target.settings.get("model"))
+    provider = PRICE_PROVIDERS.get(job.target.kind)
+    return cost_of(output.usage, models, output.cost_usd, provider)
 
 
 def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 import redis
 
 from bridge.clock import NOW_MS_LUA
-from bridge.keys import cancel_key, done_key, holders_key, inflight_key, lease_key
+from bridge.keys import (
+    cancel_key,
+    done_key,
+    holders_key,
+    inflight_key,
+    lease_key,
+    outstanding_key,
+    paused_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +37,14 @@ LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 _BEGIN = (
     NOW_MS_LUA
     + """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
+  return 'cancelled'
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
+  return 'paused'
+end
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
 if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'running-elsewhere' end
 redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[4])
@@ -37,8 +52,10 @@ if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[5]) end
 return 'leased'
 """
 )
-"""One round trip: skip a cancelled, finished or running job, else take its lease (and
-write that this worker holds its message, when that is still to be written). The lease's
+"""One round trip: skip a cancelled, paused, finished or running job, else take its lease
+(and write that this worker holds its message, when that is still to be written). A job
+skipped because its campaign is cancelled or paused leaves the jobs sent (`outstanding`)
+in the same step, so `unpause` and `resume` find it to send again. The lease's
 expiry in `inflight`, which the reaper on any host compares, is on Redis's clock."""
 
 _RENEW = (
@@ -89,8 +106,10 @@ class Lease:
         attempt: int = 1,
         seconds: float = LEASE_SECONDS,
         holder: str = "",
+        queue: str = "",
     ) -> tuple[str, Lease | None]:
-        """(`leased`, the lease), or (`cancelled` | `duplicate` | `running-elsewhere`, None).
+        """(`leased`, the lease), or (`cancelled` | `paused` | `duplicate` |
+        `running-elsewhere`, None). `queue` is the one the job was sent to.
 
         `holder` is the record that this worker holds the job's message (`worker.holds`),
         written with the lease; a job that does not run needs none.
@@ -102,6 +121,8 @@ class Lease:
             lease_key(job_id),
             inflight_key(),
             holders_key(),
+            paused_key(campaign_id),
+            outstanding_key(queue) if queue else "",
         )
         outcome = str(
             client.eval(

@@ -10,10 +10,10 @@ import redis
 from celery import Celery, Task
 
 from bridge.clock import now_seconds
+from bridge.queue.budget import charge
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
-from bridge.queue.outstanding import mark_finished
 from bridge.results.result import Status
 from worker.execute import execute, never_started
 from worker.holds import take_hold
@@ -68,8 +68,18 @@ def wait_for_capacity(
     return "waiting"
 
 
+def spend(client: redis.Redis, campaign_id: str, usd: float, worker: str) -> None:
+    """Charge the campaign's budget, if it has one; a charge Redis refused is logged, the
+    result being published already."""
+    try:
+        if charge(client, campaign_id, usd, worker):
+            log.warning("campaign %s: budget reached; paused", campaign_id)
+    except redis.RedisError as exc:
+        log.warning("campaign %s: could not charge $%g to its budget: %s", campaign_id, usd, exc)
+
+
 def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
-    """Run the job unless it is cancelled, done, or running elsewhere; say which. The worker
+    """Run the job unless it is cancelled, paused, done, or running elsewhere; say which. The worker
     no longer holds `message` when this returns, unless it raised `NoCapacity`."""
     noted = take_hold(job.job_id, message) if message else None
     try:
@@ -80,6 +90,7 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
             campaign_id=job.campaign_id,
             attempt=job.attempt,
             holder=noted[1] if noted else "",
+            queue=job.target.queue,
         )
     except BaseException:
         if noted:
@@ -87,8 +98,6 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
         raise
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
-        if outcome == "cancelled":
-            mark_finished(client, job.target.queue, job.job_id)
         if message:
             let_go(client, job.job_id, message)
         return outcome
@@ -99,6 +108,8 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
     except BaseException:
         lease.release()
         raise
+    if published and result.cost is not None:
+        spend(client, job.campaign_id, result.cost.usd, worker)
     log.info(
         "job %s: %s (%s)",
         job.job_id,

@@ -47,6 +47,7 @@ from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, v
 from bridge.reports.writer import report_path, write_report
 from bridge.results.results_file import results_path
 from bridge.results.statistics import CampaignStatistics, PairStatistics
+from bridge.results.summary import TargetSummary
 
 EXIT_REGRESSED = 1
 
@@ -334,20 +335,33 @@ def _known_to_redis(campaign: str, not_on_disk: EvalrelayError | None) -> Campai
 def target_table(
     title: str, rows: list[TargetChange], stats: CampaignStatistics, names: list[tuple[str, str]]
 ) -> Table:
-    """A row per target: its pass rate and mean score with their 95% intervals, before → after."""
+    """A row per target: its pass rate and mean score with their 95% intervals, and what its
+    answers cost when either side's were priced, before → after."""
     table = Table(title=title, caption="[…]: 95% intervals")
-    for column in ("target", "pass rate", "mean score", "regressed", "improved"):
+    costed = any(cost_text(side) != "-" for row in rows for side in (row.before, row.after))
+    columns = ("target", "pass rate", "mean score", *(["cost"] if costed else []))
+    for column in (*columns, "regressed", "improved"):
         table.add_column(column, justify="left" if column == "target" else "right")
     for row, (old, new) in zip(rows, names, strict=True):
         a, b = stats.targets.get(old), stats.targets.get(new)
+        cost = [f"{cost_text(row.before)} → {cost_text(row.after)}"] if costed else []
         table.add_row(
             row.target,
             f"{pass_rate_text(a)} → {pass_rate_text(b)}",
             f"{mean_score_text(a)} → {mean_score_text(b)}",
+            *cost,
             str(row.regressed),
             str(row.improved),
         )
     return table
+
+
+def cost_text(summary: TargetSummary | None) -> str:
+    """Dollars, with `+` when some answers are unpriced; `-` when none is priced."""
+    if summary is None or not summary.cost_usd:
+        return "-"
+    usd = f"${summary.cost_usd:.4f}" if summary.cost_usd >= 0.01 else f"${summary.cost_usd:.3g}"
+    return usd + ("+" if summary.unpriced else "")
 
 
 CASE_COLUMNS = ("case", "target", "change", "before", "after")

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from rich.table import Table
 
 from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
@@ -15,6 +16,7 @@ from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.selection import select_cases
+from bridge.queue.budget import set_budget
 from bridge.queue.campaigns import (
     CampaignInfo,
     Plan,
@@ -24,11 +26,14 @@ from bridge.queue.campaigns import (
     submit,
 )
 from bridge.queue.connection import configured_url
+from bridge.queue.estimate import TargetEstimate
+from bridge.queue.estimate import estimate as estimate_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.reports.promptfoo_json import write_promptfoo_outputs
 from bridge.results.results_file import results_path
+from bridge.queue.steering import who
 from bridge.targets.targets_file import Targets
 
 
@@ -93,6 +98,16 @@ from bridge.targets.targets_file import Targets
     show_default=True,
     help="Jobs at once in the in-process worker.",
 )
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Print the jobs, tokens and dollars each target would take, and send nothing.",
+)
+@click.option(
+    "--budget-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Pause the campaign once its answers cost this many dollars, across all workers.",
+)
 def run_command(
     paths: tuple[Path, ...],
     target_options: tuple[str, ...],
@@ -107,6 +122,8 @@ def run_command(
     cache: bool,
     cache_ttl: int,
     concurrency: int,
+    budget_usd: float | None,
+    estimate: bool,
 ) -> None:
     """Run the eval files (or folders of them) in PATHS as one campaign."""
     if detach and configured_url() is None:
@@ -117,6 +134,9 @@ def run_command(
     jobs = plan_jobs(campaign_id, files, targets, repeats)
     if cache:
         jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
+    if estimate:
+        TerminalConsole().print(estimate_table(estimate_jobs(jobs)))
+        return
     out_dir = (out or default_out(files)).resolve()
     console = TerminalConsole(stderr=True)
     if not detach and (local_worker or configured_url() is None):
@@ -144,6 +164,8 @@ def run_command(
         )
         if not detach:
             write_record(info)  # what rebuilds the campaign should Redis lose it
+        if budget_usd is not None:  # before any job is sent, so every answer is charged
+            set_budget(runtime.client, campaign_id, budget_usd, who())
         submit(runtime.client, runtime.queue, info, jobs, files)
         if detach:
             echo(campaign_id)
@@ -185,6 +207,16 @@ DETACH_NEEDS_A_CLUSTER = (
     "  evalrelay collect\n"
     "  evalrelay run FILES --detach"
 )
+
+
+def estimate_table(found: dict[str, TargetEstimate]) -> Table:
+    table = Table(title="estimate (nothing sent)")
+    for column in ("target", "jobs", "input tokens", "output tokens", "dollars"):
+        table.add_column(column, justify="left" if column == "target" else "right")
+    for name, one in found.items():
+        usd = f"${one.usd:,.6f}" + (f" ({one.unpriced} unpriced)" if one.unpriced else "")
+        table.add_row(name, str(one.jobs), str(one.input_tokens), str(one.output_tokens), usd)
+    return table
 
 
 def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:

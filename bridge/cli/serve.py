@@ -24,6 +24,8 @@ from bridge.live.campaigns import Campaigns
 from bridge.live.panel import live_panel
 from bridge.live.redis_link import RedisLink
 from bridge.live.report_cache import ReportCache, cache_folder
+from bridge.live.steering import Steering
+from bridge.queue.celery_queue import JobQueue, producer_app
 from bridge.queue.connection import configured_url, shown
 from bridge.queue.embedded import evalrelay_home
 from bridge.queue.runtime import open_runtime
@@ -68,7 +70,10 @@ def serve_command(port: int, host: str, results: Path | None) -> None:
         stack.callback(link.close)
         cache = ReportCache(stack.enter_context(cache_folder(evalrelay_home())), live_panel)
         stack.callback(cache.close)
-        app = create_app(Campaigns(link, folder), cache, loopback=loopback)
+        steering = Steering(
+            link.client, lambda: JobQueue(producer_app(url), link.client), loopback=loopback
+        )
+        app = create_app(Campaigns(link, folder), cache, loopback=loopback, steering=steering)
         echo(f"evalrelay serve: {page_url(host, address)} (Ctrl-C stops)")
         if not loopback:
             echo(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import click
 import redis
 from rich.console import Console
+from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -24,6 +26,7 @@ from bridge.cli.terminal import TerminalConsole, counted, printable
 from bridge.clock import now_seconds
 from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
+from bridge.queue.budget import Budget, budget_of
 from bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
@@ -37,9 +40,11 @@ from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
+from bridge.queue.steering import Change, Paused, audit, paused, paused_many
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
 from bridge.results.collector import collectors_of
 from bridge.results.write_errors import write_errors
+from bridge.targets.live_limits import limit_changes
 
 RECENT_FINISHED = 5
 """Finished campaigns listed by default, newest first, after every unfinished one."""
@@ -84,6 +89,8 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             print_campaigns(console, client, show_all, last, runtime.embedded)
         print_write_errors(console, client)
         console.print(queue_table(client))
+        if changes := limit_changes(client):
+            console.print(limits_table(changes))
         now = now_seconds(client)  # every `seen` was written on Redis's clock
         print_live(console, client, workers_key(), worker_table, show_all, now)
         if client.hlen(watchers_key()):
@@ -102,7 +109,8 @@ def print_campaigns(
     shown = infos if show_all else recent(infos, states, last)
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
-        print_fitted(console, *campaign_tables(shown, states, homes))
+        stopped = paused_many(client, [i.campaign_id for i in shown])
+        print_fitted(console, *campaign_tables(shown, states, homes, stopped))
         unfinished = [i for i in shown if not states[i.campaign_id].finished]
         print_uncollected(console, client, unfinished, embedded)
     hidden = len(infos) - len(shown)
@@ -127,6 +135,7 @@ def campaign_tables(
     infos: Sequence[CampaignInfo],
     states: dict[str, Progress],
     homes: dict[str, ResultsHome | None],
+    stopped: set[str],
 ) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
     for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
@@ -137,7 +146,9 @@ def campaign_tables(
             state = states[info.campaign_id]
             row = (
                 info.campaign_id,
-                f"{state.done}/{state.total}" + (" rebuilt" if info.rebuilt else ""),
+                f"{state.done}/{state.total}"
+                + (" rebuilt" if info.rebuilt else "")
+                + (" paused" if info.campaign_id in stopped else ""),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
@@ -160,6 +171,9 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         "done": f"{state.done}/{state.total} "
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
+        "paused": paused_text(paused(client, info.campaign_id)),
+        "budget": budget_text(budget_of(client, info.campaign_id)),
+        "changes": "\n".join(change_text(c) for c in audit(client, info.campaign_id)),
         "rebuilt": rebuilt_text(info.rebuilt) if info.rebuilt else "",
         "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
         "sources": "\n".join(info.sources),
@@ -168,6 +182,26 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         if value:
             table.add_row(field, value)
     return table
+
+
+def paused_text(state: Paused | None) -> str:
+    if state is None:
+        return ""
+    since = datetime.fromtimestamp(state.at, UTC)
+    return escape(f"yes, since {since:%Y-%m-%d %H:%M:%S} UTC by {state.by}: {state.reason}")
+
+
+def budget_text(budget: Budget | None) -> str:
+    if budget is None:
+        return ""
+    return f"${budget.spent_usd:.6g} spent of ${budget.limit_usd:.6g}"
+
+
+def change_text(change: Change) -> str:
+    """One line of the campaign's audit, as `status CAMPAIGN` lists them."""
+    when = datetime.fromtimestamp(change.at, UTC)
+    detail = f": {change.detail}" if change.detail else ""
+    return escape(f"{when:%Y-%m-%d %H:%M:%S} UTC {change.action} by {change.by}{detail}")
 
 
 def print_uncollected(
@@ -243,6 +277,18 @@ def queue_table(client: redis.Redis) -> Table:
     for queue in QUEUES:
         table.add_row(queue, str(client.llen(queue)))
     table.add_row("running (leased)", str(client.zcard(inflight_key())))
+    return table
+
+
+def limits_table(changes: Sequence[dict[str, str]]) -> Table:
+    """The last live changes of targets' limits (`evalrelay limit`), oldest first."""
+    table = Table(title="limit changes")
+    for column in ("when", "target", "change", "by"):
+        table.add_column(column)
+    for change in changes:
+        when = datetime.fromtimestamp(float(change["at"]), UTC)
+        row = (f"{when:%Y-%m-%d %H:%M:%S}", change["target"], change["change"], change["by"])
+        table.add_row(*map(escape, row))
     return table
 
 

@@ -30,6 +30,7 @@ from bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
 from bridge.live.metrics import registry_for
 from bridge.live.pages import index_page, message_page, remote_page
 from bridge.live.report_cache import Report, ReportCache, ReportError
+from bridge.live.steering import Steering
 from bridge.live.workers import live_workers, serving
 from bridge.queue.campaigns import list_campaigns
 from bridge.queue.rebuild import LostCampaign, lost_campaigns
@@ -237,9 +238,12 @@ def _json(payload: BaseModel, status: int = 200) -> Response:
     return Response(text, status, media_type="application/json", headers=NO_STORE)
 
 
-def create_app(campaigns: Campaigns, cache: ReportCache, *, loopback: bool) -> Starlette:
+def create_app(
+    campaigns: Campaigns, cache: ReportCache, *, loopback: bool, steering: Steering | None = None
+) -> Starlette:
     """The app; `loopback`: the server is bound to a loopback address, so only requests
-    naming a loopback host are answered."""
+    naming a loopback host are answered. `steering`: the pause, unpause and cancel buttons'
+    endpoints (`bridge.live.steering`)."""
     view = LiveView(campaigns, cache)
 
     async def unknown_path(request: Request, exc: Exception) -> Response:
@@ -256,6 +260,11 @@ def create_app(campaigns: Campaigns, cache: ReportCache, *, loopback: bool) -> S
             Route("/api/campaigns/{campaign_id}", view.campaign_feed),
             Route("/campaigns/{campaign_id}/", view.page),
             Route("/campaigns/{campaign_id}/{folder}/{part}", view.part),
+            *(
+                [Route("/api/campaigns/{campaign_id}/{action}", steering.steer, methods=["POST"])]
+                if steering
+                else []
+            ),
         ],
         middleware=middleware,
         exception_handlers={404: unknown_path},

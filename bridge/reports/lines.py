@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bridge.errors import EvalrelayError
-from bridge.results.result import ErrorInfo, Result, Status
+from bridge.results.result import Cost, ErrorInfo, Result, Status, Usage
 from bridge.results.results_file import result_of_line
 
 
@@ -48,6 +48,8 @@ class ResultHead(BaseModel):
     finished_at: datetime
     duration_ms: int
     error: ErrorInfo | None = None
+    usage: Usage | None = None
+    cost: Cost | None = None
     artifacts: HeadArtifacts = Field(default_factory=HeadArtifacts)
 
     @property

@@ -56,6 +56,19 @@ class Usage(BaseModel):
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    """Of the input tokens, those the vendor read from its prompt cache (billed lower)."""
+
+
+class Cost(BaseModel):
+    """What a result's calls to its target cost, in US dollars, and who says so."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd: float
+    source: Literal["vendor", "genai-prices"]
+    """`vendor` when the vendor (or agent) reported it, else priced from the tokens with
+    the `genai-prices` database of the worker that ran the job."""
 
 
 class EvaluatorResult(BaseModel):
@@ -137,6 +150,8 @@ class Result(BaseModel):
     """An agent's steps on the way to the answer, whatever the agent."""
     workspace_changes: WorkspaceChanges | None = None
     """What an agent changed in its workspace."""
+    cost: Cost | None = None
+    """Null when neither the vendor said nor the price database knows the model."""
     started_at: datetime
     finished_at: datetime
     duration_ms: int

@@ -12,7 +12,7 @@ from typing import IO, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from bridge.results.result import ErrorInfo, Status
+from bridge.results.result import Cost, ErrorInfo, Status, Usage
 from bridge.results.statistics import (
     CampaignStatistics,
     Case,
@@ -37,6 +37,10 @@ class Counted(Observed, Protocol):
     def duration_ms(self) -> int: ...
     @property
     def error(self) -> ErrorInfo | None: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def cost(self) -> Cost | None: ...
 
 
 class TargetSummary(BaseModel):
@@ -45,6 +49,28 @@ class TargetSummary(BaseModel):
     passed: int = 0
     score_total: float = 0.0
     counts: dict[str, int] = Field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cost_usd: float = 0.0
+    """The target's answers only: judge calls are not in it."""
+    unpriced: int = 0
+    """Answers whose cost is unknown (no vendor figure, model not in the price database)."""
+
+    def add_spend(self, usage: Usage | None, cost: Cost | None) -> None:
+        if usage is not None:
+            self.input_tokens += usage.input_tokens or 0
+            self.output_tokens += usage.output_tokens or 0
+            self.cached_input_tokens += usage.cached_input_tokens or 0
+        if cost is not None:
+            self.cost_usd += cost.usd
+        elif usage is not None:
+            self.unpriced += 1
+
+    @property
+    def passed_per_dollar(self) -> float | None:
+        """Passed cases bought by each dollar: the cheaper of two equal targets wins."""
+        return self.passed / self.cost_usd if self.cost_usd else None
 
     @property
     def mean_score(self) -> float | None:
@@ -104,6 +130,7 @@ class CampaignSummary(BaseModel):
             target = self.targets[result.target] = TargetSummary()
         target.results += 1
         target.counts[result.status.value] = target.counts.get(result.status.value, 0) + 1
+        target.add_spend(result.usage, result.cost)
         if result.score is not None and Status(result.status).is_scored:
             target.scored += 1
             target.score_total += result.score
@@ -115,6 +142,9 @@ class CampaignSummary(BaseModel):
         self.total_duration_ms += result.duration_ms
         if result.duration_ms > self.max_duration_ms:
             self.max_duration_ms = result.duration_ms
+
+    def cost_usd(self) -> float:
+        return sum(t.cost_usd for t in self.targets.values())
 
     def mean_score(self) -> float | None:
         scored = sum(t.scored for t in self.targets.values())
@@ -148,6 +178,8 @@ class CampaignSummary(BaseModel):
         for name, target in self.targets.items():
             data["targets"][name]["mean_score"] = target.mean_score
             data["targets"][name]["pass_rate"] = target.pass_rate
+            data["targets"][name]["passed_per_dollar"] = target.passed_per_dollar
+        data["cost_usd"] = self.cost_usd()
         data["statistics"] = self.statistics().model_dump(mode="json")
         return data
 

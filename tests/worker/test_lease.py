@@ -16,8 +16,9 @@ import pytest
 import redis
 
 from bridge.clock import now_ms
-from bridge.keys import done_key, holders_key, inflight_key, lease_key
+from bridge.keys import done_key, holders_key, inflight_key, lease_key, outstanding_key
 from bridge.queue.campaigns import cancel
+from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from worker.lease import Lease, keep_renewed, renewals
@@ -128,6 +129,20 @@ def test_a_job_of_a_cancelled_campaign_is_not_leased(client: redis.Redis) -> Non
     assert client.get(lease_key("k1")) is None
     assert client.zscore(inflight_key(), "k1") is None
     assert Lease.begin(client, "k2", "w1", campaign_id="going-on")[0] == "leased"
+
+
+def test_a_job_of_a_paused_campaign_is_not_leased_and_leaves_the_jobs_sent(
+    client: redis.Redis,
+) -> None:
+    """Skipped and taken off `outstanding` in one step, so `unpause` finds it to send."""
+    client.zadd(outstanding_key("api"), {"p1": 1, "p2": 1})
+    pause(client, "held", "by hand", "me@here")
+    assert Lease.begin(client, "p1", "w1", campaign_id="held", queue="api") == ("paused", None)
+    assert client.get(lease_key("p1")) is None
+    assert client.zscore(outstanding_key("api"), "p1") is None
+    assert client.zscore(outstanding_key("api"), "p2") == 1
+    unpause(client, "held", "me@here")
+    assert Lease.begin(client, "p1", "w1", campaign_id="held", queue="api")[0] == "leased"
 
 
 def test_a_published_attempt_is_a_duplicate_and_a_later_attempt_runs(

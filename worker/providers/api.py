@@ -26,6 +26,7 @@ from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.targets.live_limits import LIVE
 from bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings
 from worker.providers._openai import JsonDict
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
@@ -139,10 +140,16 @@ class ApiProvider(Provider):
         )
 
     def _gate(self) -> RateGate | None:
+        """The target's limits: those set live (`evalrelay limit`) over its settings'."""
         s = self.settings
-        if self.redis is None or not (s.rpm or s.tpm or s.max_concurrency):
+        if self.redis is None:
             return None
-        return RateGate(self.redis, s.name, rpm=s.rpm, tpm=s.tpm, max_concurrency=s.max_concurrency)
+        live = LIVE.get(self.redis, s.name)
+        rpm, tpm = live.rpm or s.rpm, live.tpm or s.tpm
+        concurrency = live.max_concurrency or s.max_concurrency
+        if not (rpm or tpm or concurrency):
+            return None
+        return RateGate(self.redis, s.name, rpm=rpm, tpm=tpm, max_concurrency=concurrency)
 
     def _cache_key(self, body: dict[str, Any]) -> str:
         identity = json.dumps([self.settings.provider, self.endpoint(), body], sort_keys=True)

@@ -113,7 +113,11 @@ def chat_output(response: Any) -> ProviderOutput:
         model=response.model,
         finish_reason=choice.finish_reason,
         tool_calls=calls,
-        usage=Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens)
+        usage=Usage(
+            input_tokens=usage.prompt_tokens,
+            output_tokens=usage.completion_tokens,
+            cached_input_tokens=getattr(usage.prompt_tokens_details, "cached_tokens", None),
+        )
         if usage
         else None,
         model_failure=finish(answer, choice.finish_reason, calls),
@@ -133,7 +137,11 @@ def responses_output(response: Any) -> ProviderOutput:
         model=response.model,
         finish_reason=response.status,
         tool_calls=calls,
-        usage=Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+        usage=Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cached_input_tokens=getattr(usage.input_tokens_details, "cached_tokens", None),
+        )
         if usage
         else None,
         model_failure=finish(answer, response.status, calls),

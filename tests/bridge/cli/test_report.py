@@ -13,6 +13,7 @@ import redis
 from click.testing import CliRunner
 
 from bridge.cli.main import cli
+from bridge.results.result import Cost
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN, graded, write_campaign
 from tests.conftest import Processes, WriteFiles
@@ -146,6 +147,19 @@ def test_compare_json_of_two_campaigns_pairs_each_target_on_its_shared_cases(
     assert pair["difference"] == pytest.approx(((0.5 - 0.9) + (0.3 - 0.3)) / 2)
     assert pair["p_value_holm"] == pair["p_value"]  # one pair: nothing to correct
     assert found["cases"]["regressed"] == 1 and found["gate"]["failed"] == []
+
+
+def test_compare_shows_what_each_side_cost(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    cheap, dear = Cost(usd=0.25, source="vendor"), Cost(usd=0.75, source="genai-prices")
+    before = [graded(c, "gpt", 0.9, cost=cheap) for c in ("capital", "river")]
+    after = [graded("capital", "gpt", 0.9, cost=dear), graded("river", "gpt", 0.9)]
+    write_campaign(results, before, "before")
+    write_campaign(results, after, "after")
+    code, lines = compare("before", "after", "--results", str(results))
+    assert code == 0, lines
+    shown = " ".join(lines)
+    assert "cost" in shown and "$0.5000 →" in shown and "→ $0.7500" in shown, lines
 
 
 def test_compare_with_one_campaign_and_no_targets_says_what_it_needs(tmp_path: Path) -> None:

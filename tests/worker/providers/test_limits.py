@@ -15,6 +15,8 @@ from bridge.keys import results_stream_key
 from bridge.queue.campaigns import plan_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.results.result import Status
+from bridge.targets.live_limits import REFRESH_SECONDS
+from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 from worker.providers.failures import ProviderFailure
@@ -104,3 +106,43 @@ def test_concurrency_slot_wait_past_the_deadline_is_a_timeout(client: redis.Redi
     assert str(caught.value) == (
         "the job's time ran out waiting for the max_concurrency of target full"
     )
+
+
+def test_a_limit_changed_live_binds_running_workers_and_clear_lifts_it(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    """No restart: the same worker sends freely, then at the rate `evalrelay limit` set."""
+    with serving(Reply(openai_chat())) as server:
+        root = project(
+            {
+                "targets.yaml": f"""\
+            targets:
+              - {{name: live, provider: openai-compatible, model: m,
+                  base_url: "{server.url}/v1"}}
+            """,
+                "evals.yaml": one_turn_cases(4),
+            }
+        )
+        processes.worker(client, "a@test", "--concurrency", "4", extra_env={"OPENAI_API_KEY": KEY})
+        queue = JobQueue.connect(redis_url)
+
+        def send(campaign: str) -> list[float]:
+            before = len(server.seen)
+            queue.send(plan_jobs(campaign, [load_eval_file(root / "evals.yaml")], "live", None))
+            wait_for(lambda: client.xlen(results_stream_key(campaign)) == 4, 60, campaign)
+            return sorted(seen.at for seen in server.seen[before:])
+
+        free = send("free")
+        assert free[-1] - free[0] < 1.5, free
+        limited = evalrelay("limit", "live", "--rpm", "60", env=processes.env, cwd=root)
+        assert limited.returncode == 0, limited.stderr
+        time.sleep(REFRESH_SECONDS)
+        held = send("held")
+        assert held[-1] - held[0] >= 2.5, held  # one a second: four take three seconds
+        status = evalrelay("status", env=processes.env | {"COLUMNS": "200"}, cwd=root)
+        assert "limit changes" in status.stdout and "rpm=60" in status.stdout, status.stdout
+        cleared = evalrelay("limit", "live", "--clear", env=processes.env, cwd=root)
+        assert cleared.returncode == 0, cleared.stderr
+        time.sleep(REFRESH_SECONDS)
+        again = send("again")
+        assert again[-1] - again[0] < 1.5, again

@@ -1,0 +1,101 @@
+"""`serve`'s steering endpoints: pause, unpause or cancel a campaign from the browser.
+
+`POST /api/campaigns/{id}/{pause|unpause|cancel}`. A page elsewhere must not press them:
+each request carries the `X-Evalrelay-Steer` header (a browser sends no custom header
+across origins without a preflight, which this server never grants), and an `Origin`,
+when sent, must name the host asked. Beyond loopback, it also carries
+`Authorization: Bearer <EVALRELAY_SERVE_TOKEN>`; without that variable set when `serve`
+started, steering is refused there.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+import redis
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from bridge.errors import EvalrelayError
+from bridge.queue.budget import budget_of
+from bridge.queue.campaigns import load_info
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.steering import cancel_campaign, pause, unpause
+
+TOKEN_VARIABLE = "EVALRELAY_SERVE_TOKEN"
+STEER_HEADER = "X-Evalrelay-Steer"
+ACTIONS = ("pause", "unpause", "cancel")
+
+
+class Steered(BaseModel):
+    campaign_id: str
+    action: str
+    detail: str
+
+
+class Refused(BaseModel):
+    detail: str
+
+
+def _answer(payload: BaseModel, status: int) -> Response:
+    return Response(payload.model_dump_json(), status, media_type="application/json")
+
+
+class Steering:
+    def __init__(
+        self, client: redis.Redis, queue: Callable[[], JobQueue], *, loopback: bool
+    ) -> None:
+        self.client, self.queue, self.loopback = client, queue, loopback
+        self.token = os.environ.get(TOKEN_VARIABLE, "")
+
+    def refusal(self, request: Request) -> str | None:
+        """Why this request may not steer, or None."""
+        if request.headers.get(STEER_HEADER) != "1":
+            return f"steering requests carry the header {STEER_HEADER}: 1"
+        origin = request.headers.get("origin")
+        if origin and urlsplit(origin).netloc != request.headers.get("host"):
+            return "steering from another site's page is refused"
+        if self.loopback:
+            return None
+        if not self.token:
+            return f"serve listens beyond loopback: steering needs {TOKEN_VARIABLE} set"
+        given = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            return "steering needs the serve token (Authorization: Bearer ...)"
+        return None
+
+    async def steer(self, request: Request) -> Response:
+        campaign_id, action = request.path_params["campaign_id"], request.path_params["action"]
+        if action not in ACTIONS:
+            return _answer(Refused(detail=f"unknown action {action!r}"), 404)
+        if why := self.refusal(request):
+            return _answer(Refused(detail=why), 403)
+        try:
+            detail = await run_in_threadpool(self._do, campaign_id, action)
+        except EvalrelayError as exc:
+            return _answer(Refused(detail=str(exc)), 409)
+        return _answer(Steered(campaign_id=campaign_id, action=action, detail=detail), 200)
+
+    def _do(self, campaign_id: str, action: str) -> str:
+        load_info(self.client, campaign_id)  # raises, naming it, when unknown
+        by = "evalrelay serve"
+        if action == "pause":
+            done = pause(self.client, campaign_id, "paused from serve", by)
+            return "paused" if done else "paused already"
+        if action == "cancel":
+            cancel_campaign(self.client, campaign_id, by)
+            return "cancelled"
+        budget = budget_of(self.client, campaign_id)
+        if budget is not None and budget.spent_usd >= budget.limit_usd:
+            raise EvalrelayError(
+                f"campaign {campaign_id} spent its budget: "
+                f"`evalrelay unpause {campaign_id} --budget-usd N` gives it a higher one"
+            )
+        again = unpause(self.client, campaign_id, by)
+        self.queue().send(again)
+        return f"{len(again)} jobs sent again"

@@ -1,0 +1,53 @@
+"""A result's cost in dollars: the vendor's figure when it gives one, else its tokens priced
+with Pydantic's `genai-prices` database (the snapshot shipped with the installed package;
+no network call is made)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from genai_prices import Usage as PricedUsage
+from genai_prices import calc_price
+
+from bridge.results.result import Cost, Usage
+
+log = logging.getLogger(__name__)
+
+PRICE_PROVIDERS = {
+    **{kind: kind for kind in ("openai", "anthropic", "azure")},
+    "azure-openai": "azure",
+    **dict.fromkeys(("gemini", "google", "google-gemini"), "google"),
+}
+"""Our provider kinds as the price database names them; others go by model alone."""
+
+
+def cost_of(
+    usage: Usage | None,
+    models: Sequence[str | None],
+    vendor_usd: float | None,
+    provider: str | None = None,
+) -> Cost | None:
+    """The cost of one answer, priced as the first of `models` the database knows (the
+    model the vendor says answered, then the one the target names); None when the vendor
+    said nothing and neither the models nor the token counts are known."""
+    if vendor_usd is not None:
+        return Cost(usd=vendor_usd, source="vendor")
+    if usage is None or usage.input_tokens is None:
+        return None
+    priced = PricedUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens or 0,
+        cache_read_tokens=usage.cached_input_tokens or None,
+    )
+    for model in filter(None, models):
+        # The vendor's own name for it first; a compatible server (`base_url`) may serve
+        # a model the database knows under another vendor.
+        for vendor in dict.fromkeys((provider, None)):
+            try:
+                price = calc_price(priced, model_ref=model, provider_id=vendor)
+            except LookupError:
+                continue
+            return Cost(usd=float(price.total_price), source="genai-prices")
+    log.debug("no price for any of the models %s", models)
+    return None

@@ -1,0 +1,72 @@
+"""`serve`'s pause, unpause and cancel endpoints: pressed from its own page only, and beyond
+loopback only with the serve token."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from pathlib import Path
+
+import redis
+
+from bridge.queue.steering import audit, paused
+from tests.bridge.cli.test_serve import start_serve
+from tests.bridge.queue.test_campaigns import add_campaign
+from tests.conftest import Processes, free_port
+
+CAMPAIGN = "steer-20260301-120000-abcd"
+TOKEN = "serve-token-5f1c2a"
+
+
+def post(port: int, path: str, **headers: str) -> tuple[int, dict[str, str]]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("POST", path, headers={"Host": f"127.0.0.1:{port}", **headers})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+STEER = {"X-Evalrelay-Steer": "1"}
+
+
+def test_on_loopback_its_own_page_pauses_and_unpauses_and_no_other_site_can(
+    processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    add_campaign(client, CAMPAIGN)
+    port = free_port()
+    start_serve(processes, port, tmp_path / "results")
+    path = f"/api/campaigns/{CAMPAIGN}/pause"
+    status, said = post(port, path)
+    assert status == 403 and "X-Evalrelay-Steer" in said["detail"]
+    status, said = post(port, path, Origin="http://evil.example", **STEER)
+    assert status == 403 and "another site" in said["detail"]
+    assert paused(client, CAMPAIGN) is None
+    status, said = post(port, path, Origin=f"http://127.0.0.1:{port}", **STEER)
+    assert (status, said["detail"]) == (200, "paused")
+    state = paused(client, CAMPAIGN)
+    assert state is not None and state.by == "evalrelay serve"
+    status, said = post(port, f"/api/campaigns/{CAMPAIGN}/unpause", **STEER)
+    assert (status, said["detail"]) == (200, "0 jobs sent again")
+    assert paused(client, CAMPAIGN) is None
+    assert [c.action for c in audit(client, CAMPAIGN)] == ["pause", "unpause"]
+    assert post(port, "/api/campaigns/nope/pause", **STEER)[0] == 409
+
+
+def test_beyond_loopback_steering_needs_the_token(
+    processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    add_campaign(client, CAMPAIGN)
+    bare, with_token = free_port(), free_port()
+    start_serve(processes, bare, tmp_path / "results", "--host", "0.0.0.0")
+    status, said = post(bare, f"/api/campaigns/{CAMPAIGN}/cancel", **STEER)
+    assert status == 403 and "EVALRELAY_SERVE_TOKEN" in said["detail"]
+    processes.env["EVALRELAY_SERVE_TOKEN"] = TOKEN
+    start_serve(processes, with_token, tmp_path / "results", "--host", "0.0.0.0", name="tok")
+    path = f"/api/campaigns/{CAMPAIGN}/pause"
+    assert post(with_token, path, Authorization="Bearer wrong", **STEER)[0] == 403
+    assert paused(client, CAMPAIGN) is None
+    status, said = post(with_token, path, Authorization=f"Bearer {TOKEN}", **STEER)
+    assert (status, said["detail"]) == (200, "paused")
+    assert TOKEN not in processes.log("tok")
