@@ -22,6 +22,7 @@ from bridge.results import collector as collector_module
 from bridge.results.collector import Collector
 from bridge.results.result import Result, Status
 from bridge.results.results_file import ResultsFile, read_results
+from bridge.results.write_errors import write_errors
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from tests.worker.test_tasks import submit_campaign
 
@@ -282,3 +283,37 @@ def test_finish_counts_the_lines_on_disk_and_trims_only_a_whole_file(
     collector.finish("c")
     assert json.loads((tmp_path / "c.summary.json").read_text())["results"] == 1
     assert client.xlen(results_stream_key("c")) == 2
+
+
+def test_a_folder_the_disk_refuses_keeps_results_in_redis_until_it_takes_them(
+    client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file stands where the results folder should be: a real refusal of the system's
+    (EEXIST), which lasts until the file is moved away."""
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the results folder should be")
+    collector = make_collector(client, blocker)
+    add(client, result("a"), result("b"))
+    assert collector.poll(["c"], block_ms=100) == 0
+    (said,) = write_errors(client)
+    assert (said.collector, said.campaign_id) == ("c1", "c")
+    assert said.path == str(blocker / "c.jsonl") and said.error.endswith("(EEXIST)")
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 2
+    # The first try again comes after DISK_RETRY's first pause (1 s), not at once.
+    assert 0.5 < collector.troubles["c"].retry_at - time.monotonic() <= 1.0
+    assert collector.poll(["c"], block_ms=100) == 0  # waiting: the disk is not tried
+    wait_for(
+        lambda: collector.poll(["c"], block_ms=100) == 0 and collector.troubles["c"].failures == 2,
+        10,
+        "the second try",
+    )
+    assert write_errors(client)[0].since == said.since  # the same error, still going
+    assert caplog.text.count("cannot write") == 1  # said once while it lasts
+    blocker.unlink()
+    assert collector.poll(["c"], block_ms=100) == 0  # the next try is 2 s after the second
+    wait_for(lambda: collector.poll(["c"], block_ms=100) == 2, 10, "the lines written")
+    assert write_errors(client) == [] and collector.troubles == {}
+    assert f"collector c1: writes {blocker / 'c.jsonl'} again after " in caplog.text
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 0
+    collector.close()
+    assert [r.job_id for r in read_results(blocker / "c.jsonl")] == ["a", "b"]
