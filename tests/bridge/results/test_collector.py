@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import threading
 import time
 from datetime import UTC, datetime
@@ -14,7 +15,13 @@ import pytest
 import redis
 
 from bridge.evalfile.cases import load_eval_file
-from bridge.keys import COLLECTOR_GROUP, collected_key, counts_key, results_stream_key
+from bridge.keys import (
+    COLLECTOR_GROUP,
+    collected_key,
+    collector_lease_key,
+    counts_key,
+    results_stream_key,
+)
 from bridge.prompt.build import PromptRequest
 from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
 from bridge.queue.celery_queue import JobQueue
@@ -317,3 +324,67 @@ def test_a_folder_the_disk_refuses_keeps_results_in_redis_until_it_takes_them(
     assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 0
     collector.close()
     assert [r.job_id for r in read_results(blocker / "c.jsonl")] == ["a", "b"]
+
+
+def test_an_unreadable_entry_is_dropped_said_and_acknowledged(
+    client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    client.xadd(results_stream_key("c"), {"job_id": "torn", "result": '{"campaign_id": "c"'})
+    client.xadd(results_stream_key("c"), {"job_id": "nameless"})
+    add(client, result("a"))
+    collector = make_collector(client, tmp_path)
+    assert collector.poll(["c"], block_ms=100) == 1
+    collector.close()
+    assert [r.job_id for r in read_results(tmp_path / "c.jsonl")] == ["a"]
+    assert "dropping an unreadable stream entry for job torn" in caplog.text
+    assert "dropping an unreadable stream entry for job nameless" in caplog.text
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 0
+
+
+def test_a_complete_campaign_is_finished_once_its_file_holds_every_result(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Its summary is written, its stream emptied, `on_complete` given its file, and its
+    collector lease let go of; a finish after a kill before `on_complete` completes it again."""
+    completed: list[Path] = []
+    collector = Collector(client, "c1", lambda _: tmp_path, lambda _: 2, completed.append)
+    add(client, result("a"), result("b", Status.TIMEOUT))
+    assert collector.poll(["c"], block_ms=100) == 2
+    assert client.get(collector_lease_key("c")) == "c1"
+    assert 0 < client.pttl(collector_lease_key("c")) <= collector_module.COLLECTOR_LEASE_MS
+    collector.finish("c")
+    assert completed == [tmp_path / "c.jsonl"]
+    summary = json.loads((tmp_path / "c.summary.json").read_text())
+    assert (summary["results"], summary["counts"]) == (2, {"ok": 1, "timeout": 1})
+    assert client.xlen(results_stream_key("c")) == 0
+    assert client.get(collector_lease_key("c")) is None
+    Collector(client, "next", lambda _: tmp_path, lambda _: 2, completed.append).finish("c")
+    assert completed == [tmp_path / "c.jsonl"] * 2  # its file is there: completed again
+    empty = tmp_path / "none"
+    Collector(client, "empty", lambda _: empty, lambda _: 2, completed.append).finish("c")
+    assert completed == [tmp_path / "c.jsonl"] * 2
+
+
+def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
+    client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = make_collector(client, tmp_path / "first", name="first")
+    add(client, result("a"))
+    assert first.poll(["c"], block_ms=50) == 1
+    first._maybe_write_summaries(force=True)
+    client.delete(collector_lease_key("c"))  # its lease lapsed: the first stalled
+    second = make_collector(client, tmp_path / "second", name="second")
+    add(client, result("b"))
+    assert second.poll(["c"], block_ms=50) == 1  # and the first's line copied
+    first.held_at.clear()  # its lease is due to be renewed
+    assert first.poll(["c"], block_ms=50) == 0
+    assert "collector first: campaign c taken over by another collector" in caplog.text
+    host = socket.gethostname()
+    assert sorted(p.name for p in (tmp_path / "first").iterdir()) == [
+        f"c.partial-{host}.jsonl",
+        f"c.partial-{host}.summary.json",
+    ]
+    assert f"the part written here is kept as {tmp_path / 'first'}" in caplog.text
+    first.close()
+    second.close()
+    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
