@@ -26,7 +26,7 @@ from bridge.prompt.build import PromptRequest
 from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.results import collector as collector_module
-from bridge.results.collector import Collector
+from bridge.results.collector import Collector, collectors_of
 from bridge.results.result import Result, Status
 from bridge.results.results_file import ResultsFile, read_results
 from bridge.results.write_errors import write_errors
@@ -388,3 +388,33 @@ def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
     first.close()
     second.close()
     assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
+
+
+def test_each_campaign_is_named_with_the_collector_polling_it(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    collector = make_collector(client, tmp_path, name="polling")
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    assert collectors_of(client, ["c", "unpolled"]) == {"c": "polling", "unpolled": None}
+    assert collectors_of(client, []) == {}
+    collector.finish("c")
+    assert collectors_of(client, ["c"]) == {"c": None}
+
+
+def test_after_redis_lost_its_data_the_file_is_opened_anew_and_its_lines_recorded(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Kept open, the file's lines would count nowhere in the new Redis: the campaign
+    would never end."""
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    client.flushdb()
+    collector.redis_lost()
+    add(client, result("b"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    collector.close()
+    assert client.smembers(collected_key("c")) == {"a", "b"}
+    assert client.hgetall(counts_key("c")) == {"ok": "2"}
+    assert [r.job_id for r in read_results(tmp_path / "c.jsonl")] == ["a", "b"]
