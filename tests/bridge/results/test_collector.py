@@ -6,6 +6,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -30,7 +32,14 @@ from bridge.results.collector import Collector, collectors_of
 from bridge.results.result import Result, Status
 from bridge.results.results_file import ResultsFile, read_results
 from bridge.results.write_errors import write_errors
-from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
+from tests.conftest import (
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 from tests.worker.test_tasks import submit_campaign
 
 ECHO_TARGET = "targets:\n  - {name: echo, provider: mock, echo: true}\n"
@@ -308,7 +317,9 @@ def test_a_folder_the_disk_refuses_keeps_results_in_redis_until_it_takes_them(
     assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 2
     # The first try again comes after DISK_RETRY's first pause (1 s), not at once.
     assert 0.5 < collector.troubles["c"].retry_at - time.monotonic() <= 1.0
-    assert collector.poll(["c"], block_ms=100) == 0  # waiting: the disk is not tried
+    started = time.monotonic()
+    assert collector.poll(["c"], block_ms=5000) == 0  # waiting: the disk is not tried
+    assert time.monotonic() - started < 4  # the poll waits until the next try, not 5 s
     wait_for(
         lambda: collector.poll(["c"], block_ms=100) == 0 and collector.troubles["c"].failures == 2,
         10,
@@ -418,3 +429,168 @@ def test_after_redis_lost_its_data_the_file_is_opened_anew_and_its_lines_recorde
     assert client.smembers(collected_key("c")) == {"a", "b"}
     assert client.hgetall(counts_key("c")) == {"ok": "2"}
     assert [r.job_id for r in read_results(tmp_path / "c.jsonl")] == ["a", "b"]
+
+
+def test_disk_tries_are_at_most_ten_seconds_apart_however_long_it_refuses(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the results folder should be")
+    collector = make_collector(client, blocker)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=100) == 0
+    collector.troubles["c"].failures = 20  # refused for long: the backoff is at its cap
+    wait_for(
+        lambda: collector.poll(["c"], block_ms=100) == 0 and collector.troubles["c"].failures == 21,
+        10,
+        "the next try",
+    )
+    assert 9 < collector.troubles["c"].retry_at - time.monotonic() <= 10
+
+
+def test_a_collector_closing_while_the_disk_refuses_takes_its_error_back(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Nobody tries that file any more: `status` must not say a collector is trying."""
+    blocker = tmp_path / "out"
+    blocker.write_text("a file where the results folder should be")
+    collector = make_collector(client, blocker)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=100) == 0
+    assert len(write_errors(client)) == 1
+    collector.close()
+    assert write_errors(client) == []
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 1
+
+
+def test_a_poll_with_no_campaign_to_read_waits_its_block_time(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Never a busy loop: the campaign is another collector's, yet the poll waits."""
+    first = make_collector(client, tmp_path / "first", name="first")
+    assert first.poll(["c"], block_ms=10) == 0
+    second = make_collector(client, tmp_path / "second", name="second")
+    started = time.monotonic()
+    assert second.poll(["c"], block_ms=300) == 0
+    assert time.monotonic() - started >= 0.3
+    started = time.monotonic()
+    assert second.poll([], block_ms=50) == 0
+    assert 0.05 <= time.monotonic() - started < 0.9
+
+
+def test_abandoned_entries_are_looked_for_once_per_claim_interval(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    def claims() -> int:
+        stats = client.info("commandstats").get("cmdstat_xautoclaim", {})
+        return int(stats.get("calls", 0))
+
+    before = claims()
+    collector = make_collector(client, tmp_path)
+    for _ in range(3):
+        assert collector.poll(["c"], block_ms=10) == 0
+    assert claims() == before + 1  # the first poll, then not before CLAIM_INTERVAL_SECONDS
+
+
+def test_the_summary_is_written_while_collecting_at_most_once_a_second(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    collector = make_collector(client, tmp_path)
+    summary = tmp_path / "c.summary.json"
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    assert json.loads(summary.read_text())["results"] == 1
+    add(client, result("b"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    assert json.loads(summary.read_text())["results"] == 1  # written less than 1 s ago
+    wait_for(
+        lambda: collector.poll(["c"], block_ms=50) == 0
+        and json.loads(summary.read_text())["results"] == 2,
+        10,
+        "the summary written again",
+    )
+    collector.close()
+    assert summary.read_text().startswith('{\n  "campaign_id": "c",\n')
+    assert summary.read_text().endswith("}\n")
+
+
+def test_the_collector_lease_lasts_30_s_unless_told(tmp_path: Path) -> None:
+    code = "from bridge.results.collector import COLLECTOR_LEASE_MS; print(COLLECTOR_LEASE_MS)"
+    env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_COLLECTOR_LEASE_SECONDS"}
+    for told, lease_ms in ((None, "30000"), ("2.5", "2500")):
+        extra = {"EVALRELAY_COLLECTOR_LEASE_SECONDS": told} if told else {}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env | extra, capture_output=True, text=True
+        )
+        assert done.stdout.strip() == lease_ms, done.stderr
+
+
+def test_more_own_pending_entries_than_one_read_are_all_finished_first(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """A collector restarted under its name with 501 entries read and not acknowledged
+    reads them 500 at a time until none is left, then new ones."""
+    stream = results_stream_key("c")
+    pipe = client.pipeline()
+    for i in range(501):
+        pipe.xadd(stream, {"job_id": f"j{i}", "result": result(f"j{i}").model_dump_json()})
+    pipe.execute()
+    client.xgroup_create(stream, COLLECTOR_GROUP, id="0")
+    client.xreadgroup(COLLECTOR_GROUP, "same", {stream: ">"})
+    add(client, result("new"))
+    collector = make_collector(client, tmp_path, name="same")
+    assert [collector.poll(["c"], block_ms=50) for _ in range(3)] == [500, 1, 1]
+    collector.close()
+    assert client.xpending(stream, COLLECTOR_GROUP)["pending"] == 0
+
+
+def test_a_report_that_cannot_be_written_is_logged_and_the_results_stand(
+    client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing(path: Path) -> None:
+        raise RuntimeError("no report today")
+
+    collector = Collector(client, "c1", lambda _: tmp_path, lambda _: 1, failing)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    collector.finish("c")
+    assert f"could not finish {tmp_path / 'c.jsonl'}" in caplog.text
+    assert "RuntimeError: no report today" in caplog.text
+    assert client.xlen(results_stream_key("c")) == 0
+
+
+def test_a_stream_deleted_between_two_polls_is_read_anew(
+    client: redis.Redis, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis answers `NOGROUP` to a read of a group that is gone."""
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    client.delete(results_stream_key("c"))
+    assert collector.poll(["c"], block_ms=50) == 0
+    assert "collector c1: result streams were lost; reading them anew" in caplog.text
+    add(client, result("b"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    collector.close()
+
+
+def test_redis_out_of_reach_lets_go_of_the_files_and_closing_still_ends(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = PrivateRedis(tmp_path / "redis")
+    server.folder.mkdir()
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        collector = make_collector(client, tmp_path / "out")
+        add(client, result("a"))
+        assert collector.poll(["c"], block_ms=50) == 1
+        server.stop()
+        with pytest.raises(redis.ConnectionError):
+            collector.poll(["c"], block_ms=50)
+        assert collector.files == {}  # opened anew once Redis is back, recording its lines
+        collector.close()  # no Redis to finish with: says so and returns
+        assert "collector c1: Redis out of reach while closing" in caplog.text
+    finally:
+        server.stop()
+    assert [r.job_id for r in read_results(tmp_path / "out" / "c.jsonl")] == ["a"]
