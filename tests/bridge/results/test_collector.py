@@ -140,37 +140,6 @@ def test_restarted_collector_first_finishes_its_own_pending_entries(
     collector.close()
 
 
-def test_collector_process_killed_and_restarted_mid_campaign(
-    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
-) -> None:
-    root = project(
-        {
-            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n",
-            "evals.yaml": one_turn_cases(60),
-        }
-    )
-    processes.worker(client, "steady@test", "--concurrency", "4")
-    info = submit_campaign(redis_url, root, 60)
-    path = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
-    first = processes.start("collect", "--campaign", info.campaign_id, name="collector-1")
-    wait_for(
-        lambda: path.exists() and len(path.read_text().splitlines()) >= 10, 60, "the first lines"
-    )
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(10)
-    written_before = len(read_jsonl(path))
-    assert written_before < 60
-    processes.start("collect", "--campaign", info.campaign_id, name="collector-2")
-    report = Path(info.out_dir) / f"{info.campaign_id}.html"
-    wait_for(report.exists, 90, "the campaign finished, its report written")
-    summary = Path(info.out_dir) / f"{info.campaign_id}.summary.json"
-    # Its statistics import scipy and statsmodels first: seconds on a busy machine.
-    wait_for(lambda: summary.exists() and '"results": 60' in summary.read_text(), 60, "the summary")
-    lines = read_jsonl(path)
-    assert len(lines) == 60
-    assert len({line["job_id"] for line in lines}) == 60
-
-
 def test_one_collector_at_a_time_writes_a_campaign(client: redis.Redis, tmp_path: Path) -> None:
     first = make_collector(client, tmp_path / "first", name="first")
     second = make_collector(client, tmp_path / "second", name="second")
@@ -184,80 +153,6 @@ def test_one_collector_at_a_time_writes_a_campaign(client: redis.Redis, tmp_path
     assert not (tmp_path / "first" / "c.jsonl").read_text().count('"b"')
     # The second took it over: its file is whole, with the line the first wrote.
     assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
-
-
-def next_round_of_reads(client: redis.Redis, campaign_id: str) -> None:
-    """Wait until the collector, having made the campaign's group, makes three more reads
-    (only a collector reads a results stream; its first round makes two): a whole round ran
-    in between, its check whether the campaign is finished included. Redis 7.0 does not mark
-    a consumer seen on a read that returns nothing, so its command statistics count them."""
-
-    def reads() -> int:
-        stats = client.info("commandstats").get("cmdstat_xreadgroup", {})
-        return int(stats.get("calls", 0))
-
-    def has_group() -> bool:
-        try:
-            return bool(client.xinfo_groups(results_stream_key(campaign_id)))
-        except redis.ResponseError:  # no stream yet
-            return False
-
-    wait_for(has_group, 30, f"the collector to read campaign {campaign_id}")
-    before = reads()
-    wait_for(lambda: reads() >= before + 3, 30, f"three more reads of campaign {campaign_id}")
-
-
-def test_a_running_collector_waits_for_a_campaign_whose_jobs_are_still_being_stored(
-    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
-) -> None:
-    """The collect service may see a detached campaign before its job list is in Redis: it
-    must wait for the jobs the campaign announced, not take 0 of 0 for finished."""
-    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(30)})
-    loaded = load_eval_file(root / "evals.yaml")
-    info = CampaignInfo(
-        campaign_id=f"slow-submit-{time.time_ns()}",
-        created_at=datetime.now(UTC),
-        sources=[str(root / "evals.yaml")],
-        targets=["echo"],
-        total=30,
-        out_dir=str(root / "results"),
-        collector="service",
-    )  # type: ignore[arg-type]
-    jobs = plan_jobs(info.campaign_id, [loaded], "echo", None)
-    half = len(jobs) // 2
-    queue = JobQueue.connect(redis_url)
-    announce(client, info, [loaded])  # the campaign exists, no job yet
-    processes.start("collect", name="collector")
-    # A round polls, then asks whether the campaign is finished: the next round's read
-    # shows the collector took the campaign with no job in it for unfinished.
-    next_round_of_reads(client, info.campaign_id)
-    store_jobs(client, jobs[:half])
-    queue.send(jobs[:half])
-    processes.worker(client, "echo@test", "-Q", "api")
-    results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
-    wait_for(lambda: results.exists() and len(read_jsonl(results)) == half, 60, "the first half")
-    next_round_of_reads(client, info.campaign_id)  # and half of them stored for unfinished
-    store_jobs(client, jobs[half:])
-    queue.send(jobs[half:])
-    wait_for(lambda: results.exists() and len(read_jsonl(results)) == 30, 60, "all 30 lines")
-    assert len({line["job_id"] for line in read_jsonl(results)}) == 30
-
-
-def test_a_collector_started_after_one_killed_before_the_report_writes_it(
-    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
-) -> None:
-    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(5)})
-    processes.worker(client, "echo@test", "-Q", "api")
-    info = submit_campaign(redis_url, root, 5, target="echo")
-    first = processes.start("collect", name="first")
-    report = Path(info.out_dir) / f"{info.campaign_id}.html"
-    wait_for(report.exists, 60, "the first collector's report")
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
-    report.unlink()  # what a collector killed after the last line, before the report, leaves
-    processes.start("collect", name="second")
-    wait_for(report.exists, 30, "the report from the collector started next")
-    assert len(read_jsonl(Path(info.out_dir) / f"{info.campaign_id}.jsonl")) == 5
 
 
 def test_a_stream_deleted_while_the_collector_waits_on_it_is_read_anew(
@@ -479,17 +374,19 @@ def test_a_poll_with_no_campaign_to_read_waits_its_block_time(
 
 
 def test_abandoned_entries_are_looked_for_once_per_claim_interval(
-    client: redis.Redis, tmp_path: Path
+    private_redis: PrivateRedis, tmp_path: Path
 ) -> None:
+    """On a Redis of the test's own: its command statistics count this collector's only."""
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+
     def claims() -> int:
         stats = client.info("commandstats").get("cmdstat_xautoclaim", {})
         return int(stats.get("calls", 0))
 
-    before = claims()
-    collector = make_collector(client, tmp_path)
+    collector = make_collector(client, tmp_path / "out")
     for _ in range(3):
         assert collector.poll(["c"], block_ms=10) == 0
-    assert claims() == before + 1  # the first poll, then not before CLAIM_INTERVAL_SECONDS
+    assert claims() == 1  # the first poll, then not before CLAIM_INTERVAL_SECONDS
 
 
 def test_the_summary_is_written_while_collecting_at_most_once_a_second(
@@ -504,8 +401,10 @@ def test_the_summary_is_written_while_collecting_at_most_once_a_second(
     assert collector.poll(["c"], block_ms=50) == 1
     assert json.loads(summary.read_text())["results"] == 1  # written less than 1 s ago
     wait_for(
-        lambda: collector.poll(["c"], block_ms=50) == 0
-        and json.loads(summary.read_text())["results"] == 2,
+        lambda: (
+            collector.poll(["c"], block_ms=50) == 0
+            and json.loads(summary.read_text())["results"] == 2
+        ),
         10,
         "the summary written again",
     )
@@ -594,3 +493,119 @@ def test_redis_out_of_reach_lets_go_of_the_files_and_closing_still_ends(
     finally:
         server.stop()
     assert [r.job_id for r in read_results(tmp_path / "out" / "c.jsonl")] == ["a"]
+
+
+# The collect process itself, last: the slowest tests (and the mutation runs' `-x` stops
+# at the fast ones above first).
+
+
+def test_collector_process_killed_and_restarted_mid_campaign(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n",
+            "evals.yaml": one_turn_cases(60),
+        }
+    )
+    info = submit_campaign(redis_url, root, 60)
+    path = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
+    first = processes.start("collect", "--campaign", info.campaign_id, name="collector-1")
+    # The worker starts once the collector reads: started before, on a busy machine it
+    # could finish all 60 jobs while the collector still starts, leaving none to cut off.
+    wait_for(lambda: has_group(client, info.campaign_id), 60, "the first collector to read")
+    processes.worker(client, "steady@test", "--concurrency", "2")
+    wait_for(
+        lambda: path.exists() and len(path.read_text().splitlines()) >= 10, 60, "the first lines"
+    )
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(10)
+    written_before = len(read_jsonl(path))
+    assert written_before < 60
+    processes.start("collect", "--campaign", info.campaign_id, name="collector-2")
+    report = Path(info.out_dir) / f"{info.campaign_id}.html"
+    wait_for(report.exists, 90, "the campaign finished, its report written")
+    summary = Path(info.out_dir) / f"{info.campaign_id}.summary.json"
+    # Its statistics import scipy and statsmodels first: seconds on a busy machine.
+    wait_for(lambda: summary.exists() and '"results": 60' in summary.read_text(), 60, "the summary")
+    lines = read_jsonl(path)
+    assert len(lines) == 60
+    assert len({line["job_id"] for line in lines}) == 60
+
+
+def has_group(client: redis.Redis, campaign_id: str) -> bool:
+    """Whether a collector made the campaign's consumer group: it reads the stream."""
+    try:
+        return bool(client.xinfo_groups(results_stream_key(campaign_id)))
+    except redis.ResponseError:  # no stream yet
+        return False
+
+
+def next_round_of_reads(client: redis.Redis, campaign_id: str) -> None:
+    """Wait until the collector, having made the campaign's group, makes three more reads
+    (only a collector reads a results stream; its first round makes two): a whole round ran
+    in between, its check whether the campaign is finished included. Redis 7.0 does not mark
+    a consumer seen on a read that returns nothing, so its command statistics count them."""
+
+    def reads() -> int:
+        stats = client.info("commandstats").get("cmdstat_xreadgroup", {})
+        return int(stats.get("calls", 0))
+
+    wait_for(
+        lambda: has_group(client, campaign_id), 30, f"the collector to read campaign {campaign_id}"
+    )
+    before = reads()
+    wait_for(lambda: reads() >= before + 3, 30, f"three more reads of campaign {campaign_id}")
+
+
+def test_a_running_collector_waits_for_a_campaign_whose_jobs_are_still_being_stored(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    """The collect service may see a detached campaign before its job list is in Redis: it
+    must wait for the jobs the campaign announced, not take 0 of 0 for finished."""
+    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(30)})
+    loaded = load_eval_file(root / "evals.yaml")
+    info = CampaignInfo(
+        campaign_id=f"slow-submit-{time.time_ns()}",
+        created_at=datetime.now(UTC),
+        sources=[str(root / "evals.yaml")],
+        targets=["echo"],
+        total=30,
+        out_dir=str(root / "results"),
+        collector="service",
+    )  # type: ignore[arg-type]
+    jobs = plan_jobs(info.campaign_id, [loaded], "echo", None)
+    half = len(jobs) // 2
+    queue = JobQueue.connect(redis_url)
+    announce(client, info, [loaded])  # the campaign exists, no job yet
+    processes.start("collect", name="collector")
+    # A round polls, then asks whether the campaign is finished: the next round's read
+    # shows the collector took the campaign with no job in it for unfinished.
+    next_round_of_reads(client, info.campaign_id)
+    store_jobs(client, jobs[:half])
+    queue.send(jobs[:half])
+    processes.worker(client, "echo@test", "-Q", "api")
+    results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
+    wait_for(lambda: results.exists() and len(read_jsonl(results)) == half, 60, "the first half")
+    next_round_of_reads(client, info.campaign_id)  # and half of them stored for unfinished
+    store_jobs(client, jobs[half:])
+    queue.send(jobs[half:])
+    wait_for(lambda: results.exists() and len(read_jsonl(results)) == 30, 60, "all 30 lines")
+    assert len({line["job_id"] for line in read_jsonl(results)}) == 30
+
+
+def test_a_collector_started_after_one_killed_before_the_report_writes_it(
+    project: WriteFiles, processes: Processes, client: redis.Redis, redis_url: str
+) -> None:
+    root = project({"targets.yaml": ECHO_TARGET, "evals.yaml": one_turn_cases(5)})
+    processes.worker(client, "echo@test", "-Q", "api")
+    info = submit_campaign(redis_url, root, 5, target="echo")
+    first = processes.start("collect", name="first")
+    report = Path(info.out_dir) / f"{info.campaign_id}.html"
+    wait_for(report.exists, 60, "the first collector's report")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    report.unlink()  # what a collector killed after the last line, before the report, leaves
+    processes.start("collect", name="second")
+    wait_for(report.exists, 30, "the report from the collector started next")
+    assert len(read_jsonl(Path(info.out_dir) / f"{info.campaign_id}.jsonl")) == 5
