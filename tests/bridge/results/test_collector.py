@@ -264,11 +264,50 @@ def test_a_complete_campaign_is_finished_once_its_file_holds_every_result(
     assert (summary["results"], summary["counts"]) == (2, {"ok": 1, "timeout": 1})
     assert client.xlen(results_stream_key("c")) == 0
     assert client.get(collector_lease_key("c")) is None
+    (tmp_path / "c.summary.json").unlink()
     Collector(client, "next", lambda _: tmp_path, lambda _: 2, completed.append).finish("c")
     assert completed == [tmp_path / "c.jsonl"] * 2  # its file is there: completed again
+    assert not (tmp_path / "c.summary.json").exists()  # and nothing else: it wrote no line
     empty = tmp_path / "none"
     Collector(client, "empty", lambda _: empty, lambda _: 2, completed.append).finish("c")
     assert completed == [tmp_path / "c.jsonl"] * 2
+    assert not empty.exists()
+
+
+def test_a_summary_the_disk_refuses_at_the_finish_is_written_at_a_later_poll(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """A folder stands where the summary goes (a real refusal: a file cannot replace it);
+    the campaign stays unfinished, its error said, until the summary is written."""
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    summary = tmp_path / "c.summary.json"
+    summary.unlink()
+    summary.mkdir()
+    collector.finish("c")
+    (said,) = write_errors(client)
+    assert said.path == str(tmp_path / "c.jsonl")
+    summary.rmdir()
+    wait_for(lambda: collector.poll([], block_ms=50) == 0 and summary.is_file(), 10, "the summary")
+    assert json.loads(summary.read_text())["results"] == 1
+    assert write_errors(client) == []
+
+
+def test_a_finished_file_is_left_alone_when_another_collector_takes_the_campaign_later(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """`retry` may run it again elsewhere: the file the first finished is not a partial."""
+    first = make_collector(client, tmp_path / "first", name="first")
+    add(client, result("a"))
+    assert first.poll(["c"], block_ms=50) == 1
+    first.finish("c")
+    second = make_collector(client, tmp_path / "second", name="second")
+    add(client, result("b"))
+    assert second.poll(["c"], block_ms=50) == 1
+    first.close()
+    second.close()
+    assert [p.name for p in (tmp_path / "first").glob("*.jsonl")] == ["c.jsonl"]
 
 
 def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
