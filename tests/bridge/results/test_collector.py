@@ -543,7 +543,7 @@ def test_collector_process_killed_and_restarted_mid_campaign(
 ) -> None:
     root = project(
         {
-            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n",
+            "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 300}\n",
             "evals.yaml": one_turn_cases(60),
         }
     )
@@ -553,7 +553,7 @@ def test_collector_process_killed_and_restarted_mid_campaign(
     # The worker starts once the collector reads: started before, on a busy machine it
     # could finish all 60 jobs while the collector still starts, leaving none to cut off.
     wait_for(lambda: has_group(client, info.campaign_id), 60, "the first collector to read")
-    processes.worker(client, "steady@test", "--concurrency", "2")
+    processes.worker(client, "steady@test", "--concurrency", "1")  # 60 jobs: 18 s
     wait_for(
         lambda: path.exists() and len(path.read_text().splitlines()) >= 10, 60, "the first lines"
     )
