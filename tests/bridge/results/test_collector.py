@@ -426,6 +426,9 @@ def test_abandoned_entries_are_looked_for_once_per_claim_interval(
     for _ in range(3):
         assert collector.poll(["c"], block_ms=10) == 0
     assert claims() == 1  # the first poll, then not before CLAIM_INTERVAL_SECONDS
+    collector.claimed_at = time.monotonic() - 5.5  # as if the last look was 5.5 s ago
+    assert collector.poll(["c"], block_ms=10) == 0
+    assert claims() == 2
 
 
 def test_the_summary_is_written_while_collecting_at_most_once_a_second(
