@@ -69,6 +69,12 @@ def add(client: redis.Redis, *results: Result) -> None:
         )
 
 
+def open_on(path: Path) -> int:
+    """How many of this process's file descriptors are open on `path`."""
+    fds = Path("/proc/self/fd")
+    return sum(1 for fd in fds.iterdir() if os.path.realpath(fd) == str(path.resolve()))
+
+
 def make_collector(client: redis.Redis, out: Path, name: str = "c1") -> Collector:
     return Collector(client, name, lambda _: out, lambda _: None)
 
@@ -149,10 +155,14 @@ def test_one_collector_at_a_time_writes_a_campaign(client: redis.Redis, tmp_path
     assert second.poll(["c"], block_ms=50) == 0  # the campaign is first's
     first.finish("c")
     assert second.poll(["c"], block_ms=50) == 1
+    add(client, result("c2"))
+    assert first.poll(["c"], block_ms=50) == 0  # it let go at its finish: now second's
+    assert second.poll(["c"], block_ms=50) == 1
     second.close()
     assert not (tmp_path / "first" / "c.jsonl").read_text().count('"b"')
+    assert [r.job_id for r in read_results(tmp_path / "first" / "c.jsonl")] == ["a"]
     # The second took it over: its file is whole, with the line the first wrote.
-    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
+    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b", "c2"]
 
 
 def test_a_stream_deleted_while_the_collector_waits_on_it_is_read_anew(
@@ -260,6 +270,9 @@ def test_a_complete_campaign_is_finished_once_its_file_holds_every_result(
     assert 0 < client.pttl(collector_lease_key("c")) <= collector_module.COLLECTOR_LEASE_MS
     collector.finish("c")
     assert completed == [tmp_path / "c.jsonl"]
+    assert open_on(tmp_path / "c.jsonl") == 0
+    assert collector.poll([], block_ms=10) == 0
+    assert completed == [tmp_path / "c.jsonl"]  # finished once, not at every poll
     summary = json.loads((tmp_path / "c.summary.json").read_text())
     assert (summary["results"], summary["counts"]) == (2, {"ok": 1, "timeout": 1})
     assert client.xlen(results_stream_key("c")) == 0
@@ -288,8 +301,26 @@ def test_a_summary_the_disk_refuses_at_the_finish_is_written_at_a_later_poll(
     collector.finish("c")
     (said,) = write_errors(client)
     assert said.path == str(tmp_path / "c.jsonl")
+    assert collector.poll([], block_ms=50) == 0
+    assert collector.troubles["c"].failures == 1  # not tried again before its time
     summary.rmdir()
     wait_for(lambda: collector.poll([], block_ms=50) == 0 and summary.is_file(), 10, "the summary")
+    assert json.loads(summary.read_text())["results"] == 1
+    assert write_errors(client) == []
+
+
+def test_a_collector_closing_writes_a_summary_its_finish_could_not(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    summary = tmp_path / "c.summary.json"
+    summary.unlink()
+    summary.mkdir()
+    collector.finish("c")
+    summary.rmdir()
+    collector.close()  # without waiting for the next try
     assert json.loads(summary.read_text())["results"] == 1
     assert write_errors(client) == []
 
@@ -316,6 +347,10 @@ def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
     first = make_collector(client, tmp_path / "first", name="first")
     add(client, result("a"))
     assert first.poll(["c"], block_ms=50) == 1
+    first.held_at.clear()  # its lease is due to be renewed: it renews it
+    add(client, result("a2"))
+    assert first.poll(["c"], block_ms=50) == 1
+    assert "taken over" not in caplog.text
     first._maybe_write_summaries(force=True)
     client.delete(collector_lease_key("c"))  # its lease lapsed: the first stalled
     second = make_collector(client, tmp_path / "second", name="second")
@@ -323,7 +358,9 @@ def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
     assert second.poll(["c"], block_ms=50) == 1  # and the first's line copied
     first.held_at.clear()  # its lease is due to be renewed
     assert first.poll(["c"], block_ms=50) == 0
-    assert "collector first: campaign c taken over by another collector" in caplog.text
+    first.held_at.clear()
+    assert first.poll(["c"], block_ms=50) == 0
+    assert caplog.text.count("collector first: campaign c taken over by another collector") == 1
     host = socket.gethostname()
     assert sorted(p.name for p in (tmp_path / "first").iterdir()) == [
         f"c.partial-{host}.jsonl",
@@ -332,7 +369,7 @@ def test_a_collector_whose_campaign_was_taken_over_keeps_its_part_as_partial(
     assert f"the part written here is kept as {tmp_path / 'first'}" in caplog.text
     first.close()
     second.close()
-    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
+    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "a2", "b"]
 
 
 def test_each_campaign_is_named_with_the_collector_polling_it(
@@ -357,8 +394,10 @@ def test_after_redis_lost_its_data_the_file_is_opened_anew_and_its_lines_recorde
     assert collector.poll(["c"], block_ms=50) == 1
     client.flushdb()
     collector.redis_lost()
+    assert open_on(tmp_path / "c.jsonl") == 0
     add(client, result("b"))
     assert collector.poll(["c"], block_ms=50) == 1
+    assert client.get(collector_lease_key("c")) == "c1"  # taken again in the new Redis
     collector.close()
     assert client.smembers(collected_key("c")) == {"a", "b"}
     assert client.hgetall(counts_key("c")) == {"ok": "2"}
@@ -530,6 +569,52 @@ def test_redis_out_of_reach_lets_go_of_the_files_and_closing_still_ends(
     finally:
         server.stop()
     assert [r.job_id for r in read_results(tmp_path / "out" / "c.jsonl")] == ["a"]
+
+
+def test_a_read_cut_off_by_redis_going_away_is_taken_up_at_once(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Redis kept its data: the entries this consumer read before, never acknowledged, are
+    read again at the next poll, not 30 s later as abandoned ones."""
+    collector = make_collector(client, tmp_path)
+    assert collector.poll(["c"], block_ms=10) == 0
+    add(client, result("a"))
+    client.xreadgroup(COLLECTOR_GROUP, "c1", {results_stream_key("c"): ">"})  # its lost read
+    collector.redis_lost()
+    assert collector.poll(["c"], block_ms=10) == 1
+    collector.close()
+
+
+def test_a_file_written_before_redis_lost_its_data_is_never_marked_partial(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Its lines are nowhere else once Redis lost them: another collector taking the
+    campaign in the new Redis does not hide them."""
+    first = make_collector(client, tmp_path / "first", name="first")
+    add(client, result("a"))
+    assert first.poll(["c"], block_ms=50) == 1
+    client.flushdb()
+    first.redis_lost()
+    second = make_collector(client, tmp_path / "second", name="second")
+    add(client, result("b"))
+    assert second.poll(["c"], block_ms=50) == 1
+    assert first.poll(["c"], block_ms=50) == 0
+    first.close()
+    second.close()
+    assert [p.name for p in (tmp_path / "first").glob("*.jsonl")] == ["c.jsonl"]
+
+
+def test_a_campaign_whose_record_redis_refuses_is_not_written_and_its_file_closed(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    client.set(collected_key("c"), "not a set")  # WRONGTYPE when its file is opened
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        collector.poll(["c"], block_ms=50)
+    assert collector.files == {}
+    assert open_on(tmp_path / "c.jsonl") == 0
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 1
 
 
 # The collect process itself, last: the slowest tests (and the mutation runs' `-x` stops
