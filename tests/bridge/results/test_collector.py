@@ -557,18 +557,27 @@ def test_redis_out_of_reach_lets_go_of_the_files_and_closing_still_ends(
     server.start()
     try:
         client = redis.Redis.from_url(server.url, decode_responses=True)
-        collector = make_collector(client, tmp_path / "out")
-        add(client, result("a"))
-        assert collector.poll(["c"], block_ms=50) == 1
+        out = tmp_path / "out"
+        collector = make_collector(client, out)
+        add(client, result("a"), result("b", campaign="d"))
+        assert collector.poll(["c", "d"], block_ms=50) == 2
         server.stop()
         with pytest.raises(redis.ConnectionError):
-            collector.poll(["c"], block_ms=50)
+            collector.poll(["c", "d"], block_ms=50)
         assert collector.files == {}  # opened anew once Redis is back, recording its lines
-        collector.close()  # no Redis to finish with: says so and returns
+        assert open_on(out / "c.jsonl") == open_on(out / "d.jsonl") == 0
+        server.start()
+        add(client, result("a2"), result("b2", campaign="d"))
+        assert collector.poll(["c", "d"], block_ms=50) == 2  # both open again
+        assert open_on(out / "c.jsonl") == open_on(out / "d.jsonl") == 1
+        server.stop()
+        collector.close()  # no Redis to finish with: says so, closes both files, returns
         assert "collector c1: Redis out of reach while closing" in caplog.text
+        assert open_on(out / "c.jsonl") == open_on(out / "d.jsonl") == 0
     finally:
         server.stop()
-    assert [r.job_id for r in read_results(tmp_path / "out" / "c.jsonl")] == ["a"]
+    assert [r.job_id for r in read_results(out / "c.jsonl")] == ["a", "a2"]
+    assert [r.job_id for r in read_results(out / "d.jsonl")] == ["b", "b2"]
 
 
 def test_a_read_cut_off_by_redis_going_away_is_taken_up_at_once(
