@@ -546,6 +546,10 @@ def test_a_stream_deleted_between_two_polls_is_read_anew(
     assert "collector c1: result streams were lost; reading them anew" in caplog.text
     add(client, result("b"))
     assert collector.poll(["c"], block_ms=50) == 1
+    client.delete(results_stream_key("c"))
+    client.set(results_stream_key("c"), "not a stream")  # any other refusal is raised
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        collector.poll(["c"], block_ms=50)
     collector.close()
 
 
@@ -624,6 +628,34 @@ def test_a_campaign_whose_record_redis_refuses_is_not_written_and_its_file_close
     assert collector.files == {}
     assert open_on(tmp_path / "c.jsonl") == 0
     assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 1
+
+
+def test_a_file_let_go_of_in_an_outage_and_taken_over_since_is_partial_at_close(
+    tmp_path: Path,
+) -> None:
+    server = PrivateRedis(tmp_path / "redis")
+    server.folder.mkdir()
+    server.start()
+    try:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        first = make_collector(client, tmp_path / "first", name="first")
+        add(client, result("a"))
+        assert first.poll(["c"], block_ms=50) == 1
+        server.stop()
+        with pytest.raises(redis.ConnectionError):
+            first.poll(["c"], block_ms=50)
+        server.start()  # with its data; the first's lease lapsed meanwhile
+        client.delete(collector_lease_key("c"))
+        second = make_collector(client, tmp_path / "second", name="second")
+        add(client, result("b"))
+        assert second.poll(["c"], block_ms=50) == 1
+        first.close()
+        second.close()
+    finally:
+        server.stop()
+    host = socket.gethostname()
+    assert [p.name for p in (tmp_path / "first").glob("*.jsonl")] == [f"c.partial-{host}.jsonl"]
+    assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
 
 
 # The collect process itself, last: the slowest tests (and the mutation runs' `-x` stops
