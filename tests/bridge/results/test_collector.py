@@ -658,6 +658,22 @@ def test_a_file_let_go_of_in_an_outage_and_taken_over_since_is_partial_at_close(
     assert [r.job_id for r in read_results(tmp_path / "second" / "c.jsonl")] == ["a", "b"]
 
 
+def test_a_summary_the_disk_refuses_while_collecting_is_said(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    summary = tmp_path / "c.summary.json"
+    summary.unlink()
+    summary.mkdir()  # a folder where the summary goes: a file cannot replace it
+    add(client, result("b"))
+    collector.summary_written = time.monotonic() - 1.5  # its summary is due
+    assert collector.poll(["c"], block_ms=50) == 1
+    (said,) = write_errors(client)
+    assert said.path == str(summary)
+
+
 # The collect process itself, last: the slowest tests (and the mutation runs' `-x` stops
 # at the fast ones above first).
 
