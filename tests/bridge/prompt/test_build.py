@@ -458,3 +458,25 @@ def test_a_prompt_request_refuses_unknown_fields_and_changes() -> None:
     request = PromptRequest(question="q")
     with pytest.raises(ValidationError, match="frozen"):
         request.question = "other"  # type: ignore[misc]
+
+
+def test_a_cases_tools_reach_its_request_and_no_tools_are_none(project: WriteFiles) -> None:
+    """An API target offers the model exactly the request's tools; an empty list would be
+    an offer of none, which some vendors refuse."""
+    root = project(
+        {
+            "evals/tools.yaml": (
+                "evalcases:\n"
+                "  - id: t\n"
+                "    input_messages: [{role: user, content: Weather?}]\n"
+                "    tools: [{name: weather}]\n"
+                "    tool_choice: required\n"
+                "  - {id: plain, input_messages: [{role: user, content: Hi}]}\n"
+            )
+        }
+    )
+    with_tools, plain = load_eval_file(root / "evals/tools.yaml").cases
+    request = request_for(with_tools)
+    assert [tool.name for tool in request.tools or []] == ["weather"]
+    assert request.tool_choice == "required"
+    assert request_for(plain).tools is None
