@@ -31,9 +31,9 @@ from bridge.queue.estimate import estimate as estimate_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
+from bridge.queue.steering import who
 from bridge.reports.promptfoo_json import write_promptfoo_outputs
 from bridge.results.results_file import results_path
-from bridge.queue.steering import who
 from bridge.targets.targets_file import Targets
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -672,6 +673,40 @@ def test_a_summary_the_disk_refuses_while_collecting_is_said(
     assert collector.poll(["c"], block_ms=50) == 1
     (said,) = write_errors(client)
     assert said.path == str(summary)
+
+
+def test_an_append_the_disk_refuses_midway_closes_the_file_and_rewrites_its_summary(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """The results file is open when the disk refuses the next lines (a file size limit,
+    EFBIG): the collector lets go of the file (no descriptor kept on it) and rewrites the
+    summary from the lines on disk, and the refused results wait in Redis."""
+    collector = make_collector(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    path, summary = tmp_path / "c.jsonl", tmp_path / "c.summary.json"
+    assert open_on(path) == 1
+    summary.unlink()  # so that only the refusal's own summary can bring it back
+    add(client, result("b").model_copy(update={"answer": "x" * 20_000}))
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    ignored = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a killed process
+    # Room for a summary, not for b's line: the append stops partway through it.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (path.stat().st_size + 10_000, limit[1]))
+    try:
+        assert collector.poll(["c"], block_ms=50) == 0
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+        signal.signal(signal.SIGXFSZ, ignored)
+    (said,) = write_errors(client)
+    assert said.path == str(path) and "EFBIG" in said.error
+    assert open_on(path) == 0
+    assert json.loads(summary.read_text())["results"] == 1
+    assert [r.job_id for r in read_results(path)] == ["a"]  # cut back to its whole lines
+    assert client.xpending(results_stream_key("c"), COLLECTOR_GROUP)["pending"] == 1
+    collector.troubles["c"].retry_at = 0.0  # try again now: the disk takes it
+    assert collector.poll(["c"], block_ms=50) == 1
+    collector.close()
+    assert [r.job_id for r in read_results(path)] == ["a", "b"]
 
 
 # The collect process itself, last: the slowest tests (and the mutation runs' `-x` stops
