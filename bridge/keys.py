@@ -89,6 +89,17 @@ def limits_audit_key() -> str:
     return f"{PREFIX}:limits:audit"
 
 
+def target_tally_key(target: str) -> str:
+    """Hash: results published for a target since the tally began, by status; attempts past
+    the first (`retries`); dollars (`cost_usd`): what `/metrics` reports per target."""
+    return f"{PREFIX}:tally:target:{target}"
+
+
+def tallied_targets_key() -> str:
+    """Set: the targets that have a tally."""
+    return f"{PREFIX}:tally:targets"
+
+
 def results_stream_key(campaign_id: str) -> str:
     """Stream: results as workers finish them, read by the collector's consumer group."""
     return f"{PREFIX}:results:{campaign_id}"

@@ -16,6 +16,8 @@ from bridge.keys import (
     lease_key,
     outstanding_key,
     results_stream_key,
+    tallied_targets_key,
+    target_tally_key,
 )
 from bridge.masking import masked_model
 from bridge.queue.connection import OUTAGE_BACKOFF
@@ -39,6 +41,10 @@ if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
   added = 1
   redis.call('ZREM', KEYS[5], ARGV[2])
+  redis.call('SADD', KEYS[8], ARGV[7])
+  redis.call('HINCRBY', KEYS[7], ARGV[8], 1)
+  if tonumber(ARGV[1]) > 1 then redis.call('HINCRBY', KEYS[7], 'retries', 1) end
+  if ARGV[9] ~= '' then redis.call('HINCRBYFLOAT', KEYS[7], 'cost_usd', ARGV[9]) end
 end
 if ARGV[5] ~= '' and redis.call('GET', KEYS[3]) == ARGV[5] then
   redis.call('DEL', KEYS[3])
@@ -49,7 +55,8 @@ return added
 """
 )
 """One round trip: append the result unless already there (and the job is no longer
-outstanding), release the lease if ours, and forget that this worker holds the message."""
+outstanding, and the target's tally counts it), release the lease if ours, and forget that
+this worker holds the message."""
 
 
 def publish(
@@ -66,6 +73,8 @@ def publish(
         inflight_key(),
         outstanding_key(queue),
         holders_key(),
+        target_tally_key(result.target),
+        tallied_targets_key(),
     )
     args = (
         result.attempt,
@@ -74,6 +83,9 @@ def publish(
         DONE_TTL_SECONDS,
         lease_token,
         message_id,
+        result.target,
+        result.status.value,
+        repr(result.cost.usd) if result.cost else "",
     )
 
     def waiting(error: Exception) -> None:

@@ -3,8 +3,9 @@
 Nothing is counted in this process: every figure is what Redis holds when Prometheus
 asks, so any number of `serve` processes give the same answer, and one restarted loses
 nothing. Results are counters per campaign and status (`rate()` gives results per second
-by status; `rate_limited` is the 429s); services are up when they reported within
-`EVALRELAY_ALIVE_SECONDS`, on Redis's clock.
+by status; `rate_limited` is the 429s), and per target as the workers publish them, with
+the attempts past a job's first and the dollars answers cost; services are up when they
+reported within `EVALRELAY_ALIVE_SECONDS`, on Redis's clock.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from bridge.keys import (
     collectors_key,
     holders_key,
     inflight_key,
+    tallied_targets_key,
+    target_tally_key,
     watchers_key,
     workers_key,
 )
@@ -56,6 +59,7 @@ class ClusterMetrics(Collector):
             value=client.hlen(holders_key()),
         )
         yield from self._campaigns()
+        yield from self._targets()
         yield from self._services()
 
     def _campaigns(self) -> Iterator[Metric]:
@@ -75,6 +79,32 @@ class ClusterMetrics(Collector):
                 results.add_metric([campaign_id, status], number)
         yield results
         yield jobs
+
+    def _targets(self) -> Iterator[Metric]:
+        results = CounterMetricFamily(
+            "evalrelay_target_results",
+            "Results published, by target and status (rate_limited: HTTP 429s that ended a job).",
+            labels=["target", "status"],
+        )
+        retries = CounterMetricFamily(
+            "evalrelay_target_retries",
+            "Results of a job's second or later attempt (retry, resume), by target.",
+            labels=["target"],
+        )
+        cost = CounterMetricFamily(
+            "evalrelay_target_cost_usd",
+            "Dollars the targets' answers cost, as the vendor said or priced from tokens.",
+            labels=["target"],
+        )
+        for target in sorted(str(t) for t in self.client.smembers(tallied_targets_key())):
+            tally = {str(k): v for k, v in self.client.hgetall(target_tally_key(target)).items()}
+            retries.add_metric([target], int(tally.pop("retries", 0)))
+            cost.add_metric([target], float(tally.pop("cost_usd", 0.0)))
+            for status, number in sorted(tally.items()):
+                results.add_metric([target, status], int(number))
+        yield results
+        yield retries
+        yield cost
 
     def _services(self) -> Iterator[Metric]:
         now = now_seconds(self.client)

@@ -22,4 +22,4 @@ def test_every_query_names_a_metric_and_labels_the_endpoint_gives(client: redis.
         names = set(re.findall(r"\bevalrelay_[a-z_]+", query))
         assert names and names <= given, (query, sorted(given))
     labels = {label for q in queries for label in re.findall(r"by \((\w+)\)", q)}
-    assert labels <= {"queue", "status", "campaign"}
+    assert labels <= {"queue", "status", "campaign", "target"}

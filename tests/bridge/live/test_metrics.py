@@ -15,7 +15,7 @@ from tests.conftest import Processes, WriteFiles, free_port, one_turn_cases, wai
 
 SLOW = (
     "targets:\n  - {name: slow, provider: mock, latency_ms: 400, failure_rate: 0.25,"
-    " failure_kind: rate_limited}\n"
+    " failure_kind: rate_limited, cost_usd: 0.125}\n"
 )
 CASES = 40
 
@@ -73,6 +73,12 @@ def test_metrics_follow_a_campaign_through_the_queue_workers_and_collector(
         ("evalrelay_results_total", (("campaign", campaign), ("status", "rate_limited")))
     ]
     assert ok + limited == CASES and limited > 0
+    # The same results per target, as the workers published them, and what the answers cost.
+    assert done[("evalrelay_target_results_total", (("status", "ok"), ("target", "slow")))] == ok
+    limited_here = (("status", "rate_limited"), ("target", "slow"))
+    assert done[("evalrelay_target_results_total", limited_here)] == limited
+    assert done[("evalrelay_target_cost_usd_total", (("target", "slow"),))] == 0.125 * ok
+    assert done[("evalrelay_target_retries_total", (("target", "slow"),))] == 0
     assert done[("evalrelay_queue_depth", (("queue", "api"),))] == 0
     assert done[("evalrelay_service_up", (("name", "c1"), ("role", "collector")))] == 1
 
