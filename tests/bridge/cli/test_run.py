@@ -128,7 +128,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 700}\n",
-            "evals/many.yaml": cases(12),
+            "evals/many.yaml": cases(40),  # 14 s at 2 at once: Ctrl-C comes long before
         }
     )
     env = embedded_env(private_home)
@@ -157,10 +157,10 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
     )
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130
+    assert process.returncode == 130, stderr
     (jsonl,) = (root / "results").glob("*.jsonl")
     kept = read_jsonl(jsonl)
-    assert 0 < len(kept) < 12
+    assert 0 < len(kept) < 40
     assert f"evalrelay resume {jsonl.stem}" in stderr
     resumed = subprocess.run(
         [sys.executable, "-m", "bridge.cli.main", "resume", jsonl.stem],
@@ -172,8 +172,8 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
     )
     assert resumed.returncode == 0, resumed.stderr
     lines = read_jsonl(jsonl)
-    assert len(lines) == 12
-    assert len({line["job_id"] for line in lines}) == 12
+    assert len(lines) == 40
+    assert len({line["job_id"] for line in lines}) == 40
 
 
 def test_run_with_cache_calls_the_vendor_once_per_distinct_request(
