@@ -32,6 +32,7 @@ from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
 from worker.holds import forget_process, note_hold, process_name
+from worker.stopping import on_shutting_down, stopping
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ def preload_http_client() -> None:
 @signals.worker_ready.connect
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     remove_dead_homes()  # agent homes of this host's workers that are gone
+    stopping.clear()  # a worker started again in this process runs its jobs
     start_background(sender)
 
 
@@ -131,6 +133,13 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
 def _on_process_shutdown(**_: Any) -> None:
     """A prefork child skips exit hooks: its agent homes go here."""
     remove_own_homes()
+
+
+@signals.worker_shutting_down.connect
+def _on_worker_shutting_down(sender: Any = None, how: str = "", **_: Any) -> None:
+    """SIGTERM or Ctrl-C: the jobs this worker took and has not started go back at once."""
+    entry = _background.get(str(sender))
+    on_shutting_down(entry[1] if entry else None, str(sender), how)
 
 
 @signals.worker_shutdown.connect

@@ -1,0 +1,86 @@
+"""A worker asked to stop (SIGTERM, Ctrl-C) hands back at once the jobs it has not started.
+
+Celery's warm shutdown lets the running jobs finish, but the messages the worker took and
+has not started stay with it until it exits: the ones waiting in its timer for their
+countdown (a job waiting for capacity, `worker.tasks.wait_for_capacity`) and the ones
+queued in its thread pool behind the running jobs. With a grace of minutes, they would
+wait minutes; here they go back to the queue as the shutdown begins, for other workers.
+
+- A job in the timer: its timer entry is cancelled and its message put back on its queue
+  (kombu's reject with requeue: the same message, with the same countdown), after this
+  worker's record of holding it is dropped.
+- A job that reaches a pool thread after the stop began is not started: `run_case` sends
+  it again as a new message (`hand_back`), like a job waiting for capacity.
+
+A worker SIGKILLed after its grace hands back nothing: its leases and `alive` key run out
+and the reaper sends its jobs again, as for any dead worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+from celery.worker import state
+
+from bridge.queue.celery_queue import RUN_CASE, JobQueue
+from bridge.queue.holders import let_go
+from bridge.queue.jobs import Job
+from worker.holds import take_hold
+
+log = logging.getLogger(__name__)
+
+stopping = threading.Event()
+"""Set in this process when its worker begins a warm shutdown."""
+
+
+def hand_back(client: redis.Redis, queue: JobQueue, job: Job, message: str) -> str:
+    """Send a job this worker will not start back to its queue, as a new message, then
+    drop the old message's hold (after: the job is never unheld while it is on its way)."""
+    take_hold(job.job_id, message)  # a note not yet written is dropped
+    queue.send([job])
+    let_go(client, job.job_id, message)
+    log.info("job %s: the worker is stopping; back to the queue for another", job.job_id)
+    return "handed back"
+
+
+def requeue_scheduled(client: redis.Redis) -> int:
+    """Put back on their queues the job messages waiting in this worker's timer."""
+    count = 0
+    for request in list(state.scheduled_requests):
+        if request.name != RUN_CASE or request.acknowledged:
+            continue
+        entry = getattr(request, "_eta_timer_entry", None)
+        if entry is not None:
+            entry.cancel()
+        try:
+            job_id = request.args[0]["job_id"]
+        except (IndexError, KeyError, TypeError):
+            continue
+        try:
+            take_hold(job_id, request.id)  # a note not yet written is dropped too
+            let_go(client, job_id, request.id)
+            request.message.reject(requeue=True)
+            request.acknowledged = True
+        except Exception as exc:  # kept, then sent again when this worker's `alive` key goes
+            log.warning("job %s: could not hand it back on stopping: %s", job_id, exc)
+            continue
+        state.scheduled_requests.discard(request)
+        count += 1
+    return count
+
+
+def on_shutting_down(client: redis.Redis | None, worker: str, how: str) -> None:
+    """The worker begins to stop: no job starts here from now on; on a warm shutdown, the
+    timer's jobs go back at once. Runs in Celery's signal handler: it never raises."""
+    stopping.set()
+    if how != "Warm" or client is None:
+        return
+    try:
+        count = requeue_scheduled(client)
+    except Exception as exc:
+        log.warning("worker %s stopping: could not hand back its waiting jobs: %s", worker, exc)
+        return
+    if count:
+        log.info("worker %s stopping: %d waiting jobs back to the queue", worker, count)
