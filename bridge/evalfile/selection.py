@@ -35,8 +35,7 @@ def select_cases(
         cases = [
             case
             for case in loaded.cases
-            if case_chosen(case.id, patterns)
-            and (not tags or case_tags(case) & set(tags))
+            if case_chosen(case.id, patterns) and (not tags or case_tags(case) & set(tags))
         ]
         if cases:
             chosen.append(loaded._replace(cases=cases))
