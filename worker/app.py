@@ -32,7 +32,7 @@ from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
 from worker.holds import forget_process, note_hold, process_name
-from worker.stopping import on_shutting_down, stopping
+from worker.stopping import on_shutting_down, released, stopping
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
@@ -126,6 +126,7 @@ def preload_http_client() -> None:
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     remove_dead_homes()  # agent homes of this host's workers that are gone
     stopping.clear()  # a worker started again in this process runs its jobs
+    released.clear()
     start_background(sender)
 
 

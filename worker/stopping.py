@@ -6,11 +6,13 @@ countdown (a job waiting for capacity, `worker.tasks.wait_for_capacity`) and the
 queued in its thread pool behind the running jobs. With a grace of minutes, they would
 wait minutes; here they go back to the queue as the shutdown begins, for other workers.
 
-- A job in the timer: its timer entry is cancelled and its message put back on its queue
-  (kombu's reject with requeue: the same message, with the same countdown), after this
-  worker's record of holding it is dropped.
-- A job that reaches a pool thread after the stop began is not started: `run_case` sends
-  it again as a new message (`hand_back`), like a job waiting for capacity.
+- A job in the timer, or in the pool waiting for a thread: its timer entry is cancelled
+  and its message put back on its queue (kombu's reject with requeue: the same message,
+  with the same countdown), after this worker's record of holding it is dropped; when a
+  thread reaches it, `run_case` leaves it alone (`released`).
+- Any other job that reaches a pool thread after the stop began is not started:
+  `run_case` sends it again as a new message (`hand_back`), like a job waiting for
+  capacity.
 
 A worker SIGKILLed after its grace hands back nothing: its leases and `alive` key run out
 and the reaper sends its jobs again, as for any dead worker.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 import redis
 from celery.worker import state
@@ -34,6 +37,9 @@ log = logging.getLogger(__name__)
 stopping = threading.Event()
 """Set in this process when its worker begins a warm shutdown."""
 
+released: set[str] = set()
+"""The messages put back on their queues as the worker began to stop, by message id."""
+
 
 def hand_back(client: redis.Redis, queue: JobQueue, job: Job, message: str) -> str:
     """Send a job this worker will not start back to its queue, as a new message, then
@@ -45,12 +51,20 @@ def hand_back(client: redis.Redis, queue: JobQueue, job: Job, message: str) -> s
     return "handed back"
 
 
-def requeue_scheduled(client: redis.Redis) -> int:
-    """Put back on their queues the job messages waiting in this worker's timer."""
+def waiting_requests() -> list[Any]:
+    """This worker's job messages not started: in its timer (a countdown), or handed to
+    its pool and waiting for a thread (a countdown ended while every thread was busy)."""
+    waiting = [
+        *state.scheduled_requests,
+        *(set(state.reserved_requests) - set(state.active_requests)),
+    ]
+    return [r for r in waiting if r.name == RUN_CASE and not r.acknowledged]
+
+
+def requeue_waiting(client: redis.Redis) -> int:
+    """Put the messages of the jobs this worker has not started back on their queues."""
     count = 0
-    for request in list(state.scheduled_requests):
-        if request.name != RUN_CASE or request.acknowledged:
-            continue
+    for request in waiting_requests():
         entry = getattr(request, "_eta_timer_entry", None)
         if entry is not None:
             entry.cancel()
@@ -58,14 +72,16 @@ def requeue_scheduled(client: redis.Redis) -> int:
             job_id = request.args[0]["job_id"]
         except (IndexError, KeyError, TypeError):
             continue
+        released.add(request.id)  # before: a thread that reaches it now leaves it alone
         try:
             take_hold(job_id, request.id)  # a note not yet written is dropped too
             let_go(client, job_id, request.id)
             request.message.reject(requeue=True)
-            request.acknowledged = True
         except Exception as exc:  # kept, then sent again when this worker's `alive` key goes
+            released.discard(request.id)
             log.warning("job %s: could not hand it back on stopping: %s", job_id, exc)
             continue
+        request.acknowledged = True  # so Celery does not acknowledge it again
         state.scheduled_requests.discard(request)
         count += 1
     return count
@@ -78,7 +94,7 @@ def on_shutting_down(client: redis.Redis | None, worker: str, how: str) -> None:
     if how != "Warm" or client is None:
         return
     try:
-        count = requeue_scheduled(client)
+        count = requeue_waiting(client)
     except Exception as exc:
         log.warning("worker %s stopping: could not hand back its waiting jobs: %s", worker, exc)
         return

@@ -47,12 +47,17 @@ def test_sigterm_hands_jobs_not_started_to_another_worker_at_once(
     store_jobs(client, jobs)
     announce(client, info, [loaded], jobs)
     queue = JobQueue.connect(redis_url)
-    # two jobs held in the worker's timer, as a job waiting for capacity is
-    # (`wait_for_capacity`: back to the queue with a countdown); two running; two queued
-    queue.send(jobs[4:], countdown=3)
+    # Two jobs waiting for capacity, back to the queue with a countdown (as
+    # `wait_for_capacity` sends them) and taken by the worker before two others start:
+    # c4's countdown ends while both threads are busy (it waits in the pool), c5's not
+    # before the stop (it waits in the worker's timer). c2 and c3 stay on the queue.
+    sent = time.monotonic()
+    queue.send(jobs[4:5], countdown=1)
+    queue.send(jobs[5:], countdown=4)
     wait_for(lambda: client.llen("api") == 0, 10, "the worker to take the waiting jobs")
     queue.send(jobs[:4])
     wait_for(lambda: client.zcard(inflight_key()) >= 2, 30, "two jobs to start")
+    time.sleep(max(0.0, sent + 2 - time.monotonic()))
     os.killpg(first.pid, signal.SIGTERM)
     stopped = datetime.now(UTC)
     processes.worker(client, "second@test", "-c", "4", extra_env=QUICK_REAPER)
@@ -61,11 +66,15 @@ def test_sigterm_hands_jobs_not_started_to_another_worker_at_once(
     by_case = {str(line["case_id"]): line for line in lines}
     assert [by_case[c]["worker"] for c in ("c0", "c1")] == ["first@test"] * 2
     assert all(line["status"] == "ok" for line in lines)
+    running_ended = min(
+        datetime.fromisoformat(str(by_case[c]["finished_at"])) for c in ("c0", "c1")
+    )
     for case in ("c2", "c3", "c4", "c5"):
         assert by_case[case]["worker"] == "second@test"
         started = datetime.fromisoformat(str(by_case[case]["started_at"]))
-        # not after the first worker's running jobs (8 s), nor its lease (30 s)
-        assert (started - stopped).total_seconds() < 5, (case, started, stopped)
+        # before the first worker's running jobs end (8 s), let alone its lease (30 s)
+        assert started < running_ended, (case, started, stopped)
+    assert "first@test stopping: 2 waiting jobs back to the queue" in processes.log("first@test")
     wait_for(lambda: client.hlen("unacked") == 0, 10, "the broker's unacked hash to empty")
 
 
