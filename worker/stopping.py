@@ -51,20 +51,21 @@ def hand_back(client: redis.Redis, queue: JobQueue, job: Job, message: str) -> s
     return "handed back"
 
 
-def waiting_requests() -> list[Any]:
-    """This worker's job messages not started: in its timer (a countdown), or handed to
-    its pool and waiting for a thread (a countdown ended while every thread was busy)."""
-    waiting = [
-        *state.scheduled_requests,
-        *(set(state.reserved_requests) - set(state.active_requests)),
-    ]
+def waiting_requests(threads: bool) -> list[Any]:
+    """This worker's job messages not started: in its timer (a countdown), or, for a
+    threads pool, handed to it and waiting for a thread (a countdown ended while every
+    thread was busy). A prefork pool's child would still run those, knowing nothing of
+    the stop: they stay, and run within the grace as before."""
+    waiting = [*state.scheduled_requests]
+    if threads:
+        waiting += set(state.reserved_requests) - set(state.active_requests)
     return [r for r in waiting if r.name == RUN_CASE and not r.acknowledged]
 
 
-def requeue_waiting(client: redis.Redis) -> int:
+def requeue_waiting(client: redis.Redis, threads: bool) -> int:
     """Put the messages of the jobs this worker has not started back on their queues."""
     count = 0
-    for request in waiting_requests():
+    for request in waiting_requests(threads):
         entry = getattr(request, "_eta_timer_entry", None)
         if entry is not None:
             entry.cancel()
@@ -87,14 +88,14 @@ def requeue_waiting(client: redis.Redis) -> int:
     return count
 
 
-def on_shutting_down(client: redis.Redis | None, worker: str, how: str) -> None:
+def on_shutting_down(client: redis.Redis | None, worker: str, how: str, threads: bool) -> None:
     """The worker begins to stop: no job starts here from now on; on a warm shutdown, the
-    timer's jobs go back at once. Runs in Celery's signal handler: it never raises."""
+    jobs not started go back at once. Runs in Celery's signal handler: it never raises."""
     stopping.set()
     if how != "Warm" or client is None:
         return
     try:
-        count = requeue_waiting(client)
+        count = requeue_waiting(client, threads)
     except Exception as exc:
         log.warning("worker %s stopping: could not hand back its waiting jobs: %s", worker, exc)
         return
