@@ -32,6 +32,7 @@ from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.broker import use_for_redis_urls
 from worker.holds import forget_process, note_hold, process_name
+from worker.stopping import on_shutting_down, released, stopping
 from worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ def redis_client(url: str) -> redis.Redis:
 
 
 _background: dict[str, tuple[threading.Event, redis.Redis]] = {}
+_threads: dict[str, bool] = {}
+"""Whether each worker runs its tasks in a threads pool (in this process), by name."""
 """The stop switch of each worker's background threads, by worker name."""
 
 
@@ -124,6 +127,9 @@ def preload_http_client() -> None:
 @signals.worker_ready.connect
 def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     remove_dead_homes()  # agent homes of this host's workers that are gone
+    stopping.clear()  # a worker started again in this process runs its jobs
+    released.clear()
+    _threads[sender.hostname] = isinstance(sender.pool, ThreadPool)
     start_background(sender)
 
 
@@ -131,6 +137,15 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
 def _on_process_shutdown(**_: Any) -> None:
     """A prefork child skips exit hooks: its agent homes go here."""
     remove_own_homes()
+
+
+@signals.worker_shutting_down.connect
+def _on_worker_shutting_down(sender: Any = None, how: str = "", **_: Any) -> None:
+    """SIGTERM or Ctrl-C: the jobs this worker took and has not started go back at once."""
+    entry = _background.get(str(sender))
+    on_shutting_down(
+        entry[1] if entry else None, str(sender), how, _threads.get(str(sender), False)
+    )
 
 
 @signals.worker_shutdown.connect

@@ -20,6 +20,7 @@ from worker.holds import take_hold
 from worker.lease import Lease
 from worker.providers.base import NoCapacity
 from worker.publish import publish
+from worker.stopping import hand_back, released, stopping
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
         job = Job.model_validate(payload)
         worker = self.request.hostname or "worker"
         message: str = self.request.id
+        if stopping.is_set():  # reached a pool thread after the worker began to stop
+            if message in released:
+                return "handed back"  # its message is on its queue again
+            return hand_back(client(), JobQueue(app, client()), job, message)
         # On any other exception (Redis gone at publish time) the worker keeps holding the
         # job on record: when this process ends, the reaper sends it again.
         try:

@@ -17,6 +17,7 @@ from bridge.cli.run import load_all
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile
+from bridge.evalfile.selection import case_chosen, select_cases
 from bridge.queue.campaigns import (
     CampaignInfo,
     Plan,
@@ -43,6 +44,12 @@ from bridge.results.results_file import read_results, results_path
     help="The eval file (or folder) whose current evaluators grade the answers; "
     "repeatable (default: the campaign's own eval files).",
 )
+@click.option(
+    "--case",
+    "case_patterns",
+    multiple=True,
+    help="Grade again only the cases whose id matches (a glob like 'geo-*'; repeatable).",
+)
 @click.option("--name", help="A name for the new campaign.")
 @click.option(
     "--local-worker",
@@ -51,7 +58,11 @@ from bridge.results.results_file import read_results, results_path
     "process of its own that ends with it.",
 )
 def regrade_command(
-    campaign: str, eval_paths: tuple[Path, ...], name: str | None, local_worker: bool
+    campaign: str,
+    eval_paths: tuple[Path, ...],
+    case_patterns: tuple[str, ...],
+    name: str | None,
+    local_worker: bool,
 ) -> None:
     """Grade the answers CAMPAIGN recorded with the eval files' current evaluators.
 
@@ -64,10 +75,11 @@ def regrade_command(
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         client = runtime.client
         old, path = recorded_campaign(client, campaign)
-        files = load_all(eval_paths) if eval_paths else own_files(old)
+        files = select_cases(load_all(eval_paths) if eval_paths else own_files(old), case_patterns)
         stem = files[0].dataset if len(files) == 1 else "campaign"
         campaign_id = new_campaign_id(files, name=name or f"{stem}-regrade")
-        planned = plan_regrade(campaign_id, files, read_results(path))
+        recorded = [r for r in read_results(path) if case_chosen(r.case_id, case_patterns)]
+        planned = plan_regrade(campaign_id, files, recorded)
         if not planned.jobs:
             raise EvalrelayError(
                 f"campaign {old.campaign_id} has no result for a case of "

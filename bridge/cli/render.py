@@ -53,6 +53,28 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
         "tools": [t.model_dump(mode="json", exclude_none=True) for t in request.tools or ()],
         "tool_choice": request.model_dump(mode="json")["tool_choice"],
         "wire": _wire(settings, request),
+        "conversation": _conversation(case),
+    }
+
+
+def _conversation(case: LoadedCase) -> dict[str, Any] | None:
+    """A conversation-mode case's turns: each user message is sent after the target's own
+    answers to the ones before it (`api_messages` is what comes before the first)."""
+    spec = case.case
+    if spec.mode != "conversation" or not spec.turns:
+        return None
+    return {
+        "aggregation": spec.aggregation or "mean",
+        "on_turn_failure": spec.on_turn_failure or "continue",
+        "turns": [
+            {
+                "turn": number,
+                "input": turn.input,
+                "expected_output": turn.expected_output,
+                "evaluators": [e.type for e in turn.evaluators or ()],
+            }
+            for number, turn in enumerate(spec.turns, 1)
+        ],
     }
 
 
@@ -96,6 +118,8 @@ def readable(view: dict[str, Any]) -> Panel:
             parts.append(Text(printable(f"  {line}  {tool.get('description', '')}".rstrip())))
         if view["tool_choice"] is not None:
             parts.append(Text(printable(f"  tool_choice: {json.dumps(view['tool_choice'])}")))
+    if view["conversation"] is not None:
+        parts += _turn_lines(view["conversation"])
     if view["wire"] is not None:
         parts += [
             Text(),
@@ -103,3 +127,24 @@ def readable(view: dict[str, Any]) -> Panel:
             Syntax(json.dumps(view["wire"], indent=2, ensure_ascii=False), "json"),
         ]
     return Panel(Group(*parts), title=printable(f"case {view['case_id']}"), title_align="left")
+
+
+def _turn_lines(conversation: dict[str, Any]) -> list[Text]:
+    lines = [
+        Text(),
+        Text(
+            f"turns (conversation mode: aggregation {conversation['aggregation']}, "
+            f"on_turn_failure {conversation['on_turn_failure']}), each after the target's "
+            "answers to the ones before",
+            style="bold",
+        ),
+    ]
+    for turn in conversation["turns"]:
+        lines.append(
+            Text.assemble((f"turn {turn['turn']} [user] ", "cyan"), printable(turn["input"]))
+        )
+        if turn["expected_output"] is not None:
+            lines.append(Text(printable(f"  expected: {turn['expected_output']}"), style="dim"))
+        graded = ", ".join(turn["evaluators"]) or "none (scores 1)"
+        lines.append(Text(printable(f"  evaluators: {graded}"), style="dim"))
+    return lines

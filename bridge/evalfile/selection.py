@@ -17,6 +17,11 @@ def case_tags(case: LoadedCase) -> set[str]:
     return {str(tag) for tag in tags} if isinstance(tags, list) else set()
 
 
+def case_chosen(case_id: str, patterns: Sequence[str]) -> bool:
+    """Whether `--case` patterns (shell globs; none means every case) choose this id."""
+    return not patterns or any(fnmatchcase(case_id, p) for p in patterns)
+
+
 def select_cases(
     files: Sequence[LoadedEvalFile], patterns: Sequence[str] = (), tags: Sequence[str] = ()
 ) -> list[LoadedEvalFile]:
@@ -30,8 +35,7 @@ def select_cases(
         cases = [
             case
             for case in loaded.cases
-            if (not patterns or any(fnmatchcase(case.id, p) for p in patterns))
-            and (not tags or case_tags(case) & set(tags))
+            if case_chosen(case.id, patterns) and (not tags or case_tags(case) & set(tags))
         ]
         if cases:
             chosen.append(loaded._replace(cases=cases))

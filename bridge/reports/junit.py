@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from bridge.reports.campaign import CampaignResults, TargetTally
 from bridge.reports.outcomes import Outcome, is_cached, outcome
+from bridge.reports.turns import turn_line
 from bridge.results.result import Result
 
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -120,14 +121,24 @@ def _testcase(result: Result) -> ET.Element:
             "\n".join(
                 [
                     *(f"miss: {m}" for m in result.misses),
+                    *(turn_line(t) for t in result.turns or () if not t.passed),
                     *([result.reasoning] if result.reasoning else []),
                     *([CACHED] if is_cached(result) else []),
                 ]
             )
         )
-    if result.answer:
+    if result.turns:
+        ET.SubElement(case, "system-out").text = xml_text(_transcript(result))
+    elif result.answer:
         ET.SubElement(case, "system-out").text = xml_text(result.answer)
     return case
+
+
+def _transcript(result: Result) -> str:
+    """A conversation turn by turn: each turn's verdict, its message and its answer."""
+    return "\n".join(
+        f"{turn_line(t)}\nuser: {t.input}\nassistant: {t.answer or ''}" for t in result.turns or ()
+    )
 
 
 def _number(value: float) -> str:

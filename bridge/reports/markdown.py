@@ -13,6 +13,7 @@ from itertools import groupby
 
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.outcomes import Outcome, is_cached, outcome
+from bridge.reports.turns import turn_verdict, turn_why
 from bridge.results.result import Result
 
 WHY_CHARS = 200
@@ -28,6 +29,17 @@ PROBLEMS_HEADER = [
 ]
 
 
+CONVERSATIONS_HEADER = [
+    "",
+    "## Conversations",
+    "",
+    "Each turn of each conversation-mode case, with its verdict.",
+    "",
+    "| case | target | turn | verdict | score | why |",
+    "|---|---|---:|---|---:|---|",
+]
+
+
 def markdown_report(campaign: CampaignResults) -> str:
     return "".join(markdown_chunks(campaign))
 
@@ -40,6 +52,21 @@ def markdown_chunks(campaign: CampaignResults) -> Iterator[str]:
         if not count:
             yield "\n".join(PROBLEMS_HEADER) + "\n"
         yield _problem_row(group) + "\n"
+    conversations = (r for r in campaign.results() if r.turns)
+    for count, conversation in enumerate(conversations):
+        if not count:
+            yield "\n".join(CONVERSATIONS_HEADER) + "\n"
+        yield "".join(row + "\n" for row in _turn_rows(conversation))
+
+
+def _turn_rows(result: Result) -> Iterator[str]:
+    name = result.case_id + (f" #{result.repeat}" if result.repeat else "")
+    for turn in result.turns or ():
+        score = "-" if turn.score is None else f"{turn.score:.2f}"
+        yield (
+            f"| {_cell(name)} | {_cell(result.target)} | {turn.turn} | {turn_verdict(turn)} "
+            f"| {score} | {_cell(turn_why(turn)[:WHY_CHARS])} |"
+        )
 
 
 def markdown_summary(campaign: CampaignResults) -> str:

@@ -126,6 +126,16 @@ def test_regrade_grades_the_recorded_answers_with_the_current_evaluators(
     _, jobs = replan(record.info)
     assert sorted(job.job_id for job in jobs) == sorted(str(r["job_id"]) for r in new.values())
     assert all(job.recorded and job.recorded.campaign_id == before.stem for job in jobs)
+    # --case: only the matching cases are graded again, the others are not "left out"
+    some = evalrelay(
+        "regrade", "before", "--case", "cap*", "--case", "talk", "--name", "some", env=env, cwd=root
+    )
+    (only,) = (root / "results").glob("some-*.jsonl")
+    assert by_case(only).keys() == {"capital", "talk"}, some.stderr
+    assert "left out" not in some.stderr
+    wrong = evalrelay("regrade", "before", "--case", "nope*", env=env, cwd=root)
+    assert wrong.returncode == 1
+    assert "no case matches --case nope*; the cases are capital, weather" in wrong.stderr
 
 
 def test_regrade_of_an_unknown_campaign_says_so(project: WriteFiles, private_home: Path) -> None:

@@ -181,3 +181,40 @@ def test_tools_and_their_wire_shape_are_shown(
     readable = CliRunner().invoke(cli, ["render", "--target", target, str(root / "tools.yaml")])
     assert "weather{}  Current weather" in readable.output
     assert 'tool_choice: {"name": "weather"}' in readable.output
+
+
+TALK = """\
+evalcases:
+  - id: tutor
+    mode: conversation
+    on_turn_failure: stop
+    input_messages: [{role: system, content: Be a tutor.}]
+    turns:
+      - input: What is 15% of 200?
+        expected_output: "30"
+        evaluators: [{type: contains, value: "30"}]
+      - input: Now double that.
+"""
+
+
+def test_a_conversation_shows_its_turns(project: WriteFiles) -> None:
+    root = project({"case.yaml": TALK})
+    shown = CliRunner().invoke(cli, ["render", str(root / "case.yaml")])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.replace("│", " ").split())
+    assert "aggregation mean, on_turn_failure stop" in text
+    assert "turn 1 [user] What is 15% of 200? expected: 30 evaluators: contains" in text
+    assert "turn 2 [user] Now double that. evaluators: none (scores 1)" in text
+    record = json.loads(
+        CliRunner().invoke(cli, ["render", "--json", str(root / "case.yaml")]).output
+    )
+    assert record["conversation"]["turns"] == [
+        {
+            "turn": 1,
+            "input": "What is 15% of 200?",
+            "expected_output": "30",
+            "evaluators": ["contains"],
+        },
+        {"turn": 2, "input": "Now double that.", "expected_output": None, "evaluators": []},
+    ]
+    assert render(project, "gpt")["conversation"] is None  # not a conversation

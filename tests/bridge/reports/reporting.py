@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge.prompt.build import PromptRequest
 from bridge.results.changes import FileChange, WorkspaceChanges
-from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status
+from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, TurnResult
 from bridge.results.trajectory import Trajectory, TrajectoryStep
 from tests.browser import dom
 
@@ -143,4 +143,39 @@ def agent_run(case_id: str, target: str = "codex") -> Result:
         workspace_changes=WorkspaceChanges(
             files=[FileChange(path="b.txt", change="added")], diff=diff
         ),
+    )
+
+
+def conversation(case_id: str, target: str) -> Result:
+    """A conversation-mode result: a turn passed, one failed, one not sent."""
+    return graded(case_id, target, 1 / 3).model_copy(
+        update={
+            "turns": [
+                TurnResult(
+                    turn=1,
+                    input="Capital of France?",
+                    status="ok",
+                    answer="Paris",
+                    score=1.0,
+                    passed=True,
+                ),
+                TurnResult(
+                    turn=2,
+                    input="And of Italy?",
+                    status="ok",
+                    answer="Milan",
+                    score=0.0,
+                    passed=False,
+                    misses=["Rome"],
+                ),
+                TurnResult(
+                    turn=3,
+                    input="Thanks!",
+                    status="skipped",
+                    score=0.0,
+                    passed=False,
+                    error="turn 2 failed and on_turn_failure is stop",
+                ),
+            ]
+        }
     )

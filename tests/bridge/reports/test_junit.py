@@ -8,7 +8,7 @@ from pathlib import Path
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.junit import CACHED, junit_xml
 from bridge.results.result import Status
-from tests.bridge.reports.reporting import graded, result, write_campaign
+from tests.bridge.reports.reporting import conversation, graded, result, write_campaign
 from tests.bridge.reports.test_reports import SCHEMA
 
 
@@ -48,3 +48,23 @@ def test_control_characters_of_agent_output_are_shown_and_the_xml_parses(
     assert capital.find("failure").text == "miss: wrong city\nsaw \\x1b[2J"  # type: ignore[union-attr]
     error = cases["river\\x08"].find("error")
     assert error is not None and error.attrib["message"] == "refused \\x1b[1mnow\\x1b[0m"
+
+
+def test_a_conversation_lists_its_turns_with_their_verdicts(tmp_path: Path) -> None:
+    text = junit_xml(CampaignResults.load(write_campaign(tmp_path, [conversation("tutor", "gpt")])))
+    SCHEMA.validate(text)
+    (case,) = ET.fromstring(text).iter("testcase")
+    failure = case.find("failure").text  # type: ignore[union-attr]
+    assert failure is not None
+    assert failure.splitlines() == [
+        "miss: wrong city",
+        "turn 2: failed, score 0.00: Rome",
+        "turn 3: skipped, score 0.00: turn 2 failed and on_turn_failure is stop",
+        "checked by hand",
+    ]
+    assert case.find("system-out").text == (  # type: ignore[union-attr]
+        "turn 1: passed, score 1.00\nuser: Capital of France?\nassistant: Paris\n"
+        "turn 2: failed, score 0.00: Rome\nuser: And of Italy?\nassistant: Milan\n"
+        "turn 3: skipped, score 0.00: turn 2 failed and on_turn_failure is stop\n"
+        "user: Thanks!\nassistant: "
+    )

@@ -10,7 +10,7 @@ from markdown_it import MarkdownIt
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.markdown import markdown_report
 from bridge.results.result import Status
-from tests.bridge.reports.reporting import graded, result, write_campaign
+from tests.bridge.reports.reporting import conversation, graded, result, write_campaign
 
 
 def test_repeats_of_a_case_make_one_row_with_their_spread(tmp_path: Path) -> None:
@@ -79,3 +79,18 @@ def test_html_and_markdown_in_agent_text_render_as_text(tmp_path: Path) -> None:
     assert row[0] == case_id
     assert row[-1] == error.replace("\n", " ")
     assert len(row) == 8
+
+
+def test_a_conversation_lists_its_turns_with_their_verdicts(tmp_path: Path) -> None:
+    results = [conversation("tutor", "gpt"), graded("capital", "gpt", 0.9)]
+    text = markdown_report(CampaignResults.load(write_campaign(tmp_path, results)))
+    section = text.split("## Conversations\n", 1)[1]
+    rows = [line for line in section.splitlines() if line.startswith("| tutor ")]
+    assert rows == [
+        "| tutor | gpt | 1 | passed | 1.00 |  |",
+        "| tutor | gpt | 2 | failed | 0.00 | Rome |",
+        "| tutor | gpt | 3 | skipped | 0.00 | turn 2 failed and on\\_turn\\_failure is stop |",
+    ]
+    assert "## Conversations" not in markdown_report(
+        CampaignResults.load(write_campaign(tmp_path / "plain", results[1:]))
+    )
