@@ -17,7 +17,15 @@ import redis
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
-from bridge.results.result import Cost, ErrorInfo, Result, Status, TurnResult
+from bridge.results.result import (
+    Cost,
+    ErrorInfo,
+    EvaluatorResult,
+    Result,
+    Status,
+    TurnResult,
+    Usage,
+)
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
 from worker.conversation import Conversation, Respond, converse
@@ -109,6 +117,9 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         turns=turns,
         regraded_from=job.recorded.campaign_id if job.recorded else None,
     )
+    turned = (e for t in result.turns or [] for e in t.evaluator_results)
+    judged = [*result.evaluator_results, *turned]
+    result.judge_usage, result.judge_cost = judge_spend(judged)
     return masked_result(result, job)
 
 
@@ -140,6 +151,24 @@ def _cost(job: Job, output: ProviderOutput | None) -> Cost | None:
     models = (output.model, job.target.settings.get("model"))
     provider = PRICE_PROVIDERS.get(job.target.kind)
     return cost_of(output.usage, models, output.cost_usd, provider)
+
+
+def judge_spend(judged: list[EvaluatorResult]) -> tuple[Usage | None, Cost | None]:
+    """The judges' tokens and dollars summed over a result's evaluators; no cost when one
+    judge's could not be priced (a part would pass for the whole)."""
+    spent = [e for e in judged if e.usage is not None or e.cost is not None]
+    if not spent:
+        return None, None
+    usage = Usage(
+        input_tokens=sum((e.usage.input_tokens or 0) for e in spent if e.usage),
+        output_tokens=sum((e.usage.output_tokens or 0) for e in spent if e.usage),
+    )
+    costs = [e.cost for e in spent]
+    if any(c is None for c in costs):
+        return usage, None
+    priced = [c for c in costs if c is not None]
+    source = "vendor" if all(c.source == "vendor" for c in priced) else "genai-prices"
+    return usage, Cost(usd=sum(c.usd for c in priced), source=source)
 
 
 def never_started(job: Job, worker: str, status: Status, message: str, since: float) -> Result:

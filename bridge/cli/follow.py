@@ -17,8 +17,10 @@ from bridge.cli.terminal import counted
 from bridge.clock import now_seconds
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
+from bridge.queue.budget import BUDGET_REASON
 from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
 from bridge.queue.connection import RideOut
+from bridge.queue.steering import Paused, paused
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collected import file_here
 from bridge.results.collector import Collector
@@ -29,6 +31,8 @@ NO_WORKER_WARNING_SECONDS = 30.0
 
 STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
 MIN_POLL_SECONDS = 0.05
+PAUSE_CHECK_SECONDS = 1.0
+"""How often the bar asks whether the campaign is paused: one more GET, not every round."""
 
 
 def follow_campaign(
@@ -66,6 +70,8 @@ def follow_campaign(
     ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"))
     started = time.monotonic()
     warned = False
+    held: Paused | None = None
+    checked = float("-inf")
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -95,8 +101,15 @@ def follow_campaign(
             while True:
                 state = ride_out(one_round)
                 rate = state.done / max(time.monotonic() - started, 1e-6)
+                if time.monotonic() - checked >= PAUSE_CHECK_SECONDS and not state.finished:
+                    checked = time.monotonic()
+                    now_held = ride_out(lambda: paused(client, info.campaign_id))
+                    if (now_held is None) != (held is None):
+                        console.print(pause_line(info.campaign_id, now_held))
+                    held = now_held
                 bar.update(
                     task,
+                    description=f"[red]paused: {held.reason}[/]" if held else "jobs",
                     completed=state.done,
                     total=state.total,
                     counts=counts_text(state.counts),
@@ -120,6 +133,21 @@ def follow_campaign(
         if collector is not None:
             collector.close()
     return summary
+
+
+def pause_line(campaign_id: str, held: Paused | None) -> str:
+    """What the progress says when the campaign it follows is paused, or goes on again."""
+    if held is None:
+        return f"[green]campaign {campaign_id} goes on[/]"
+    if held.reason == BUDGET_REASON:
+        return (
+            f"[red]campaign {campaign_id} is paused: {BUDGET_REASON}. `evalrelay unpause "
+            f"{campaign_id} --budget-usd N` lets it go on with a higher budget[/]"
+        )
+    return (
+        f"[yellow]campaign {campaign_id} is paused ({held.reason}, by {held.by}): "
+        f"`evalrelay unpause {campaign_id}` lets it go on[/]"
+    )
 
 
 def campaign_summary(

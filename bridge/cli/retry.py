@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import sys
 from pathlib import Path
 
 import click
+import redis
 
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
@@ -20,7 +23,13 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.runtime import open_runtime
 from bridge.results.collected import file_here, forget_results, results_home
-from bridge.results.result import Status
+from bridge.results.collector import (
+    COLLECTOR_LEASE_MS,
+    collectors_of,
+    hold_lease,
+    release_lease,
+)
+from bridge.results.result import Result, Status
 from bridge.results.results_file import read_results, remove_results, results_path
 
 
@@ -57,10 +66,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
                 f"campaign {campaign}'s results file is "
                 f"{results_home(runtime.client, campaign)}; run `evalrelay retry` on that host"
             )
-        out_dir = path.parent
-        chosen = {r.job_id for r in read_results(path) if r.status in wanted}
-        moved = remove_results(out_dir, campaign, chosen)
-        forget_results(runtime.client, campaign, moved)  # those jobs have no line now
+        moved = _move_chosen(runtime.client, campaign, path, wanted)
         earlier = {r.job_id: r.summary() for r in moved}
         jobs = [
             job.retried(earlier[job.job_id])
@@ -78,3 +84,28 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     if why:
         console.print(why)
     sys.exit(code)
+
+
+def _move_chosen(
+    client: redis.Redis, campaign: str, path: Path, wanted: set[Status]
+) -> list[Result]:
+    """Move the chosen lines to the attempts file, holding the campaign's collector lease
+    meanwhile: a collector appending to the file while it is rewritten would lose lines,
+    and would drop the new results of jobs it believes written. While a collector holds
+    the lease (the campaign runs), this refuses rather than race it."""
+    holder = f"retry-{os.getpid()}@{socket.gethostname()}"
+    if not hold_lease(client, campaign, holder):
+        collector = collectors_of(client, [campaign])[campaign] or "a collector"
+        raise EvalrelayError(
+            f"campaign {campaign} is still running and {collector} is writing its results "
+            f"file; rewriting the file under it would lose results. Run `evalrelay retry "
+            f"{campaign}` once the campaign has finished (a collector that died lets go of "
+            f"it within {COLLECTOR_LEASE_MS // 1000} s)"
+        )
+    try:
+        chosen = {r.job_id for r in read_results(path) if r.status in wanted}
+        moved = remove_results(path.parent, campaign, chosen)
+        forget_results(client, campaign, moved)  # those jobs have no line now
+        return moved
+    finally:
+        release_lease(client, campaign, holder)

@@ -21,6 +21,7 @@ from bridge.live.feed import CampaignRow
 from bridge.live.redis_link import RedisLink
 from bridge.live.tally import Tallies, Tally
 from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
+from bridge.queue.steering import Paused, pauses
 from bridge.results.collected import (
     PARTIAL,
     ResultsHome,
@@ -55,6 +56,7 @@ class Known:
     info: CampaignInfo
     progress: Progress
     home: ResultsHome | None
+    paused: Paused | None = None
 
     @property
     def file(self) -> Path | None:
@@ -144,6 +146,7 @@ class Campaigns:
             created_at=info.created_at,
             targets=info.targets,
             results_in=where_results_are(entry.home, info.out_dir),
+            paused=entry.paused.reason if entry.paused else None,
         )
 
     def _file_row(self, campaign_id: str, path: Path, reachable: bool) -> CampaignRow | None:
@@ -171,7 +174,11 @@ def _all_known(client: redis.Redis) -> list[Known]:
     infos = list_campaigns(client, limit=None)
     ids = [i.campaign_id for i in infos]
     states, homes = progress_many(client, ids), results_homes(client, ids)
-    return [Known(i, states[i.campaign_id], homes[i.campaign_id]) for i in infos]
+    held = pauses(client, ids)
+    return [
+        Known(i, states[i.campaign_id], homes[i.campaign_id], held.get(i.campaign_id))
+        for i in infos
+    ]
 
 
 def _one_known(client: redis.Redis, campaign_id: str) -> list[Known]:
@@ -182,7 +189,7 @@ def _one_known(client: redis.Redis, campaign_id: str) -> list[Known]:
     info = CampaignInfo.model_validate_json(raw)
     progress = progress_many(client, [campaign_id])[campaign_id]
     home = results_homes(client, [campaign_id])[campaign_id]
-    return [Known(info, progress, home)]
+    return [Known(info, progress, home, pauses(client, [campaign_id]).get(campaign_id))]
 
 
 def _newest_first(row: CampaignRow) -> tuple[bool, float]:

@@ -35,6 +35,8 @@ class CampaignRow(Payload):
     targets: list[str] = Field(default_factory=list)
     results_in: str
     """`where_results_are`: the host and path of the results file, for people."""
+    paused: str | None = None
+    """Why the campaign is paused (`budget reached` when its budget is spent), when it is."""
 
 
 class WorkerRow(Payload):

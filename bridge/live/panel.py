@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from bridge.live.steering import TOKEN_VARIABLE
 from bridge.live.templating import render
 
 
@@ -16,4 +17,6 @@ def feed_path(campaign_id: str) -> str:
 def live_panel(campaign_id: str, shown: int | None) -> Markup:
     """The panel of a report holding `shown` results; `shown` None on a page without a
     report (the results file is on another host): it never reloads for a newer one."""
-    return render("live_panel.html.j2", api=feed_path(campaign_id), shown=shown)
+    return render(
+        "live_panel.html.j2", api=feed_path(campaign_id), shown=shown, token_variable=TOKEN_VARIABLE
+    )

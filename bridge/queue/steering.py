@@ -92,6 +92,16 @@ def paused_many(client: redis.Redis, campaign_ids: Sequence[str]) -> set[str]:
     return {c for c, found in zip(campaign_ids, pipe.execute(), strict=True) if found}
 
 
+def pauses(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, Paused]:
+    """The paused campaigns of `campaign_ids` and why, in one round trip."""
+    if not campaign_ids:
+        return {}
+    raws = cast(list[str | None], client.mget([paused_key(c) for c in campaign_ids]))
+    return {
+        c: Paused.model_validate_json(raw) for c, raw in zip(campaign_ids, raws, strict=True) if raw
+    }
+
+
 def unpause(client: redis.Redis, campaign_id: str, by: str) -> list[Job]:
     """Lift the pause (and a cancel), then return the jobs to send again: those with no
     result that are neither queued, running nor done. Lifting first matters: a worker

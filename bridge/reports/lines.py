@@ -50,6 +50,7 @@ class ResultHead(BaseModel):
     error: ErrorInfo | None = None
     usage: Usage | None = None
     cost: Cost | None = None
+    judge_cost: Cost | None = None
     artifacts: HeadArtifacts = Field(default_factory=HeadArtifacts)
 
     @property

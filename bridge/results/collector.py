@@ -413,6 +413,17 @@ class Collector:
             self.summary_written = time.monotonic()
 
 
+def hold_lease(client: redis.Redis, campaign_id: str, holder: str) -> bool:
+    """Take the campaign's collector lease for `holder` (not a collector: `retry`, which
+    rewrites the file), unless a collector holds it; False when one does."""
+    held = client.eval(_HOLD, 1, collector_lease_key(campaign_id), holder, COLLECTOR_LEASE_MS)
+    return bool(held)
+
+
+def release_lease(client: redis.Redis, campaign_id: str, holder: str) -> None:
+    client.eval(_RELEASE, 1, collector_lease_key(campaign_id), holder)
+
+
 def collectors_of(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, str | None]:
     """The collector polling each campaign now (its lease holder), or None: nobody writes
     that campaign's results, which then wait in Redis."""

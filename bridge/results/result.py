@@ -88,6 +88,10 @@ class EvaluatorResult(BaseModel):
     """The judge's model and attempts, a script's stderr, and the like."""
     error: str | None = None
     """Why this evaluator gave no score; the job's status is then `infra_error`."""
+    usage: Usage | None = None
+    """An LLM judge's tokens, over all its tries: never in the result's `usage`."""
+    cost: Cost | None = None
+    """What those judge calls cost: never in the result's `cost`."""
 
 
 TurnStatus = Literal["ok", "model_failure", "skipped"]
@@ -152,6 +156,11 @@ class Result(BaseModel):
     """What an agent changed in its workspace."""
     cost: Cost | None = None
     """Null when neither the vendor said nor the price database knows the model."""
+    judge_usage: Usage | None = None
+    """The LLM judges' tokens for this result, apart from the target's `usage`."""
+    judge_cost: Cost | None = None
+    """What the judge calls cost, apart from the target's `cost`; null when no judge was
+    called or none could be priced."""
     started_at: datetime
     finished_at: datetime
     duration_ms: int

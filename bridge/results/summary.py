@@ -41,6 +41,8 @@ class Counted(Observed, Protocol):
     def usage(self) -> Usage | None: ...
     @property
     def cost(self) -> Cost | None: ...
+    @property
+    def judge_cost(self) -> Cost | None: ...
 
 
 class TargetSummary(BaseModel):
@@ -111,6 +113,8 @@ class CampaignSummary(BaseModel):
     """Jobs that did not end as a passed (or ungraded ok) case."""
     failures: list[FailedCase] = Field(default_factory=list)
     """The first `MAX_LISTED_FAILURES` of them."""
+    judge_cost_usd: float = 0.0
+    """What the LLM judges' calls cost, apart from the targets' `cost_usd`."""
     _observations: Observations = PrivateAttr(default_factory=Observations)
     """Each graded result's score and pass, by target and case, for `statistics()`."""
 
@@ -131,6 +135,8 @@ class CampaignSummary(BaseModel):
         target.results += 1
         target.counts[result.status.value] = target.counts.get(result.status.value, 0) + 1
         target.add_spend(result.usage, result.cost)
+        if result.judge_cost is not None:
+            self.judge_cost_usd += result.judge_cost.usd
         if result.score is not None and Status(result.status).is_scored:
             target.scored += 1
             target.score_total += result.score

@@ -101,7 +101,7 @@ def _ask_aggregator(
         )
         judge_spec = LlmJudgeEvaluator(type="llm_judge", name=name)
         system = f"You combine evaluation results into one verdict.\n\n{REPLY_FORMAT}"
-        verdict, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client, deadline)
+        verdict, _, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client, deadline)
         return verdict
     assert aggregator.path is not None
     payload = json.dumps({"results": by_name}, ensure_ascii=False)

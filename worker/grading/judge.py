@@ -16,15 +16,17 @@ from string import Template
 from typing import Any, TypeVar
 
 import redis
+from pydantic import BaseModel
 
 from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, RubricItem
 from bridge.prompt.build import PromptRequest
-from bridge.queue.jobs import Job
-from bridge.results.result import EvaluatorResult
+from bridge.queue.jobs import Job, TargetRef
+from bridge.results.pricing import PRICE_PROVIDERS, cost_of
+from bridge.results.result import Cost, EvaluatorResult, Usage
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.verdict import parse_rubric_verdict, parse_verdict
-from worker.providers.base import ProviderFailure
+from worker.providers.base import ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
 
 JUDGE_TRIES = 3
@@ -70,7 +72,7 @@ def judge(
         return _rubric_judge(spec, spec.rubrics, name, job, answer, client, deadline)
     assert isinstance(spec, LlmJudgeEvaluator)
     system, user = prompts(spec, job, answer)
-    verdict, details = ask(spec, name, job, system, user, parse_verdict, client, deadline)
+    verdict, details, spent = ask(spec, name, job, system, user, parse_verdict, client, deadline)
     return EvaluatorResult(
         name=name,
         type=spec.type,
@@ -80,6 +82,8 @@ def judge(
         misses=verdict.misses[:4],
         reasoning=verdict.reasoning,
         details=details,
+        usage=spent.usage,
+        cost=spent.cost,
     )
 
 
@@ -94,7 +98,7 @@ def _rubric_judge(
 ) -> EvaluatorResult:
     """Each criterion satisfied or not; the score is the satisfied share of the weight, and
     a required criterion not satisfied fails the evaluator whatever the score."""
-    verdict, details = ask(
+    verdict, details, spent = ask(
         spec, name, job, RUBRIC_SYSTEM_PROMPT, rubric_prompt(rubrics, job, answer),
         parse_rubric_verdict, client, deadline,
     )  # fmt: skip
@@ -124,6 +128,8 @@ def _rubric_judge(
         misses=misses,
         reasoning=verdict.overall_reasoning,
         details={**details, **({"required_unmet": unmet} if unmet else {})},
+        usage=spent.usage,
+        cost=spent.cost,
     )
 
 
@@ -158,9 +164,9 @@ def ask(
     parse: Callable[[str], V],
     client: redis.Redis | None,
     deadline: Deadline | None = None,
-) -> tuple[V, dict[str, Any]]:
+) -> tuple[V, dict[str, Any], Spent]:
     """The judge's parsed reply, asked again with what was wrong until it parses; each ask
-    ends by the grading deadline."""
+    ends by the grading deadline. What every try used and cost is summed in `Spent`."""
     judge_name = spec.target or job.default_judge
     if judge_name is None or judge_name not in job.judges:
         raise GradingError(
@@ -169,6 +175,7 @@ def ask(
         )
     problems: list[str] = []
     replies: list[str] = []
+    spent = Spent()
     for _ in range(JUDGE_TRIES):
         retry_note = (
             f"\n\nYour previous reply could not be used ({problems[-1]}). Reply with only the "
@@ -192,8 +199,10 @@ def ask(
                 _details(judge_name, None, replies, problems),
             ) from None
         replies.append(output.answer)
+        spent.add(output, judge_job.target)
         try:
-            return parse(output.answer), _details(judge_name, output.model, replies, problems)
+            verdict = parse(output.answer)
+            return verdict, _details(judge_name, output.model, replies, problems), spent
         except ValueError as exc:
             problems.append(str(exc))
     raise GradingError(
@@ -201,6 +210,29 @@ def ask(
         f"{JUDGE_TRIES} tries; last problem: {problems[-1]}",
         _details(judge_name, None, replies, problems),
     )
+
+
+class Spent(BaseModel):
+    """A judge's tokens and dollars over its tries; `cost` None once a try is unpriced."""
+
+    usage: Usage | None = None
+    cost: Cost | None = None
+    unpriced: bool = False
+
+    def add(self, output: ProviderOutput, target: TargetRef) -> None:
+        if output.usage is not None:
+            before = self.usage or Usage()
+            self.usage = Usage(
+                input_tokens=(before.input_tokens or 0) + (output.usage.input_tokens or 0),
+                output_tokens=(before.output_tokens or 0) + (output.usage.output_tokens or 0),
+            )
+        models = (output.model, target.settings.get("model"))
+        cost = cost_of(output.usage, models, output.cost_usd, PRICE_PROVIDERS.get(target.kind))
+        if cost is None or self.unpriced:
+            self.unpriced, self.cost = True, None
+        else:
+            usd = (self.cost.usd if self.cost else 0.0) + cost.usd
+            self.cost = Cost(usd=usd, source=cost.source)
 
 
 def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 import redis
 from rich.console import Console
 
-from bridge.cli.follow import warn_without_workers
+from bridge.cli.follow import pause_line, warn_without_workers
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo
+from bridge.queue.steering import Paused
 
 INFO = CampaignInfo(
     campaign_id="c",
@@ -50,3 +51,14 @@ def test_warns_when_live_workers_serve_none_of_the_campaigns_queues(client: redi
     )
     client.hset(workers_key(), "v@host", json.dumps({"seen": time.time(), "queues": ["agent.cli"]}))
     assert not warn_without_workers(client, Console(file=io.StringIO()), info)
+
+
+def test_the_pause_line_says_why_and_how_to_go_on() -> None:
+    budget = Paused(reason="budget reached", at=0.0, by="w@host")
+    assert pause_line("c", budget) == (
+        "[red]campaign c is paused: budget reached. `evalrelay unpause c --budget-usd N` "
+        "lets it go on with a higher budget[/]"
+    )
+    by_hand = Paused(reason="too slow", at=0.0, by="me@here")
+    assert "(too slow, by me@here): `evalrelay unpause c`" in pause_line("c", by_hand)
+    assert pause_line("c", None) == "[green]campaign c goes on[/]"

@@ -9,7 +9,14 @@ import redis
 
 from tests.bridge.cli.test_run import cases, evalrelay, run
 from tests.bridge.queue.test_campaigns import add_campaign
-from tests.conftest import WriteFiles, embedded_env, read_jsonl
+from tests.conftest import (
+    Processes,
+    WriteFiles,
+    embedded_env,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 
 SLOW_FAILURES = """\
 targets:
@@ -47,3 +54,41 @@ def test_retry_latest_retries_the_newest_campaign(
     again = evalrelay("retry", "latest", env=env, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "campaign new-20260301-121000-bbbb: 0 jobs sent again" in again.stderr
+
+
+SOMETIMES_FAILING = """\
+targets:
+  - {name: flaky, provider: mock, latency_ms: 300, failure_rate: 0.5, failure_kind: infra_error}
+"""
+
+
+def test_retry_while_a_collector_writes_the_campaign_refuses_and_loses_nothing(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """Rewriting the results file under the collector that appends to it would lose lines:
+    while the campaign runs, `retry` says so and touches nothing; once it ended, it runs."""
+    root = project({"targets.yaml": SOMETIMES_FAILING, "evals/e.yaml": one_turn_cases(16)})
+    processes.worker(client, "w@test", "--concurrency", "2")
+    evals, out = str(root / "evals/e.yaml"), str(root / "out")
+    running = processes.start("run", evals, "--target", "flaky", "--out", out, name="run")
+    wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
+    (jsonl,) = (root / "out").glob("*.jsonl")
+    campaign = jsonl.stem
+    wait_for(
+        lambda: any(line["status"] == "infra_error" for line in read_jsonl(jsonl)), 30, "a failure"
+    )
+    refused = evalrelay("retry", campaign, env=processes.env, cwd=root)
+    assert refused.returncode == 1, refused.stderr
+    assert f"campaign {campaign} is still running" in " ".join(refused.stderr.split())
+    assert not jsonl.with_name(f"{campaign}.attempts.jsonl").exists()
+    assert running.wait(60) in (0, 2), processes.log("run")
+    lines = read_jsonl(jsonl)
+    assert len({line["job_id"] for line in lines}) == len(lines) == 16
+    failed = sum(line["status"] == "infra_error" for line in lines)
+
+    again = evalrelay("retry", campaign, env=processes.env, cwd=root)
+    assert again.returncode in (0, 2), again.stderr
+    assert f"{failed} jobs sent again" in again.stderr
+    lines = read_jsonl(jsonl)
+    assert len({line["job_id"] for line in lines}) == len(lines) == 16
+    assert len(read_jsonl(jsonl.with_name(f"{campaign}.attempts.jsonl"))) == failed

@@ -34,6 +34,9 @@ def test_messages_and_names_are_escaped() -> None:
 
 def test_the_panel_polls_its_campaigns_feed_and_knows_what_its_report_shows() -> None:
     panel = live_panel("camp-1", 12)
-    assert '<section id="evalrelay-live" data-api="/api/campaigns/camp-1" data-shown="12">' in panel
+    assert (
+        '<section id="evalrelay-live" data-api="/api/campaigns/camp-1" '
+        'data-token-variable="EVALRELAY_SERVE_TOKEN" data-shown="12">'
+    ) in panel
     alone = remote_page("camp-1")
     assert "<h1>Campaign camp-1</h1>" in alone and 'data-shown=""' in alone

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import redis
 
+from bridge.queue.budget import charge, set_budget
 from bridge.queue.steering import audit, paused
-from tests.bridge.cli.test_serve import start_serve
+from tests.bridge.cli.test_serve import Browser, start_serve
 from tests.bridge.queue.test_campaigns import add_campaign
+from tests.bridge.reports.reporting import CAMPAIGN as REPORTED
+from tests.bridge.reports.reporting import write_campaign
 from tests.conftest import Processes, free_port
 
 CAMPAIGN = "steer-20260301-120000-abcd"
@@ -70,3 +73,49 @@ def test_beyond_loopback_steering_needs_the_token(
     status, said = post(with_token, path, Authorization=f"Bearer {TOKEN}", **STEER)
     assert (status, said["detail"]) == (200, "paused")
     assert TOKEN not in processes.log("tok")
+
+
+PANEL_STATE = 'document.getElementById("evalrelay-live-state").textContent'
+STEERED = 'document.getElementById("evalrelay-live-steered").textContent'
+
+
+def click(action: str) -> str:
+    button = f'#evalrelay-live-steer button[data-action="{action}"]'
+    return f"document.querySelector('{button}').click()"
+
+
+def test_the_campaign_page_buttons_pause_and_unpause_it_and_say_a_spent_budget(
+    processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    results, port = tmp_path / "results", free_port()
+    add_campaign(client, CAMPAIGN, total=100, out_dir=str(results))  # running: 0 of 100
+    write_campaign(results, REPORTED, name=CAMPAIGN)
+    start_serve(processes, port, results)
+    browser = Browser(tmp_path / "chromium")
+    try:
+        page = browser.open(f"http://127.0.0.1:{port}/campaigns/{CAMPAIGN}/")
+        browser.until(page, f'{PANEL_STATE} === "running"', 15, "the panel")
+        browser.run(page, click("pause"))
+        browser.until(page, f'{PANEL_STATE} === "paused"', 15, "the page to show the pause")
+        assert browser.run(page, STEERED) == "pause: paused"
+        held = paused(client, CAMPAIGN)
+        assert held is not None and held.by == "evalrelay serve"
+        browser.run(page, click("unpause"))
+        browser.until(page, f'{PANEL_STATE} === "running"', 15, "the page to show it unpaused")
+        assert browser.run(page, STEERED) == "unpause: 0 jobs sent again"
+        assert paused(client, CAMPAIGN) is None
+
+        set_budget(client, CAMPAIGN, 0.5, "test")
+        assert charge(client, CAMPAIGN, 0.6, "a worker")  # the budget is spent: paused
+        browser.until(page, f'{PANEL_STATE} === "paused"', 15, "the budget's pause")
+        said = 'document.getElementById("evalrelay-live-paused").textContent'
+        assert browser.run(page, said) == "budget reached"
+        browser.run(page, click("unpause"))
+        browser.until(page, f'{STEERED}.startsWith("refused")', 15, "the refusal")
+        assert "--budget-usd" in str(browser.run(page, STEERED))
+        assert paused(client, CAMPAIGN) is not None
+        browser.run(page, click("cancel"))
+        browser.until(page, f'{STEERED} === "cancel: cancelled"', 15, "the cancel")
+        assert [c.action for c in audit(client, CAMPAIGN)][-1] == "cancel"
+    finally:
+        browser.close()

@@ -64,6 +64,8 @@ def test_a_budget_for_n_calls_stops_two_workers_near_n_and_unpause_finishes_it(
         assert COVERED <= calls <= COVERED + WORKERS * PER_WORKER, calls
         time.sleep(1.5)  # ten more calls' time: none is made
         assert len(server.seen) == calls and run.poll() is None
+        said = f"campaign {info.campaign_id} is paused: budget reached"
+        wait_for(lambda: said in " ".join(processes.log("run").split()), 10, "run to say so")
 
         env = processes.env | {"COLUMNS": "250"}
         status = evalrelay("status", info.campaign_id, env=env, cwd=root)

@@ -11,6 +11,7 @@ import pytest
 from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator, RubricEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.results.summary import CampaignSummary
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
@@ -31,7 +32,7 @@ def judged_job(url: str, **update: Any) -> Job:
     settings = {
         "name": "judge",
         "provider": "openai",
-        "model": "gpt-judge",
+        "model": "gpt-4o-mini",
         "base_url": f"{url}/v1",
         "max_retries": 0,
     }
@@ -214,3 +215,27 @@ def test_a_failed_judge_keeps_the_other_verdicts_and_its_own_replies() -> None:
     replies = judged.details["rejected_replies"]
     assert [r["reply"] for r in replies] == ["no idea"] * 3
     assert {r["problem"] for r in replies} == {"no JSON object in the reply"}
+
+
+def test_judge_tokens_and_dollars_are_kept_apart_from_the_targets_and_summed() -> None:
+    """Two tries (a malformed reply, then a verdict) of 11 input and 3 output tokens each,
+    at gpt-4o-mini's prices; the mock target costs nothing, and stays so."""
+    candidate = {"target": target_ref({"name": "t", "provider": "mock", "response": "Paris"})}
+    with serving(reply("Looks right to me!"), reply(GOOD)) as server:
+        graded = execute(judged_job(server.url, **candidate), "w")
+        priced = graded.model_copy(update={"job_id": "j2"})
+    (judged,) = graded.evaluator_results
+    assert judged.usage is not None
+    assert (judged.usage.input_tokens, judged.usage.output_tokens) == (22, 6)
+    usd = 22 * 0.15e-6 + 6 * 0.6e-6
+    assert judged.cost is not None and abs(judged.cost.usd - usd) < 1e-12
+    assert graded.judge_cost is not None and abs(graded.judge_cost.usd - usd) < 1e-12
+    assert graded.judge_usage is not None and graded.judge_usage.input_tokens == 22
+    assert graded.cost is None and graded.usage is None  # the target's own: nothing
+
+    summary = CampaignSummary(campaign_id="c")
+    summary.add(graded)
+    summary.add(priced)
+    written = summary.as_json()
+    assert abs(float(written["judge_cost_usd"]) - 2 * usd) < 1e-12  # type: ignore[arg-type]
+    assert written["cost_usd"] == 0.0
