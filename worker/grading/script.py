@@ -13,12 +13,36 @@ from typing import Any
 from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
-from worker.agents.runner import run_command
+from worker.agents.runner import AgentRun, run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.run_facts import RunFacts
 from worker.grading.verdict import ScriptReply, Verdict, parse_json_reply, parse_verdict
 from worker.providers.failures import tail
+
+
+def run_bounded(
+    argv: list[str],
+    cwd: Path,
+    limit: float,
+    name: str,
+    what: str,
+    deadline: Deadline | None = None,
+    stdin_text: str | None = None,
+    env: dict[str, str] | None = None,
+) -> AgentRun:
+    """An evaluator's command, run to its end within its own limit and the grading deadline:
+    a command that cannot start or does not end is a grading error saying which."""
+    seconds = deadline.within(limit, name) if deadline else limit
+    try:
+        run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=stdin_text, env=env)
+    except OSError as exc:
+        raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
+    if run.timed_out:
+        if deadline and seconds < limit:
+            raise GradingError(f"{deadline.overrun(name)}, while its {what} ran")
+        raise GradingError(f"evaluator {name}: {what} did not finish within {limit:.0f} s")
+    return run
 
 
 def run_script(
@@ -30,19 +54,11 @@ def run_script(
     deadline: Deadline | None = None,
 ) -> EvaluatorResult:
     argv = command_of(spec)
-    limit = spec.timeout_seconds
-    seconds = deadline.within(limit, name) if deadline else limit
-    cwd = Path(spec.cwd or ".")
     facts = run_facts or RunFacts()
     payload = json.dumps(script_input(spec, job, answer, facts), ensure_ascii=False)
-    try:
-        run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=payload)
-    except OSError as exc:
-        raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
-    if run.timed_out:
-        if deadline and seconds < limit:
-            raise GradingError(f"{deadline.overrun(name)}, while its script ran")
-        raise GradingError(f"evaluator {name}: script did not finish within {limit:.0f} s")
+    run = run_bounded(
+        argv, Path(spec.cwd or "."), spec.timeout_seconds, name, "script", deadline, payload
+    )
     stderr = tail(run.stderr, 800)
     if run.returncode != 0:
         raise GradingError(f"evaluator {name}: script exited with code {run.returncode}: {stderr}")

@@ -12,10 +12,10 @@ from typing import Any
 from bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
 from bridge.results.result import EvaluatorResult
 from worker.agents.environment import agent_environment
-from worker.agents.runner import run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.run_facts import RunFacts
+from worker.grading.script import run_bounded
 from worker.providers.failures import tail
 
 OUTPUT_CHARS = 2_000
@@ -41,18 +41,9 @@ def workspace_command(
 ) -> EvaluatorResult:
     folder = _workspace(name, run)
     argv = ["sh", "-c", spec.command] if isinstance(spec.command, str) else list(spec.command)
-    limit = spec.timeout_seconds
-    seconds = deadline.within(limit, name) if deadline else limit
-    try:
-        done = run_command(
-            argv, cwd=folder, seconds=seconds, stdin_text=None, env=agent_environment()
-        )
-    except OSError as exc:
-        raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {folder}: {exc}") from None
-    if done.timed_out:
-        if deadline and seconds < limit:
-            raise GradingError(f"{deadline.overrun(name)}, while its command ran")
-        raise GradingError(f"evaluator {name}: command did not finish within {limit:.0f} s")
+    done = run_bounded(
+        argv, folder, spec.timeout_seconds, name, "command", deadline, env=agent_environment()
+    )
     passed = done.returncode == 0
     shown = " ".join(argv) if isinstance(spec.command, list) else spec.command
     what = f"`{shown}` exited with code {done.returncode} in the workspace"
