@@ -149,6 +149,9 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As a terminal starts it: a runner started in the background (`cmd &`) passes
+        # SIGINT on ignored, and Python then keeps ignoring Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     wait_for(
         lambda: any(p.stat().st_size for p in (root / "results").glob("*.jsonl")),
