@@ -2,7 +2,7 @@
 
 Tests that need Redis use the machine's server on 127.0.0.1:6379 (database 13, flushed
 before and after each test) and fail loudly when it is not there; run in parallel
-(`pytest -n 2`), each pytest-xdist worker starts a redis-server of its own instead.
+(`pytest -n 3`), each pytest-xdist worker starts a redis-server of its own instead.
 """
 
 from __future__ import annotations
