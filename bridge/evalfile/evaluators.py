@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import regex
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -123,6 +125,32 @@ class EqualsEvaluator(_EvaluatorBase):
 
 class JsonValidEvaluator(_EvaluatorBase):
     type: Literal["json_valid"]
+
+
+class JsonContainedEvaluator(_EvaluatorBase):
+    """promptfoo's `contains-json`: some JSON object within the answer (found as promptfoo
+    finds it, from each `{` to its closing brace), valid under `schema` when one is given."""
+
+    type: Literal["contains_json"]
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema ({exc.message}); fix it") from None
+        return schema
+
+
+class LevenshteinEvaluator(_EvaluatorBase):
+    """promptfoo's `levenshtein`: the answer within `threshold` edits of `value`."""
+
+    type: Literal["levenshtein"]
+    value: str
+    threshold: NonNegativeInt = 5
 
 
 class SimilarityEvaluator(_EvaluatorBase):
@@ -505,6 +533,8 @@ DeterministicSpec = (
     | RegexEvaluator
     | EqualsEvaluator
     | JsonValidEvaluator
+    | JsonContainedEvaluator
+    | LevenshteinEvaluator
     | SimilarityEvaluator
 )
 """The evaluators that need nothing but the answer (and the reference)."""
