@@ -40,7 +40,7 @@ OWN_CHECKS = ("contains_json", "levenshtein")
 """evalrelay's spelling of checks promptfoo configs use (bridge/evalfile/promptfoo), taken
 as written."""
 
-COMMON = ("weight", "required", "min_score", "negate")
+COMMON = ("weight", "required", "min_score", "negate", "transforms")
 UNSUPPORTED = {
     "skill-used": "skill calls are not reported by evalrelay's providers",
     "not-skill-used": "skill calls are not reported by evalrelay's providers",

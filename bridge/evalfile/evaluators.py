@@ -33,6 +33,21 @@ PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
 """A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
 
 
+class AnswerTransform(BaseModel):
+    """A command that rewrites the answer before an evaluator grades it (promptfoo's
+    `transform`). It reads `{output, prompt, config}` as JSON on standard input and prints
+    `{"output": ...}` (or `{"error": ...}`); the next step gets that output as it is, and
+    an output that is not a string is graded as its JSON text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: list[str] = Field(min_length=1)
+    cwd: str | None = None
+    """Where it runs on the worker (default: the worker's folder)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: Seconds = 30.0
+
+
 class _EvaluatorBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -44,6 +59,8 @@ class _EvaluatorBase(BaseModel):
     """Below `min_score` (default: the pass threshold) this evaluator fails the whole case:
     its score becomes 0, as AgentV does it."""
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    transforms: list[AnswerTransform] = Field(default_factory=list)
+    """Applied to the answer in turn before this evaluator (a composite: its members) grades it."""
 
 
 class ContainsEvaluator(_EvaluatorBase):

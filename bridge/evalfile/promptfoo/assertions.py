@@ -12,6 +12,7 @@ import yaml
 
 from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+from bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
 
 JUDGED = {
     "g-eval": "{value}",
@@ -24,16 +25,19 @@ JUDGED = {
 prompts differ; the judge's verdict is evalrelay's)."""
 
 
-def promptfoo_asserts(entries: Any, folder: str) -> Any:
-    """One assert list rewritten; what is not a list is left for the reader to report."""
+def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None = None) -> Any:
+    """One assert list rewritten, the test's `options.transform` put before each
+    assertion's own; what is not a list is left for the reader to report."""
     if not isinstance(entries, list):
         return entries
-    return [_one(entry, folder) for entry in entries]
+    before = options_transforms(options or {})
+    return [_one(entry, folder, before) for entry in entries]
 
 
-def _one(entry: Any, folder: str) -> Any:
+def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return entry
+    entry = with_transforms(entry, before)
     kind: str = entry["type"]
     if kind in CODE_TYPES:
         return code_assertion(entry, folder)
