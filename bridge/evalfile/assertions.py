@@ -36,7 +36,11 @@ RENAMED = {
 }
 """AgentV's type to ours, where only the spelling differs."""
 
-COMMON = ("weight", "required", "min_score", "negate")
+OWN_CHECKS = ("contains_json", "levenshtein")
+"""evalrelay's spelling of checks promptfoo configs use (bridge/evalfile/promptfoo), taken
+as written."""
+
+COMMON = ("weight", "required", "min_score", "negate", "transforms")
 UNSUPPORTED = {
     "skill-used": "skill calls are not reported by evalrelay's providers",
     "not-skill-used": "skill calls are not reported by evalrelay's providers",
@@ -45,6 +49,8 @@ UNSUPPORTED = {
     "python": "inline Python assertions run inside AgentV; use a `script`",
     "webhook": "webhook assertions are not supported; use a `script`",
     "similar": "embedding similarity is not supported",
+    "contains-json": "a JSON Schema in a file is not read; write the schema in the config",
+    "not-contains-json": "a JSON Schema in a file is not read; write the schema in the config",
     "agent-rubric": "agent rubrics need AgentV's agent grader; use llm-rubric",
 }
 
@@ -110,6 +116,8 @@ def _one(
         return {"type": ours, "value": str(value), **common}
     if kind in ("llm-rubric", "rubrics"):
         return _rubric(kind, rest, common, loc, judge, read, case)
+    if kind in OWN_CHECKS:
+        return {"type": kind, **common, **rest}
     if kind == "script":  # one asking for AgentV's LLM proxy loads as unsupported
         return {"type": "script", **common, **rest}
     if kind == "assert-set":

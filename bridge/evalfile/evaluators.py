@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import regex
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -31,6 +33,21 @@ PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
 """A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""
 
 
+class AnswerTransform(BaseModel):
+    """A command that rewrites the answer before an evaluator grades it (promptfoo's
+    `transform`). It reads `{output, prompt, config}` as JSON on standard input and prints
+    `{"output": ...}` (or `{"error": ...}`); the next step gets that output as it is, and
+    an output that is not a string is graded as its JSON text."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    command: list[str] = Field(min_length=1)
+    cwd: str | None = None
+    """Where it runs on the worker (default: the worker's folder)."""
+    config: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: Seconds = 30.0
+
+
 class _EvaluatorBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -42,6 +59,8 @@ class _EvaluatorBase(BaseModel):
     """Below `min_score` (default: the pass threshold) this evaluator fails the whole case:
     its score becomes 0, as AgentV does it."""
     min_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    transforms: list[AnswerTransform] = Field(default_factory=list)
+    """Applied to the answer in turn before this evaluator (a composite: its members) grades it."""
 
 
 class ContainsEvaluator(_EvaluatorBase):
@@ -123,6 +142,32 @@ class EqualsEvaluator(_EvaluatorBase):
 
 class JsonValidEvaluator(_EvaluatorBase):
     type: Literal["json_valid"]
+
+
+class JsonContainedEvaluator(_EvaluatorBase):
+    """promptfoo's `contains-json`: some JSON object within the answer (found as promptfoo
+    finds it, from each `{` to its closing brace), valid under `schema` when one is given."""
+
+    type: Literal["contains_json"]
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+
+    @field_validator("json_schema")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema ({exc.message}); fix it") from None
+        return schema
+
+
+class LevenshteinEvaluator(_EvaluatorBase):
+    """promptfoo's `levenshtein`: the answer within `threshold` edits of `value`."""
+
+    type: Literal["levenshtein"]
+    value: str
+    threshold: NonNegativeInt = 5
 
 
 class SimilarityEvaluator(_EvaluatorBase):
@@ -505,6 +550,8 @@ DeterministicSpec = (
     | RegexEvaluator
     | EqualsEvaluator
     | JsonValidEvaluator
+    | JsonContainedEvaluator
+    | LevenshteinEvaluator
     | SimilarityEvaluator
 )
 """The evaluators that need nothing but the answer (and the reference)."""

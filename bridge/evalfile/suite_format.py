@@ -103,7 +103,7 @@ class _Translation:
         self.notes: list[str] = []
         self.budget = Budget(project.config.template_limits)
         self.env = _PublicEnv(project)
-        self.adapt_asserts: Callable[[Any], Any] | None = None
+        self.adapt_asserts: Callable[[Any, dict[str, Any]], Any] | None = None
 
     def fail(self, loc: Loc, message: str, case: str | None = None) -> None:
         self.problems.append(self.doc.diagnostic(loc, message, case))
@@ -180,14 +180,15 @@ def translate_suite(
     doc: YamlDocument,
     project: Project,
     derive_ids: bool = False,
-    adapt_asserts: Callable[[Any], Any] | None = None,
+    adapt_asserts: Callable[[Any, dict[str, Any]], Any] | None = None,
 ) -> SuiteDocument:
     """The suite as an `evalcases` document (positions mapped back), or InvalidFileError.
 
     `derive_ids`: a test without `id` is named from its place and description, as
     promptfoo's tests have no ids (AgentV's must have one). `adapt_asserts`: rewrites each
     assert list (a test's, read from a file too, the default test's) before its templates
-    are rendered: a dialect's own assertion types."""
+    are rendered, given the test's `options` (over the default test's): a dialect's own
+    assertion types and answer transforms."""
     t = _Translation(doc, project)
     t.adapt_asserts = adapt_asserts
     data = t.data
@@ -486,9 +487,11 @@ def _case(
         ]
     if not any(entries for entries, _ in lists) and isinstance(criteria, str):
         lists = [([case["expected_outcome"]], (*loc, "criteria"))]
-    judge = (raw.get("options") or {}).get("provider") or (default_test.get("options") or {}).get(
-        "provider"
-    )
+    options = {  # promptfoo's: the test's over the default test's
+        **_mapping(default_test.get("options")),
+        **_mapping(raw.get("options")),
+    }
+    judge = options.get("provider")
     defaults: dict[str, Any] = (
         t.data["defaults"] if isinstance(t.data.get("defaults"), dict) else {}
     )
@@ -498,7 +501,7 @@ def _case(
         if not entries:
             continue
         if t.adapt_asserts is not None:
-            entries = t.adapt_asserts(entries)
+            entries = t.adapt_asserts(entries, options)
         entries = t.render(entries, context, where) if raw.get("vars") or vars_ else entries
         for evaluator, source in to_evaluators(entries, where, judge, t.read, t.fail, case_id):
             origin[("evaluators", len(evaluators))] = source
@@ -508,6 +511,10 @@ def _case(
         case["evaluators"] = evaluators
     case["_origin"] = origin
     return case
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _conversation(

@@ -225,6 +225,12 @@ def needs_judge(spec: EvaluatorSpec) -> bool:
 
 def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
     """Paths made absolute and prompt files read, so the job stands on its own."""
+    if spec.transforms:
+        steps = [
+            step.model_copy(update={"cwd": str((eval_dir / (step.cwd or ".")).resolve())})
+            for step in spec.transforms
+        ]
+        spec = spec.model_copy(update={"transforms": steps})
     if isinstance(spec, CompositeEvaluator):
         aggregator = spec.aggregator
         cwd = (eval_dir / aggregator.cwd) if aggregator.cwd else eval_dir

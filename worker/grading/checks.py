@@ -12,7 +12,9 @@ from bridge.evalfile.evaluators import (
     ContainsSomeEvaluator,
     DeterministicSpec,
     EqualsEvaluator,
+    JsonContainedEvaluator,
     JsonValidEvaluator,
+    LevenshteinEvaluator,
     NotContainsEvaluator,
     RegexEvaluator,
     SimilarityEvaluator,
@@ -20,6 +22,7 @@ from bridge.evalfile.evaluators import (
 from bridge.results.result import EvaluatorResult
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
+from worker.grading.json_in_text import json_objects, schema_errors
 
 _WORD = re.compile(r"\w+")
 
@@ -77,8 +80,61 @@ def _finding(spec: DeterministicSpec, answer: str) -> Finding:
         value = spec.value
         same = answer.strip() == value.strip()
         return Finding(same, f"equals {value!r}", f"does not equal {value!r}")
+    if isinstance(spec, JsonContainedEvaluator):
+        return _contains_json(spec, answer)
+    if isinstance(spec, LevenshteinEvaluator):
+        return _levenshtein(spec, answer)
     assert isinstance(spec, JsonValidEvaluator)
     return _json_valid(answer)
+
+
+def _contains_json(spec: JsonContainedEvaluator, answer: str) -> Finding:
+    """A pass when some object found conforms (any object, without a schema)."""
+    found = json_objects(answer)
+    if not found:
+        return Finding(False, "contains JSON", "contains no JSON object")
+    if spec.json_schema is None:
+        return Finding(True, "contains JSON", "contains no JSON object")
+    why = ""
+    for value in found:
+        errors = schema_errors(value, spec.json_schema)
+        if errors is None:
+            return Finding(True, "contains JSON that conforms to the schema", "")
+        why = errors
+    return Finding(
+        False,
+        "contains JSON that conforms to the schema",
+        f"contains no JSON that conforms to the schema ({why})",
+    )
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance, or `limit + 1` when it is more than `limit`: only the band of
+    cells within `limit` of the diagonal is computed, so a long answer costs little."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    far = limit + 1
+    previous = [j if j <= limit else far for j in range(len(b) + 1)]
+    for i in range(1, len(a) + 1):
+        row = [far] * (len(b) + 1)
+        row[0] = i if i <= limit else far
+        for j in range(max(1, i - limit), min(len(b), i + limit) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + cost, far)
+        if min(row) > limit:
+            return far
+        previous = row
+    return previous[len(b)]
+
+
+def _levenshtein(spec: LevenshteinEvaluator, answer: str) -> Finding:
+    """promptfoo compares the whole answer, untrimmed, with the value."""
+    edits = edit_distance(answer, spec.value, spec.threshold)
+    return Finding(
+        edits <= spec.threshold,
+        f"is {edits} edit(s) from {spec.value!r}, within {spec.threshold}",
+        f"is more than {spec.threshold} edit(s) from {spec.value!r}",
+    )
 
 
 def _json_valid(answer: str) -> Finding:

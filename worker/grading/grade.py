@@ -36,6 +36,7 @@ from worker.grading.metrics import run_metrics
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
 from worker.grading.trajectory import trajectory, trajectory_assertion
+from worker.grading.transform import transformed
 from worker.grading.workspace import workspace_command, workspace_file
 
 
@@ -86,6 +87,8 @@ def evaluate_or_fail(
     """The evaluator's verdict, or its failure in its place, so the others' verdicts stay."""
     try:
         deadline.left(name)  # none starts past the deadline
+        if spec.transforms:
+            answer = transformed(spec.transforms, name, job, answer, deadline)
         result = evaluate(spec, name, job, answer, client, run, deadline)
     except GradingError as exc:
         return EvaluatorResult(

@@ -5,10 +5,14 @@ of deterministic checks the check negated, and the model-graded types a judge's 
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
+
+import yaml
 
 from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+from bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
 
 JUDGED = {
     "g-eval": "{value}",
@@ -21,16 +25,19 @@ JUDGED = {
 prompts differ; the judge's verdict is evalrelay's)."""
 
 
-def promptfoo_asserts(entries: Any, folder: str) -> Any:
-    """One assert list rewritten; what is not a list is left for the reader to report."""
+def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None = None) -> Any:
+    """One assert list rewritten, the test's `options.transform` put before each
+    assertion's own; what is not a list is left for the reader to report."""
     if not isinstance(entries, list):
         return entries
-    return [_one(entry, folder) for entry in entries]
+    before = options_transforms(options or {})
+    return [_one(entry, folder, before) for entry in entries]
 
 
-def _one(entry: Any, folder: str) -> Any:
+def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return entry
+    entry = with_transforms(entry, before)
     kind: str = entry["type"]
     if kind in CODE_TYPES:
         return code_assertion(entry, folder)
@@ -38,6 +45,8 @@ def _one(entry: Any, folder: str) -> Any:
         return {**entry, "assert": promptfoo_asserts(entry.get("assert"), folder)}
     if kind.startswith("not-") and kind.removeprefix("not-") in RENAMED:
         return {**entry, "type": kind.removeprefix("not-"), "negate": True}
+    if kind.removeprefix("not-") in ("contains-json", "levenshtein"):
+        return _own_check(entry, kind)
     if kind in JUDGED:
         value = entry.get("value")
         if isinstance(value, list):
@@ -45,3 +54,22 @@ def _one(entry: Any, folder: str) -> Any:
         rest = {k: v for k, v in entry.items() if k not in ("type", "value")}
         return {"type": "llm-rubric", "value": JUDGED[kind].format(value=value), **rest}
     return entry
+
+
+def _own_check(entry: dict[str, Any], kind: str) -> dict[str, Any]:
+    """`contains-json` (its `value` a JSON Schema, as YAML text or a mapping) and
+    `levenshtein` (`threshold` edits, 5 when not given), `not-` forms negated."""
+    base = kind.removeprefix("not-")
+    rest = {k: v for k, v in entry.items() if k not in ("type", "value")}
+    out: dict[str, Any] = {"type": base.replace("-", "_"), **rest}
+    if kind.startswith("not-"):
+        out["negate"] = True
+    value = entry.get("value")
+    if base == "levenshtein":
+        return {**out, "value": value}
+    if isinstance(value, str) and value.startswith("file://"):
+        return entry  # loads as unsupported, saying why
+    if isinstance(value, str) and value.strip():
+        with suppress(yaml.YAMLError):  # else the text, which loading refuses as no schema
+            value = yaml.safe_load(value)
+    return {**out, "schema": value} if value else out

@@ -47,7 +47,7 @@ def code_assertion(entry: dict[str, Any], folder: str) -> dict[str, Any]:
         out["pf_threshold"] = entry["threshold"]
     if kind.startswith("not-"):
         out["negate"] = True
-    for key in ("weight", "metric"):
+    for key in ("weight", "metric", "transforms"):
         if key in entry:
             out[key] = entry[key]
     return out

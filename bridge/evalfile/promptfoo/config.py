@@ -120,7 +120,7 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
         doc._replace(data=data),
         project,
         derive_ids=True,
-        adapt_asserts=lambda entries: promptfoo_asserts(entries, str(folder)),
+        adapt_asserts=lambda entries, options: promptfoo_asserts(entries, str(folder), options),
     )
     return SuiteDocument(translated.document, notes + translated.notes)
 

@@ -19,7 +19,7 @@ from bridge.evalfile.evaluators import (
     SimilarityEvaluator,
 )
 from tests.conftest import direct_job
-from worker.grading.checks import check, token_f1
+from worker.grading.checks import check, edit_distance, token_f1
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.grade import grade
@@ -226,3 +226,47 @@ def test_a_regex_search_lets_the_other_threads_run() -> None:
     assert outcome and "backtracks without end" in str(outcome[0])
     assert ticks[-1] - ticks[0] >= 0.9  # the search ran to its deadline
     assert max(b - a for a, b in itertools.pairwise(ticks)) < 0.5
+
+
+def test_contains_json_says_which_schema_rule_no_object_meets() -> None:
+    schema = {"type": "object", "required": ["answer"]}
+    spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "contains_json", "schema": schema})
+    passed = check(spec, "x", 'so {"q": 1} then {"answer": 2', None)  # type: ignore[arg-type]
+    assert passed.score == 1.0  # the second object, its brace never closed, conforms
+    failed = check(spec, "x", 'only {"q": 1} here', None)  # type: ignore[arg-type]
+    assert failed.misses == [
+        "answer contains no JSON that conforms to the schema "
+        "(the object: 'answer' is a required property)"
+    ]
+
+
+def test_contains_json_refuses_yaml_aliases_in_an_answer() -> None:
+    bomb = '{"a": &a [1, 1], "b": [*a, *a]}'
+    spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "contains_json"})
+    assert check(spec, "x", bomb, None).score == 0.0  # type: ignore[arg-type]
+
+
+def test_an_invalid_contains_json_schema_is_refused_at_load() -> None:
+    with pytest.raises(ValidationError, match="not a valid JSON Schema"):
+        TypeAdapter(EvaluatorSpec).validate_python(
+            {"type": "contains_json", "schema": {"type": "objekt"}}
+        )
+
+
+@pytest.mark.parametrize(("a", "b", "limit", "want"), [
+    ("kitten", "sitting", 3, 3), ("kitten", "sitting", 2, 3), ("", "abc", 5, 3),
+    ("abc", "abc", 0, 0), ("a" * 5000, "a" * 4999 + "b", 1, 1), ("ab", "ba", 1, 2),
+])  # fmt: skip
+def test_edit_distance_counts_up_to_one_past_the_limit(
+    a: str, b: str, limit: int, want: int
+) -> None:
+    assert edit_distance(a, b, limit) == want
+
+
+def test_levenshtein_miss_says_it_is_beyond_the_threshold() -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python(
+        {"type": "levenshtein", "value": "sitting", "threshold": 2}
+    )
+    assert check(spec, "x", "kitten", None).misses == [  # type: ignore[arg-type]
+        "answer is more than 2 edit(s) from 'sitting'"
+    ]

@@ -72,6 +72,6 @@ def test_promptfoo_and_evalrelay_agree_on_every_assertion(
     lines = read_jsonl(next((folder / "out").glob("*.jsonl")))
     assert {line["target"] for line in lines} == {"echo"}
     got = evalrelay_verdicts(lines)
-    assert len(expected) == 29
+    assert len(expected) == 54
     assert got == expected
     assert False in expected.values() and True in expected.values()
