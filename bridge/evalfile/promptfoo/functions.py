@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import resource
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,9 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
         cpu = max(1, int(limits.seconds))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
+    out_of_time = f"{path.name}:{name}: did not finish within {limits.seconds:g} s; " + (
+        how_to_raise("load_limits", "seconds")
+    )
     try:
         done = subprocess.run(
             argv,
@@ -90,10 +94,9 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise FunctionError(
-            f"{path.name}:{name}: did not finish within {limits.seconds:g} s; "
-            + how_to_raise("load_limits", "seconds")
-        ) from None
+        raise FunctionError(out_of_time) from None
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # its CPU limit, before the clock's
+        raise FunctionError(out_of_time)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise FunctionError(f"{path.name}:{name or 'default export'} failed: {last[:300]}")
