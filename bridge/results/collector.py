@@ -44,6 +44,7 @@ from bridge.results.results_file import (
     summary_on_disk,
     summary_path,
 )
+from bridge.results.statistics import import_in_background
 from bridge.results.summary import write_atomically
 from bridge.results.write_errors import can_write, cannot_write, describe
 
@@ -108,6 +109,7 @@ class Collector:
         """`on_complete` gets the JSONL path of each complete campaign this collector finishes,
         maybe more than once (the commands pass the HTML report writer, which writes only a
         missing or stale report; results know nothing of reports)."""
+        import_in_background()  # what its summaries need, before a signal can cut it
         self.client = client
         self.consumer = consumer
         self.out_dir_for = out_dir_for

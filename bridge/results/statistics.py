@@ -12,8 +12,10 @@ Evals") and paired differences average a case's repeats first. Only graded resul
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -150,6 +152,7 @@ def _by_repeat(runs: list[tuple[int, float, bool]]) -> list[tuple[float, bool]]:
 
 def target_statistics(cases: dict[Case, list[tuple[float, bool]]]) -> TargetStatistics | None:
     """None when the target has no graded result."""
+    _libraries()
     import numpy as np
 
     answers = [
@@ -175,6 +178,7 @@ def target_statistics(cases: dict[Case, list[tuple[float, bool]]]) -> TargetStat
 
 def pass_at_k(cases: Sequence[Sequence[bool]]) -> dict[int, float]:
     """The mean over cases of 1 - C(n-c, k) / C(n, k), n answers of which c passed."""
+    _libraries()
     from scipy.special import comb
 
     fewest = min((len(runs) for runs in cases), default=0)
@@ -240,6 +244,7 @@ def pair_statistics(
     b_cases: dict[Case, list[tuple[float, bool]]],
 ) -> PairStatistics:
     """`b` against `a` on their shared cases, before the Holm correction (see `corrected`)."""
+    _libraries()
     import numpy as np
     from scipy.stats import ttest_rel
 
@@ -309,6 +314,7 @@ def _cases_for_power(differences: np.ndarray) -> int | None:
 
 def corrected(pairs: list[PairStatistics]) -> list[PairStatistics]:
     """The pairs with Holm's correction across all of them, and their verdicts."""
+    _libraries()
     from statsmodels.stats.multitest import multipletests
 
     tested = [i for i, pair in enumerate(pairs) if pair.p_value is not None]
@@ -332,6 +338,50 @@ class CampaignStatistics(BaseModel):
     pairs: list[PairStatistics]
 
 
+LIBRARIES = (
+    "numpy",
+    "scipy.special",
+    "scipy.stats",
+    "statsmodels.tools.sm_exceptions",
+    "statsmodels.regression.linear_model",
+    "statsmodels.stats.multitest",
+    "statsmodels.stats.power",
+    "statsmodels.stats.proportion",
+)
+"""What the statistics import when first needed: a second or more of imports."""
+
+
+_imported = threading.Event()
+_starting = threading.Lock()
+_started: list[threading.Thread] = []
+
+
+def import_in_background() -> None:
+    """Start importing the statistics' libraries on a thread of their own, once. A signal
+    stops only the main thread: imported there, a Ctrl-C or SIGTERM in the middle of numpy's
+    import left it half made, and the summary written on the way out failed with a traceback
+    instead of the command stopping cleanly. The main thread waits for this thread instead
+    (a wait a signal may cut safely) and never imports them itself."""
+
+    def load() -> None:
+        try:
+            for name in LIBRARIES:
+                importlib.import_module(name)
+        finally:
+            _imported.set()  # a library that failed fails again, with its error, where used
+
+    with _starting:
+        if not _started:
+            thread = threading.Thread(target=load, name="evalrelay-statistics", daemon=True)
+            _started.append(thread)
+            thread.start()
+
+
+def _libraries() -> None:
+    import_in_background()
+    _imported.wait()
+
+
 def campaign_statistics(observations: Observations) -> CampaignStatistics:
     """Every target, and every pair of targets in name order (`b` against `a`, a < b)."""
     with quiet():
@@ -343,6 +393,7 @@ def quiet() -> Iterator[None]:
     """scipy's and statsmodels' warnings (a root finder that did not converge, a t-test on
     identical numbers) would reach `run`'s terminal and the collector's log: the numbers
     they concern are null or said otherwise."""
+    _libraries()
     import statsmodels.tools.sm_exceptions  # noqa: F401  # its own filters, set at import
 
     with warnings.catch_warnings():

@@ -4,6 +4,11 @@ the degenerate cases (one case, no difference) say so instead of inventing a num
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,3 +131,41 @@ def test_the_same_difference_in_every_case_needs_no_power_calculation() -> None:
     assert pair.cases_for_80_power is None
     assert pair.difference_ci == (pytest.approx(-0.333333), pytest.approx(-0.333333))
     assert pair.verdict == "worse"
+
+
+INTERRUPTED_IMPORT = """
+import os, signal, threading
+from bridge.results.statistics import Observations, campaign_statistics
+observations = Observations()
+observations.add("t", "d", "c", 0, 1.0, True)
+threading.Timer(float(os.environ["DELAY"]), os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    campaign_statistics(observations)  # its libraries take longer than DELAY to import
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted")
+print(campaign_statistics(observations).targets["t"].pass_rate)
+"""
+
+
+def test_a_signal_during_the_first_statistics_leaves_them_whole_for_the_next() -> None:
+    """Ctrl-C (or SIGTERM, turned into the same) while numpy and statsmodels load: the
+    command's summary on the way out must still be computed, not fail on a module left half
+    imported (it once did, and `run` ended with a traceback instead of stopping cleanly)."""
+    # At several moments of the imports, in parallel: where the signal lands decides whether
+    # an import cut in the main thread recovers.
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", INTERRUPTED_IMPORT],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "DELAY": str(delay)},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        for delay in (0.05, 0.15, 0.3, 0.5)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        assert out.split() == ["interrupted", "1.0"], out + err
