@@ -7,6 +7,7 @@ in a map from kind to a factory, so an SDK is imported only when its kind is use
 
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -145,11 +146,19 @@ def provider_for(settings: TargetSettings) -> Provider:
 
 
 def _load_builtins() -> None:
+    """Once, under a lock: the threads of a fresh worker take their first jobs together,
+    and one that saw the flag before the kinds were in found no provider for any."""
     global _builtins_loaded
-    if not _builtins_loaded:
-        _builtins_loaded = True
-        for kind, factory in _builtin_factories().items():
-            _factories.setdefault(kind, factory)
+    if _builtins_loaded:
+        return
+    with _loading:
+        if not _builtins_loaded:
+            for kind, factory in _builtin_factories().items():
+                _factories.setdefault(kind, factory)
+            _builtins_loaded = True
+
+
+_loading = threading.Lock()
 
 
 def _builtin_factories() -> dict[str, ProviderFactory]:
