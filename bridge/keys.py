@@ -56,6 +56,17 @@ def cannot_write_key() -> str:
     return f"{PREFIX}:collectors:cannot-write"
 
 
+def retry_request_key(campaign_id: str) -> str:
+    """String with a TTL: a `retry` asking the campaign's live collector to move the lines
+    of the jobs it runs again aside (a `bridge.results.retry_request.RetryRequest`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:retry-request"
+
+
+def retry_answer_key(request_id: str) -> str:
+    """String with a TTL: the collector's answer to one retry request (the lines it moved)."""
+    return f"{PREFIX}:retry-answer:{request_id}"
+
+
 def cancel_key(campaign_id: str) -> str:
     """String: present while the campaign is cancelled; workers then skip its jobs."""
     return f"{PREFIX}:campaign:{campaign_id}:cancelled"

@@ -42,6 +42,7 @@ def follow_campaign(
     consumer: str | None = None,
     sent: Sequence[str] | None = None,
     rebuild: Callable[[set[str]], Sequence[object] | None] | None = None,
+    collect: bool = True,
 ) -> CampaignSummary:
     """Follow the campaign until every job has its line, or, given the ids of the jobs a
     command `sent` again, until each of those has its new line; returns the summary.
@@ -51,12 +52,13 @@ def follow_campaign(
     long, only pauses the bar. A Redis that comes back without its data has lost the
     campaign: with `rebuild` (given the job ids the results file holds, it makes the
     campaign known again and sends the rest) the campaign goes on, else it is an error
-    saying how to rebuild it.
+    saying how to rebuild it. With `collect` False it only watches: another process
+    (the `run` collecting the campaign) writes the file.
     """
     out_dir = Path(info.out_dir)
 
     def new_collector() -> Collector | None:
-        if info.collector != "run":
+        if info.collector != "run" or not collect:
             return None
         return Collector(
             client,

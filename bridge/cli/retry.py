@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -22,15 +23,24 @@ from bridge.queue.campaigns import (
     uncancel,
 )
 from bridge.queue.runtime import open_runtime
-from bridge.results.collected import file_here, forget_results, results_home
-from bridge.results.collector import (
-    COLLECTOR_LEASE_MS,
-    collectors_of,
-    hold_lease,
-    release_lease,
+from bridge.queue.steering import Change, record, who
+from bridge.results.collected import file_here, results_home
+from bridge.results.collector import collectors_of, hold_lease, release_lease
+from bridge.results.result import AttemptSummary, Status
+from bridge.results.results_file import results_path
+from bridge.results.retry_request import (
+    RetryAnswer,
+    RetryRequest,
+    answer_to,
+    post_request,
+    withdraw,
 )
-from bridge.results.result import Result, Status
-from bridge.results.results_file import read_results, remove_results, results_path
+from bridge.results.set_aside import set_aside
+
+ANSWER_SECONDS = float(os.environ.get("EVALRELAY_RETRY_ANSWER_SECONDS", "30"))
+"""How long `retry` waits for a running campaign's collector to set lines aside."""
+
+ANSWER_POLL_SECONDS = 0.1
 
 
 @click.command("retry")
@@ -49,25 +59,21 @@ from bridge.results.results_file import read_results, remove_results, results_pa
     "process of its own that ends with it.",
 )
 def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
-    """Run again the jobs of CAMPAIGN whose result has one of the statuses.
+    """Run again the jobs of CAMPAIGN whose result has one of the statuses, while it runs
+    or after it ended.
 
     CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
     The earlier lines move to <campaign>.attempts.jsonl and each new result lists the
-    earlier attempts, so the main file keeps one line per job.
+    earlier attempts, so the main file keeps one line per job. While a collector writes
+    the campaign, it is that collector which moves the lines, asked through Redis.
     """
-    wanted = {Status(s.strip()) for s in statuses.split(",") if s.strip()}
+    wanted = [Status(s.strip()) for s in statuses.split(",") if s.strip()]
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
-        path = file_here(runtime.client, campaign, results_path(Path(info.out_dir), campaign))
-        if path is None:
-            raise EvalrelayError(
-                f"campaign {campaign}'s results file is "
-                f"{results_home(runtime.client, campaign)}; run `evalrelay retry` on that host"
-            )
-        moved = _move_chosen(runtime.client, campaign, path, wanted)
-        earlier = {r.job_id: r.summary() for r in moved}
+        path = results_path(Path(info.out_dir), campaign)
+        earlier, collector = _set_aside(runtime.client, campaign, path, wanted)
         jobs = [
             job.retried(earlier[job.job_id])
             for job in stored_jobs(runtime.client, campaign)
@@ -76,8 +82,15 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         store_jobs(runtime.client, jobs)
         uncancel(runtime.client, campaign)
         runtime.queue.send(jobs)
-        console.print(f"campaign [bold]{campaign}[/]: {counted(len(jobs), 'job')} sent again")
-        summary = follow_campaign(runtime.client, info, console, sent=[j.job_id for j in jobs])
+        by = f" (lines set aside by its collector {collector})" if collector else ""
+        chosen = ",".join(s.value for s in wanted)
+        detail = f"{counted(len(jobs), 'job')} sent again ({chosen}){by}"
+        change = Change(action="retry", at=time.time(), by=who(), detail=detail)
+        record(runtime.client, campaign, change)
+        console.print(f"campaign [bold]{campaign}[/]: {counted(len(jobs), 'job')} sent again{by}")
+        summary = follow_campaign(
+            runtime.client, info, console, sent=[j.job_id for j in jobs], collect=not collector
+        )
         where = results_location(runtime.client, info)
     print_summary(console, info, summary, where)
     code, why = exit_status(summary, None)
@@ -86,26 +99,74 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     sys.exit(code)
 
 
-def _move_chosen(
-    client: redis.Redis, campaign: str, path: Path, wanted: set[Status]
-) -> list[Result]:
-    """Move the chosen lines to the attempts file, holding the campaign's collector lease
-    meanwhile: a collector appending to the file while it is rewritten would lose lines,
-    and would drop the new results of jobs it believes written. While a collector holds
-    the lease (the campaign runs), this refuses rather than race it."""
-    holder = f"retry-{os.getpid()}@{socket.gethostname()}"
-    if not hold_lease(client, campaign, holder):
-        collector = collectors_of(client, [campaign])[campaign] or "a collector"
+def _set_aside(
+    client: redis.Redis, campaign: str, default: Path, wanted: list[Status]
+) -> tuple[dict[str, AttemptSummary], str | None]:
+    """Set the chosen lines aside: here, holding the campaign's collector lease, when no
+    collector writes the file; else by that collector, asked through Redis (rewriting the
+    file under it would lose lines). The attempts moved, and the collector that moved them."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    while True:
+        holder = f"retry-{os.getpid()}@{socket.gethostname()}"
+        if hold_lease(client, campaign, holder):
+            try:
+                return _set_aside_here(client, campaign, default, wanted), None
+            finally:
+                release_lease(client, campaign, holder)
+        request = post_request(client, campaign, wanted, who())
+        if request is None:
+            raise EvalrelayError(
+                f"another `evalrelay retry {campaign}` is waiting for the campaign's collector; "
+                f"run this one once it has finished"
+            )
+        reply = _wait_for_answer(client, campaign, request, deadline)
+        if reply is None:
+            continue  # the collector let go of the campaign before taking the request
+        if reply.error:
+            raise EvalrelayError(
+                f"campaign {campaign}'s collector {reply.collector} could not set the lines "
+                f"aside ({reply.error}); nothing was sent again"
+            )
+        return reply.moved, reply.collector
+
+
+def _set_aside_here(
+    client: redis.Redis, campaign: str, default: Path, wanted: list[Status]
+) -> dict[str, AttemptSummary]:
+    path = file_here(client, campaign, default)
+    if path is None:
         raise EvalrelayError(
-            f"campaign {campaign} is still running and {collector} is writing its results "
-            f"file; rewriting the file under it would lose results. Run `evalrelay retry "
-            f"{campaign}` once the campaign has finished (a collector that died lets go of "
-            f"it within {COLLECTOR_LEASE_MS // 1000} s)"
+            f"campaign {campaign}'s results file is {results_home(client, campaign)}; "
+            f"run `evalrelay retry` on that host"
         )
-    try:
-        chosen = {r.job_id for r in read_results(path) if r.status in wanted}
-        moved = remove_results(path.parent, campaign, chosen)
-        forget_results(client, campaign, moved)  # those jobs have no line now
-        return moved
-    finally:
-        release_lease(client, campaign, holder)
+    return {r.job_id: r.summary() for r in set_aside(client, campaign, path, set(wanted))}
+
+
+def _wait_for_answer(
+    client: redis.Redis, campaign: str, request: RetryRequest, deadline: float
+) -> RetryAnswer | None:
+    """The collector's answer; None when no collector holds the campaign any more and the
+    request was withdrawn untaken (then the lines can be set aside here)."""
+    while True:
+        reply = answer_to(client, request)
+        if reply is not None:
+            return reply
+        gone = collectors_of(client, [campaign])[campaign] is None
+        if (gone or time.monotonic() > deadline) and withdraw(client, campaign, request):
+            if gone:
+                return None
+            collector = collectors_of(client, [campaign])[campaign] or "its collector"
+            raise EvalrelayError(
+                f"campaign {campaign} is running and {collector} writes its results file, but "
+                f"did not answer the request to set lines aside within {ANSWER_SECONDS:.0f} s "
+                f"(an evalrelay older than `retry` during a run, or one stuck on its disk: "
+                f"see `evalrelay status`); nothing was moved or sent again. Try again, or once "
+                f"the campaign has finished"
+            )
+        if time.monotonic() > deadline + ANSWER_SECONDS:
+            raise EvalrelayError(
+                f"campaign {campaign}'s collector took the request to set lines aside but did "
+                f"not answer; some lines may be in {campaign}.attempts.jsonl and their jobs not "
+                f"sent again: `evalrelay resume {campaign}` sends every job without a result"
+            )
+        time.sleep(ANSWER_POLL_SECONDS)

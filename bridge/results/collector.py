@@ -44,6 +44,8 @@ from bridge.results.results_file import (
     summary_on_disk,
     summary_path,
 )
+from bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
+from bridge.results.set_aside import set_aside
 from bridge.results.statistics import import_in_background
 from bridge.results.summary import write_atomically
 from bridge.results.write_errors import can_write, cannot_write, describe
@@ -57,6 +59,9 @@ SUMMARY_INTERVAL_SECONDS = 1.0
 
 CLAIM_INTERVAL_SECONDS = 5.0
 """How often to look for entries abandoned by dead collectors."""
+
+RETRY_CHECK_SECONDS = 0.25
+"""How often to look for `retry` requests of the campaigns this collector holds."""
 
 COLLECTOR_LEASE_MS = int(1000 * float(os.environ.get("EVALRELAY_COLLECTOR_LEASE_SECONDS", "30")))
 """A collector that has not polled a campaign for this long loses it to another (and
@@ -121,6 +126,7 @@ class Collector:
         self.groups: set[str] = set()
         self.held_at: dict[str, float] = {}
         self.claimed_at = 0.0
+        self.retries_checked_at = 0.0
         self.troubles: dict[str, DiskTrouble] = {}
         self.opened: dict[str, Path] = {}
         """Each campaign's file this collector wrote, to mark it partial if taken over."""
@@ -146,6 +152,9 @@ class Collector:
             return 0
         for campaign_id in campaigns:
             self._ensure_group(campaign_id)
+        if time.monotonic() - self.retries_checked_at >= RETRY_CHECK_SECONDS:
+            self._answer_retries(campaigns)
+            self.retries_checked_at = time.monotonic()
         try:
             entries = self._own_pending(campaigns)
             if time.monotonic() - self.claimed_at >= CLAIM_INTERVAL_SECONDS:
@@ -165,6 +174,30 @@ class Collector:
         written = self._handle(entries)
         self._maybe_write_summaries()
         return written
+
+    def _answer_retries(self, campaigns: list[str]) -> None:
+        """Set aside the lines `retry` asked for, between two writes of the file, and say
+        which: the lines are read afresh when the file is next opened."""
+        for campaign_id, request in take_requests(self.client, campaigns).items():
+            answer(self.client, request, self._set_aside(campaign_id, request))
+
+    def _set_aside(self, campaign_id: str, request: RetryRequest) -> RetryAnswer:
+        file = self.files.pop(campaign_id, None)
+        path = file.path if file else results_path(self.out_dir_for(campaign_id), campaign_id)
+        if file is not None:
+            file.close()
+        try:
+            moved = set_aside(self.client, campaign_id, path, set(request.statuses))
+        except (OSError, ValueError) as exc:
+            why = describe(exc) if isinstance(exc, OSError) else str(exc)
+            error = f"cannot rewrite {path}: {why}"
+            log.warning("collector %s: %s", self.consumer, error)
+            return RetryAnswer(collector=self.consumer, error=error)
+        log.info(
+            "collector %s: %d lines of campaign %s set aside for %s's retry",
+            self.consumer, len(moved), campaign_id, request.by,
+        )  # fmt: skip
+        return RetryAnswer(collector=self.consumer, moved={r.job_id: r.summary() for r in moved})
 
     def redis_lost(self) -> None:
         """Redis lost its data: let go of every file and consumer group. A campaign made

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 from pathlib import Path
 
 import redis
 
+from bridge.keys import collector_lease_key, retry_request_key
+from bridge.queue.steering import audit
 from tests.bridge.cli.test_run import cases, evalrelay, run
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import (
@@ -17,6 +21,7 @@ from tests.conftest import (
     read_jsonl,
     wait_for,
 )
+from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
 
 SLOW_FAILURES = """\
 targets:
@@ -56,39 +61,91 @@ def test_retry_latest_retries_the_newest_campaign(
     assert "campaign new-20260301-121000-bbbb: 0 jobs sent again" in again.stderr
 
 
-SOMETIMES_FAILING = """\
-targets:
-  - {name: flaky, provider: mock, latency_ms: 300, failure_rate: 0.5, failure_kind: infra_error}
-"""
+JOBS, FAILING = 30, (1, 2, 4)
+"""The cases the server fails (HTTP 500) until told otherwise: among the first sent."""
 
 
-def test_retry_while_a_collector_writes_the_campaign_refuses_and_loses_nothing(
+def test_retry_while_the_campaign_runs_has_its_collector_set_failures_aside_and_loses_nothing(
     project: WriteFiles, processes: Processes, client: redis.Redis
 ) -> None:
-    """Rewriting the results file under the collector that appends to it would lose lines:
-    while the campaign runs, `retry` says so and touches nothing; once it ended, it runs."""
-    root = project({"targets.yaml": SOMETIMES_FAILING, "evals/e.yaml": one_turn_cases(16)})
-    processes.worker(client, "w@test", "--concurrency", "2")
-    evals, out = str(root / "evals/e.yaml"), str(root / "out")
-    running = processes.start("run", evals, "--target", "flaky", "--out", out, name="run")
-    wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
-    (jsonl,) = (root / "out").glob("*.jsonl")
-    campaign = jsonl.stem
-    wait_for(
-        lambda: any(line["status"] == "infra_error" for line in read_jsonl(jsonl)), 30, "a failure"
-    )
-    refused = evalrelay("retry", campaign, env=processes.env, cwd=root)
-    assert refused.returncode == 1, refused.stderr
-    assert f"campaign {campaign} is still running" in " ".join(refused.stderr.split())
-    assert not jsonl.with_name(f"{campaign}.attempts.jsonl").exists()
-    assert running.wait(60) in (0, 2), processes.log("run")
-    lines = read_jsonl(jsonl)
-    assert len({line["job_id"] for line in lines}) == len(lines) == 16
-    failed = sum(line["status"] == "infra_error" for line in lines)
+    """`retry` during the run: the collector writing the file sets the failed lines aside,
+    the jobs run again, and `run` ends with one line per job, all answered."""
+    failing = threading.Event()
+    failing.set()
 
-    again = evalrelay("retry", campaign, env=processes.env, cwd=root)
-    assert again.returncode in (0, 2), again.stderr
-    assert f"{failed} jobs sent again" in again.stderr
+    def status_of(seen: Seen) -> int:
+        asked = json.dumps(seen.body)
+        return 500 if failing.is_set() and any(f"#{i}#" in asked for i in FAILING) else 200
+
+    with serving(Reply(openai_chat(), delay=0.4, status_of=status_of)) as server:
+        root = project(
+            {
+                "targets.yaml": f"""\
+                targets:
+                  - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
+                      base_url: "{server.url}/v1", max_retries: 0}}
+                """,
+                "evals/e.yaml": one_turn_cases(JOBS, question="ask #{i}#"),
+            }
+        )
+        processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
+        evals, out = str(root / "evals/e.yaml"), str(root / "out")
+        running = processes.start("run", evals, "--target", "mini", "--out", out, name="run")
+        wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
+        (jsonl,) = (root / "out").glob("*.jsonl")
+        campaign = jsonl.stem
+
+        def failed() -> int:
+            return sum(line["status"] == "infra_error" for line in read_jsonl(jsonl))
+
+        wait_for(lambda: failed() == len(FAILING), 30, "the failures")
+        failing.clear()
+        assert running.poll() is None, "the campaign ended before the retry"
+        again = evalrelay("retry", campaign, env=processes.env | {"COLUMNS": "250"}, cwd=root)
+        said = " ".join(again.stderr.split())
+        assert again.returncode == 0, said
+        assert f"{len(FAILING)} jobs sent again (lines set aside by its collector run-" in said
+        assert running.wait(60) == 0, processes.log("run")
+        assert len(server.seen) == JOBS + len(FAILING)  # each failure asked once more, no more
     lines = read_jsonl(jsonl)
-    assert len({line["job_id"] for line in lines}) == len(lines) == 16
-    assert len(read_jsonl(jsonl.with_name(f"{campaign}.attempts.jsonl"))) == failed
+    assert len({line["job_id"] for line in lines}) == len(lines) == JOBS
+    assert all(line["status"] == "ok" for line in lines)
+    retried = sorted(str(line["case_id"]) for line in lines if line["attempt"] == 2)
+    assert retried == sorted(f"c{i}" for i in FAILING)
+    moved = read_jsonl(jsonl.with_name(f"{campaign}.attempts.jsonl"))
+    assert sorted(str(line["case_id"]) for line in moved) == retried
+    assert all(line["status"] == "infra_error" for line in moved)
+    changes = [c for c in audit(client, campaign) if c.action == "retry"]
+    assert len(changes) == 1 and "3 jobs sent again" in changes[0].detail
+
+
+def test_retry_that_no_collector_answers_says_so_and_touches_nothing(
+    client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    campaign = "c-20260301-120000-aaaa"
+    add_campaign(client, campaign, out_dir=str(tmp_path))
+    client.set(collector_lease_key(campaign), "collect@elsewhere", px=60_000)
+    env = {**os.environ, "EVALRELAY_REDIS_URL": redis_url, "COLUMNS": "250"}
+    env["EVALRELAY_RETRY_ANSWER_SECONDS"] = "1"
+    refused = evalrelay("retry", campaign, env=env, cwd=tmp_path)
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 1, said
+    assert "collect@elsewhere writes its results file, but did not answer" in said
+    assert "nothing was moved or sent again" in said
+    assert client.get(retry_request_key(campaign)) is None  # withdrawn: no later surprise
+
+
+def test_retry_whose_collector_lets_go_sets_the_lines_aside_itself(
+    client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """A collector that finishes (or dies) before taking the request lets go of its lease:
+    the request is withdrawn and `retry` rewrites the file, holding the lease itself."""
+    campaign = "c-20260301-120000-aaaa"
+    add_campaign(client, campaign, out_dir=str(tmp_path))
+    client.set(collector_lease_key(campaign), "run-gone", px=1500)
+    env = {**os.environ, "EVALRELAY_REDIS_URL": redis_url, "COLUMNS": "250"}
+    again = evalrelay("retry", campaign, env=env, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    said = " ".join(again.stderr.split())
+    assert f"campaign {campaign}: 0 jobs sent again" in said and "set aside by" not in said, said
+    assert client.get(retry_request_key(campaign)) is None

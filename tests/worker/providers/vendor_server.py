@@ -32,6 +32,9 @@ class Reply:
     delay: float = 0.0
     made: Callable[[Seen], tuple[Any, dict[str, str]]] | None = None
     """Body and headers made from the request (a server that echoes what it was sent)."""
+    status_of: Callable[[Seen], int] | None = None
+    """The status to answer the request with, in place of `status` (a server that fails
+    some requests only)."""
 
 
 class VendorServer:
@@ -58,10 +61,11 @@ class VendorServer:
                     body, headers = (
                         reply.made(server.seen[-1]) if reply.made else (reply.body, reply.headers)
                     )
+                    status = reply.status_of(server.seen[-1]) if reply.status_of else reply.status
                 time.sleep(reply.delay)
                 payload = json.dumps(body).encode()
                 try:
-                    self.send_response(reply.status)
+                    self.send_response(status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(payload)))
                     for name, value in headers.items():
