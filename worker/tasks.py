@@ -113,8 +113,9 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
     except BaseException:
         lease.release()
         raise
-    if published and result.cost is not None:
-        spend(client, job.campaign_id, result.cost.usd, worker)
+    spent = result.spent_usd()  # the answer and its judges, in one charge
+    if published and spent is not None:
+        spend(client, job.campaign_id, spent, worker)
     log.info(
         "job %s: %s (%s)",
         job.job_id,

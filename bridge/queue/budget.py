@@ -1,7 +1,8 @@
 """A campaign's budget in dollars, spent across the whole fleet.
 
-Each worker charges what an answer cost (`bridge.results.pricing`) once its result is
-published, so a job is charged once however often it was delivered. The charge and the
+Each worker charges what a result cost (`bridge.results.pricing`), its answer and its
+judges' calls in one charge, once the result is published, so a job is charged once
+however often it was delivered. The charge and the
 check are one Lua script: the charge that reaches the limit pauses the campaign
 (`bridge.queue.steering`) in the same step, with a line in its audit, and no worker starts
 another of its jobs. Calls already under way when the limit is reached still finish and
@@ -66,10 +67,11 @@ def budget_of(client: redis.Redis, campaign_id: str) -> Budget | None:
 
 
 def charge(client: redis.Redis, campaign_id: str, usd: float, by: str) -> bool:
-    """Add what one answer cost; True when it spent the budget and paused the campaign."""
+    """Add what one result cost (answer and judges); True when it spent the budget and
+    paused the campaign."""
     now = time.time()
     state = Paused(reason=BUDGET_REASON, at=now, by=by).model_dump_json()
     keys = (budget_key(campaign_id), paused_key(campaign_id), audit_key(campaign_id))
-    detail = f"{BUDGET_REASON} after an answer of ${usd:g}"
+    detail = f"{BUDGET_REASON} after a result of ${usd:g}"
     args = (nanodollars(usd), state, str(now), by, detail, AUDIT_LENGTH, JOB_TTL_SECONDS)
     return int(client.eval(_CHARGE, len(keys), *keys, *args)) == 2

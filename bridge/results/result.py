@@ -173,6 +173,12 @@ class Result(BaseModel):
     regraded_from: str | None = None
     """The campaign whose recorded answer this result grades again (`evalrelay regrade`)."""
 
+    def spent_usd(self) -> float | None:
+        """What the result cost its campaign's budget: the answer and its judges together,
+        so that a budget counts every call it paid for; None when neither was priced."""
+        costs = [c.usd for c in (self.cost, self.judge_cost) if c is not None]
+        return sum(costs) if costs else None
+
     def summary(self) -> AttemptSummary:
         return AttemptSummary(
             attempt=self.attempt,

@@ -19,7 +19,7 @@ from bridge.results.result import EvaluatorResult
 from worker.agents.runner import run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
-from worker.grading.judge import REPLY_FORMAT, ask
+from worker.grading.judge import REPLY_FORMAT, Spent, ask
 from worker.grading.verdict import Verdict, parse_verdict
 from worker.providers.failures import tail
 
@@ -50,6 +50,9 @@ def composite(
             {"members": [r.model_dump(mode="json") for r in results]},
         )
     aggregator = spec.aggregator
+    spent = Spent()  # the members' judges and an `llm_judge` aggregator: the result's judges
+    for result in results:
+        spent.add_judged(result)
     hits = [f"[{r.name}] {h}" for r in results for h in r.hits]
     misses = [f"[{r.name}] {m}" for r in results for m in r.misses]
     reasoning = "; ".join(f"{r.name}: {r.reasoning}" for r in results if r.reasoning) or None
@@ -67,7 +70,7 @@ def composite(
             f"({'at or above' if score >= needed else 'below'} the {needed:g} required)"
         )
     else:
-        verdict = _ask_aggregator(spec, name, job, results, client, deadline)
+        verdict = _ask_aggregator(spec, name, job, results, client, deadline, spent)
         score, reasoning = verdict.score, verdict.reasoning or reasoning
         hits, misses = verdict.hits or hits, verdict.misses or misses
     return EvaluatorResult(
@@ -79,6 +82,8 @@ def composite(
         misses=misses,
         reasoning=reasoning,
         details={"members": [r.model_dump(mode="json") for r in results]},
+        usage=spent.usage,
+        cost=spent.cost,
     )
 
 
@@ -89,7 +94,9 @@ def _ask_aggregator(
     results: list[EvaluatorResult],
     client: redis.Redis | None,
     deadline: Deadline | None,
+    spent: Spent,
 ) -> Verdict:
+    """The aggregator's verdict; what an `llm_judge` aggregator's calls spent goes to `spent`."""
     by_name = {
         r.name: r.model_dump(mode="json", include={"score", "hits", "misses", "reasoning"})
         for r in results
@@ -101,7 +108,10 @@ def _ask_aggregator(
         )
         judge_spec = LlmJudgeEvaluator(type="llm_judge", name=name)
         system = f"You combine evaluation results into one verdict.\n\n{REPLY_FORMAT}"
-        verdict, _, _ = ask(judge_spec, name, job, system, prompt, parse_verdict, client, deadline)
+        verdict, _, asked = ask(
+            judge_spec, name, job, system, prompt, parse_verdict, client, deadline
+        )
+        spent.add_spent(asked)
         return verdict
     assert aggregator.path is not None
     payload = json.dumps({"results": by_name}, ensure_ascii=False)

@@ -220,19 +220,34 @@ class Spent(BaseModel):
     unpriced: bool = False
 
     def add(self, output: ProviderOutput, target: TargetRef) -> None:
-        if output.usage is not None:
-            before = self.usage or Usage()
-            self.usage = Usage(
-                input_tokens=(before.input_tokens or 0) + (output.usage.input_tokens or 0),
-                output_tokens=(before.output_tokens or 0) + (output.usage.output_tokens or 0),
-            )
         models = (output.model, target.settings.get("model"))
         cost = cost_of(output.usage, models, output.cost_usd, PRICE_PROVIDERS.get(target.kind))
+        self._count(output.usage, cost)
+
+    def add_judged(self, result: EvaluatorResult) -> None:
+        """What an evaluator's own judges spent (a composite's member); nothing when it
+        called none."""
+        if result.usage is not None or result.cost is not None:
+            self._count(result.usage, result.cost)
+
+    def add_spent(self, other: Spent) -> None:
+        """What another judge spent over its tries (a composite's `llm_judge` aggregator)."""
+        if other.usage is not None or other.cost is not None or other.unpriced:
+            self._count(other.usage, None if other.unpriced else other.cost)
+
+    def _count(self, usage: Usage | None, cost: Cost | None) -> None:
+        if usage is not None:
+            before = self.usage or Usage()
+            self.usage = Usage(
+                input_tokens=(before.input_tokens or 0) + (usage.input_tokens or 0),
+                output_tokens=(before.output_tokens or 0) + (usage.output_tokens or 0),
+            )
         if cost is None or self.unpriced:
             self.unpriced, self.cost = True, None
         else:
             usd = (self.cost.usd if self.cost else 0.0) + cost.usd
-            self.cost = Cost(usd=usd, source=cost.source)
+            same = self.cost is None or self.cost.source == cost.source
+            self.cost = Cost(usd=usd, source=cost.source if same else "genai-prices")
 
 
 def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:

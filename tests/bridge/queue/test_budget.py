@@ -3,6 +3,7 @@ that reports token usage: the fleet stops near the budget, `unpause --budget-usd
 
 from __future__ import annotations
 
+import json
 import time
 
 import redis
@@ -81,3 +82,50 @@ def test_a_budget_for_n_calls_stops_two_workers_near_n_and_unpause_finishes_it(
     assert len({line["job_id"] for line in lines}) == len(lines) == JOBS
     spent = budget_of(client, info.campaign_id)
     assert spent is not None and abs(spent.spent_usd - JOBS * EACH) < 1e-9
+
+
+JUDGED_JOBS = 10
+VERDICT = json.dumps({"score": 1.0, "hits": ["fine"], "misses": [], "reasoning": "Fine."})
+
+
+def test_judge_calls_are_charged_with_their_answers_and_reach_the_budget(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """A budget the answers alone stay under (10 of 15 answers' worth) but answers and
+    their judges reach (each job two calls): the campaign pauses before its end."""
+    with serving(Reply(openai_chat(VERDICT), delay=0.1)) as server:
+        cases = "\n".join(
+            f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}], "
+            f"evaluators: [{{type: llm_judge, target: judge}}]}}"
+            for i in range(JUDGED_JOBS)
+        )
+        root = project(
+            {
+                "targets.yaml": f"""\
+            targets:
+              - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
+                  base_url: "{server.url}/v1"}}
+              - {{name: judge, provider: openai-compatible, model: gpt-4o-mini,
+                  base_url: "{server.url}/v1"}}
+            """,
+                "evals/e.yaml": f"evalcases:\n{cases}\n",
+            }
+        )
+        processes.worker(client, "a@test", "--concurrency", "1", extra_env={"OPENAI_API_KEY": "k"})
+        evals, out = str(root / "evals/e.yaml"), str(root / "out")
+        budget = f"{1.5 * JUDGED_JOBS * EACH:.10f}"
+        run = processes.start(
+            "run", evals, "--target", "mini", "--out", out, "--budget-usd", budget, name="run"
+        )
+        wait_for(lambda: list_campaigns(client), 30, "the campaign")
+        (info,) = list_campaigns(client)
+        wait_for(
+            lambda: paused(client, info.campaign_id) or run.poll() is not None, 60, "the pause"
+        )
+        state = paused(client, info.campaign_id)
+        assert state is not None and state.reason == "budget reached", processes.log("run")
+        wait_for(lambda: client.zcard(inflight_key()) == 0, 10, "the call under way")
+        spent = budget_of(client, info.campaign_id)
+        assert spent is not None and spent.spent_usd >= spent.limit_usd
+        assert abs(spent.spent_usd - len(server.seen) * EACH) < 1e-9  # every call charged
+        assert len(server.seen) < 2 * JUDGED_JOBS and run.poll() is None

@@ -1,5 +1,5 @@
-"""`composite`: members combined by weighted average, by the share that passes, and by a
-real aggregator command."""
+"""`composite`: members combined by weighted average, by the share that passes, by a
+real aggregator command, and by a judge on a loopback server whose calls are counted."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from bridge.evalfile.evaluators import CompositeEvaluator
+from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
+from tests.worker.grading.test_judge import GOOD, judged_job, reply
+from tests.worker.providers.vendor_server import serving
+from worker.execute import execute
 from worker.grading.grade import grade
 
 MEMBERS = [
@@ -65,3 +69,29 @@ def test_a_failing_member_fails_the_composite() -> None:
     assert graded.failures == [
         "evaluator composite: member unsupported failed: evaluator unsupported (min-words): custom"
     ]
+
+
+def test_an_llm_judge_aggregator_and_judged_members_count_in_the_results_judge_spend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One judged member and an `llm_judge` aggregator, each one call of 11 input and 3
+    output tokens at gpt-4o-mini's prices: the result's judges spent both."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-test-key")
+    spec = CompositeEvaluator.model_validate(
+        {
+            "type": "composite",
+            "name": "gate",
+            "evaluators": [MEMBERS[0], {"type": "llm_judge", "name": "judged"}],
+            "aggregator": {"type": "llm_judge"},
+        }
+    )
+    candidate = target_ref({"name": "t", "provider": "mock", "response": "Paris"})
+    with serving(reply(GOOD)) as server:
+        graded = execute(judged_job(server.url, evaluators=[spec], target=candidate), "w")
+    assert len(server.seen) == 2, graded.error
+    (gate,) = graded.evaluator_results
+    usd = 2 * (11 * 0.15e-6 + 3 * 0.6e-6)
+    assert gate.usage is not None and (gate.usage.input_tokens, gate.usage.output_tokens) == (22, 6)
+    assert gate.cost is not None and gate.cost.usd == pytest.approx(usd, abs=1e-12)
+    assert graded.judge_cost is not None and graded.judge_cost.usd == pytest.approx(usd, abs=1e-12)
+    assert graded.judge_usage is not None and graded.judge_usage.input_tokens == 22
