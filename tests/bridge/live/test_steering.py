@@ -10,7 +10,7 @@ from pathlib import Path
 import redis
 
 from bridge.queue.budget import charge, set_budget
-from bridge.queue.steering import audit, paused
+from bridge.queue.steering import audit, pause, paused, unpause
 from tests.bridge.cli.test_serve import Browser, start_serve
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN as REPORTED
@@ -117,5 +117,30 @@ def test_the_campaign_page_buttons_pause_and_unpause_it_and_say_a_spent_budget(
         browser.run(page, click("cancel"))
         browser.until(page, f'{STEERED} === "cancel: cancelled"', 15, "the cancel")
         assert [c.action for c in audit(client, CAMPAIGN)][-1] == "cancel"
+    finally:
+        browser.close()
+
+
+def test_the_index_page_shows_a_paused_campaign_and_a_spent_budget(
+    processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    results, port = tmp_path / "results", free_port()
+    add_campaign(client, CAMPAIGN, total=100, out_dir=str(results))  # running: 0 of 100
+    start_serve(processes, port, results)
+    state = f"document.querySelector('tr[data-campaign=\"{CAMPAIGN}\"] td:nth-child(3)')"
+    browser = Browser(tmp_path / "chromium")
+    try:
+        page = browser.open(f"http://127.0.0.1:{port}/")
+        browser.until(page, f'{state}.textContent === "running"', 15, "the campaign's row")
+        pause(client, CAMPAIGN, "paused by hand", "test")
+        browser.until(page, f'{state}.className.includes("state-paused")', 15, "the pause")
+        assert browser.run(page, f"{state}.innerText") == "paused\npaused by hand"
+        unpause(client, CAMPAIGN, "test")
+        browser.until(page, f'{state}.textContent === "running"', 15, "it to go on")
+
+        set_budget(client, CAMPAIGN, 0.5, "test")
+        assert charge(client, CAMPAIGN, 0.6, "a worker")  # the budget is spent: paused
+        browser.until(page, f'{state}.className.includes("state-paused")', 15, "the budget's pause")
+        assert browser.run(page, f"{state}.innerText") == "paused\nbudget reached"
     finally:
         browser.close()
