@@ -138,46 +138,68 @@ class AnthropicProvider(ApiProvider):
         )
 
     def connect(self) -> Any:
+        return self._sdk().Anthropic(**self._client_options())
+
+    def aconnect(self) -> Any:
+        return self._sdk().AsyncAnthropic(**self._client_options())
+
+    def _client_options(self) -> dict[str, Any]:
+        return {"api_key": self.api_key(), "base_url": self.settings.base_url, "max_retries": 0}
+
+    def _sdk(self) -> Any:
         try:
             import anthropic
         except ImportError:
             raise self.missing_sdk("anthropic") from None
-        return anthropic.Anthropic(
-            api_key=self.api_key(), base_url=self.settings.base_url, max_retries=0
-        )
+        return anthropic
 
     def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
-        if not body["messages"]:
-            raise no_turns("Anthropic")
+        arguments = _arguments(body, timeout)
         began = time.monotonic()
-        # Handed to the SDK by name, so that it writes them; the rest go as extra_body.
-        named = {k: body[k] for k in ("system", "tools", "tool_choice") if k in body}
-        known = ("model", "max_tokens", "messages", *named)
-        extra = {k: v for k, v in body.items() if k not in known}
-        raw = client.messages.with_raw_response.create(
-            model=body["model"],
-            max_tokens=body["max_tokens"],
-            messages=body["messages"],
-            extra_body=extra,
-            timeout=timeout,
-            **named,
-        )
-        response = raw.parse()
-        answer = "".join(block.text for block in response.content if block.type == "text")
-        calls = [
-            {"id": b.id, "name": b.name, "arguments": b.input}
-            for b in response.content
-            if b.type == "tool_use"
-        ]
-        return ProviderOutput(
-            answer=answer,
-            model=response.model,
-            finish_reason=response.stop_reason,
-            tool_calls=calls,
-            request_id=raw.headers.get("request-id"),
-            usage=Usage(
-                input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
-            ),
-            model_failure=finish(answer, response.stop_reason, calls),
-            artifacts={"latency_ms": elapsed_ms(began)},
-        )
+        raw = client.messages.with_raw_response.create(**arguments)
+        return _output(raw.parse(), raw.headers, began)
+
+    async def asend(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
+        arguments = _arguments(body, timeout)
+        began = time.monotonic()
+        raw = await client.messages.with_raw_response.create(**arguments)
+        return _output(await raw.parse(), raw.headers, began)
+
+
+def _arguments(body: JsonDict, timeout: float) -> dict[str, Any]:
+    """The SDK's arguments for this body; a body with no turns is refused before sending."""
+    if not body["messages"]:
+        raise no_turns("Anthropic")
+    # Handed to the SDK by name, so that it writes them; the rest go as extra_body.
+    named: dict[str, Any] = {k: body[k] for k in ("system", "tools", "tool_choice") if k in body}
+    known = ("model", "max_tokens", "messages", *named)
+    return {
+        "model": body["model"],
+        "max_tokens": body["max_tokens"],
+        "messages": body["messages"],
+        "extra_body": {k: v for k, v in body.items() if k not in known},
+        "timeout": timeout,
+        **named,
+    }
+
+
+def _output(response: Any, headers: Any, began: float) -> ProviderOutput:
+    """Either client's parsed message and its headers, as a `ProviderOutput`."""
+    answer = "".join(block.text for block in response.content if block.type == "text")
+    calls = [
+        {"id": b.id, "name": b.name, "arguments": b.input}
+        for b in response.content
+        if b.type == "tool_use"
+    ]
+    return ProviderOutput(
+        answer=answer,
+        model=response.model,
+        finish_reason=response.stop_reason,
+        tool_calls=calls,
+        request_id=headers.get("request-id"),
+        usage=Usage(
+            input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+        ),
+        model_failure=finish(answer, response.stop_reason, calls),
+        artifacts={"latency_ms": elapsed_ms(began)},
+    )

@@ -4,20 +4,24 @@ key read from this worker's environment.
 A vendor module supplies `body(messages, tools, tool_choice)`, the request body in its wire
 format (what `evalrelay render --target` shows), and `send(body, timeout)`, which makes one
 call through the vendor's SDK (its own retries off) and turns the response into a
-`ProviderOutput`.
+`ProviderOutput`; `aconnect` and `asend` do the same through the SDK's async client, for
+`arun` on a worker's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
 import socket
 import threading
 import time
+import weakref
 from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from bridge.evalfile.tools import ToolChoice, ToolDefinition
@@ -32,13 +36,26 @@ from worker.providers._openai import JsonDict
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 from worker.providers.failures import classify_exception
 from worker.providers.limits import RateGate
-from worker.providers.retry import RetryPolicy, with_retries
+from worker.providers.retry import RetryPolicy, awith_retries, with_retries
 
 _clients: dict[tuple[str, str, str], Any] = {}
+_async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (
+    weakref.WeakKeyDictionary()
+)
 _clients_lock = threading.Lock()
 
 REFUSALS = ("content_filter", "refusal", "SAFETY", "RECITATION", "PROHIBITED_CONTENT")
 """Finish reasons that mean the model declined: a model failure, not an infrastructure one."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One job's request, as every attempt sends it."""
+
+    body: JsonDict
+    cache_key: str
+    tokens: int
+    """What the call may cost of the target's tokens per minute: an estimate."""
 
 
 class ApiProvider(Provider):
@@ -50,6 +67,11 @@ class ApiProvider(Provider):
     def connect(self) -> Any:
         """The vendor's SDK client, its own retries off; built before any rate limit is taken
         so that importing an SDK never delays a request that already holds its turn."""
+
+    @abstractmethod
+    def aconnect(self) -> Any:
+        """`connect` for `asend`: the SDK's async client, which belongs to the event loop
+        it is built on (built by `_aclient`, once per process and loop)."""
 
     @abstractmethod
     def body(
@@ -65,49 +87,107 @@ class ApiProvider(Provider):
     def send(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
         """One call to the vendor; raises the SDK's exceptions."""
 
+    @abstractmethod
+    async def asend(self, client: Any, body: dict[str, Any], timeout: float) -> ProviderOutput:
+        """`send` through the async client of `aconnect`; the same request and parsing."""
+
     def endpoint(self) -> str:
         return self.settings.base_url or ""
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
-        request = job.request
-        body = self.body(api_messages(request), request.tools or (), request.tool_choice)
-        key = self._cache_key(body)
-        if job.cache_ttl_seconds and self.redis is not None:
-            cached = self.redis.get(key)
-            if cached:
-                output = ProviderOutput.model_validate_json(cached)
-                output.artifacts["cached"] = True
-                return output
+        call = self._call(job)
+        cached = self._cached(job, call)
+        if cached is not None:
+            return cached
         gate = self._gate()
-        tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
         client = self._client()
 
         def attempt(remaining: float) -> ProviderOutput:
-            timeout = min(remaining, self.settings.timeout_seconds or remaining)
-            if timeout <= 0:
-                raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
-            with gate.call(deadline, tokens) if gate else nullcontext():
-                return self.send(client, body, timeout)
+            timeout = self._timeout(remaining)
+            with gate.call(deadline, call.tokens) if gate else nullcontext():
+                return self.send(client, call.body, timeout)
 
         output, calls = with_retries(attempt, classify_exception, deadline, self.retry_policy())
+        return self._finished(job, call, output, calls)
+
+    async def arun(self, job: Job, deadline: float) -> ProviderOutput:
+        """`run` on an event loop, through the SDK's async client: no thread per call."""
+        call = self._call(job)
+        cached = self._cached(job, call)
+        if cached is not None:
+            return cached
+        gate = self._gate()
+        client = self._aclient()
+
+        async def attempt(remaining: float) -> ProviderOutput:
+            timeout = self._timeout(remaining)
+            async with gate.acall(deadline, call.tokens) if gate else nullcontext():
+                return await self.asend(client, call.body, timeout)
+
+        output, calls = await awith_retries(
+            attempt, classify_exception, deadline, self.retry_policy()
+        )
+        return self._finished(job, call, output, calls)
+
+    def _call(self, job: Job) -> _Call:
+        request = job.request
+        body = self.body(api_messages(request), request.tools or (), request.tool_choice)
+        tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
+        return _Call(body=body, cache_key=self._cache_key(body), tokens=tokens)
+
+    def _cached(self, job: Job, call: _Call) -> ProviderOutput | None:
+        """The answer kept for this same request, when the job allows one."""
+        if not (job.cache_ttl_seconds and self.redis is not None):
+            return None
+        cached = self.redis.get(call.cache_key)
+        if not cached:
+            return None
+        output = ProviderOutput.model_validate_json(cached)
+        output.artifacts["cached"] = True
+        return output
+
+    def _finished(
+        self, job: Job, call: _Call, output: ProviderOutput, calls: list[dict[str, Any]]
+    ) -> ProviderOutput:
+        """The output with its calls; kept for the cache's time unless the model failed."""
         output.artifacts["calls"] = calls
         if job.cache_ttl_seconds and self.redis is not None and not output.model_failure:
-            self.redis.set(key, output.model_dump_json(), ex=job.cache_ttl_seconds)
+            self.redis.set(call.cache_key, output.model_dump_json(), ex=job.cache_ttl_seconds)
         return output
+
+    def _timeout(self, remaining: float) -> float:
+        timeout = min(remaining, self.settings.timeout_seconds or remaining)
+        if timeout <= 0:
+            raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
+        return timeout
 
     def _client(self) -> Any:
         """SDK clients are thread-safe and costly to build (TLS setup): one per process and
         set of settings, shared by the jobs that use them."""
-        name = self.settings.key_env()
-        identity = (
-            type(self).__name__,
-            self.settings.model_dump_json(),
-            hashlib.sha256((os.environ.get(name) or "").encode()).hexdigest() if name else "",
-        )
+        identity = self._identity()
         with _clients_lock:
             if identity not in _clients:
                 _clients[identity] = self.connect()
             return _clients[identity]
+
+    def _aclient(self) -> Any:
+        """As `_client`, per event loop too: an async client's connections belong to the
+        loop that opened them. A loop's clients go with it."""
+        loop, identity = asyncio.get_running_loop(), self._identity()
+        with _clients_lock:
+            clients = _async_clients.setdefault(loop, {})
+            if identity not in clients:
+                clients[identity] = self.aconnect()
+            return clients[identity]
+
+    def _identity(self) -> tuple[str, str, str]:
+        """What makes two clients the same: the provider, its settings and its key."""
+        name = self.settings.key_env()
+        return (
+            type(self).__name__,
+            self.settings.model_dump_json(),
+            hashlib.sha256((os.environ.get(name) or "").encode()).hexdigest() if name else "",
+        )
 
     def api_key(self, required: bool = True) -> str:
         name = self.settings.key_env()
@@ -154,6 +234,16 @@ class ApiProvider(Provider):
     def _cache_key(self, body: dict[str, Any]) -> str:
         identity = json.dumps([self.settings.provider, self.endpoint(), body], sort_keys=True)
         return f"{PREFIX}:cache:{hashlib.sha256(identity.encode()).hexdigest()}"
+
+
+async def close_async_clients() -> None:
+    """Closes the SDK clients of the running loop, before it ends: their connections
+    belong to it and cannot close once it is gone."""
+    with _clients_lock:
+        clients = _async_clients.pop(asyncio.get_running_loop(), {})
+    for client in clients.values():
+        # google-genai's client closes its async side through `aio`; the others close.
+        await (client.aio.aclose() if hasattr(client, "aio") else client.close())
 
 
 def request_body(

@@ -18,14 +18,16 @@ class AzureProvider(OpenAIProvider):
         return f"{self.settings.endpoint}/{self.settings.deployment_name()}"
 
     def connect(self) -> Any:
-        try:
-            import openai
-        except ImportError:
-            raise self.missing_sdk("openai") from None
-        return openai.AzureOpenAI(
-            api_key=self.api_key(),
-            azure_endpoint=self.settings.endpoint,
-            azure_deployment=self.settings.deployment_name(),
-            api_version=self.settings.api_version,
-            max_retries=0,
-        )
+        return self._sdk().AzureOpenAI(**self.client_options())
+
+    def aconnect(self) -> Any:
+        return self._sdk().AsyncAzureOpenAI(**self.client_options())
+
+    def client_options(self) -> dict[str, Any]:
+        return {
+            "api_key": self.api_key(),
+            "azure_endpoint": self.settings.endpoint,
+            "azure_deployment": self.settings.deployment_name(),
+            "api_version": self.settings.api_version,
+            "max_retries": 0,
+        }

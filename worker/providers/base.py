@@ -1,12 +1,14 @@
 """What a provider is, how providers are found, and how their failures become statuses.
 
-A provider has one required method, `run(job, deadline)`. Known failures surface as
+A provider has one required method, `run(job, deadline)`; `arun` is its event-loop
+version, native for the API providers and the mock. Known failures surface as
 `ProviderFailure` with a status; anything else is an `infra_error`. Providers register
 in a map from kind to a factory, so an SDK is imported only when its kind is used.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -104,6 +106,12 @@ class Provider(ABC):
     @abstractmethod
     def run(self, job: Job, deadline: float) -> ProviderOutput:
         """Answer the job before `deadline` (a `time.monotonic()` value) or raise."""
+
+    async def arun(self, job: Job, deadline: float) -> ProviderOutput:
+        """`run` for an event loop. This default, the one place a call goes to a thread,
+        serves providers that block by nature (agents, commands); API providers and the
+        mock override it and hold no thread while they wait."""
+        return await asyncio.to_thread(self.run, job, deadline)
 
     @staticmethod
     def remaining(deadline: float) -> float:

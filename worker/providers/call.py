@@ -1,5 +1,6 @@
 """Calling a job's target: its settings resolved from this worker's environment, then its
-provider's `run`. The worker's `execute` and the `llm_judge` grader both reach a model here.
+provider's `run`. The worker's `execute` and the `llm_judge` grader both reach a model here;
+a worker's event loop reaches it through `call_provider_async`, the provider's `arun`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,22 @@ from bridge.errors import TargetError
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.targets_file import OneTarget, interpolate
-from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
 
 def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
+    return _provider(job, client).run(job, deadline)
+
+
+async def call_provider_async(
+    job: Job, deadline: float, client: redis.Redis | None = None
+) -> ProviderOutput:
+    """`call_provider` on an event loop: many calls at once, no thread per call."""
+    return await _provider(job, client).arun(job, deadline)
+
+
+def _provider(job: Job, client: redis.Redis | None) -> Provider:
+    """The job's provider, its settings read with this worker's environment."""
     try:
         settings = OneTarget.model_validate(
             {"target": interpolate(job.target.settings, _Environment())}
@@ -24,7 +37,7 @@ def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) 
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
     provider = provider_for(settings)
     provider.redis = client
-    return provider.run(job, deadline)
+    return provider
 
 
 class _Environment(dict[str, str]):

@@ -167,12 +167,29 @@ class GeminiProvider(ApiProvider):
         )
         return genai.Client(api_key=self.api_key(), http_options=options)
 
+    def aconnect(self) -> Any:
+        """A client of its own for `asend`, which calls through its `aio` side: the client
+        is held, not only `aio`, since a client let go closes its connections."""
+        return self.connect()
+
     def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
+        arguments = self._arguments(body, timeout)
+        began = time.monotonic()
+        response = client.models.generate_content(**arguments)
+        return gemini_output(response, elapsed_ms(began))
+
+    async def asend(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
+        arguments = self._arguments(body, timeout)
+        began = time.monotonic()
+        response = await client.aio.models.generate_content(**arguments)
+        return gemini_output(response, elapsed_ms(began))
+
+    def _arguments(self, body: JsonDict, timeout: float) -> dict[str, Any]:
+        """`generate_content`'s arguments for this body; none when it has no turns."""
         from google.genai import types
 
         if not body["contents"]:
             raise no_turns("Gemini")
-        began = time.monotonic()
         known = ("contents", "systemInstruction", "generationConfig", "tools", "toolConfig")
         extra = {k: v for k, v in body.items() if k not in known}
         generation = body.get("generationConfig", {})
@@ -190,10 +207,7 @@ class GeminiProvider(ApiProvider):
                 retry_options=types.HttpRetryOptions(attempts=1),
             ),
         )
-        response = client.models.generate_content(
-            model=self.settings.model, contents=body["contents"], config=config
-        )
-        return gemini_output(response, elapsed_ms(began))
+        return {"model": self.settings.model, "contents": body["contents"], "config": config}
 
 
 def gemini_output(response: Any, latency_ms: int) -> ProviderOutput:

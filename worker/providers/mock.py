@@ -6,6 +6,7 @@ a hash of the job id and attempt, so a run is reproducible and a retry can succe
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -23,12 +24,29 @@ class MockProvider(Provider):
     settings: MockTarget
 
     def run(self, job: Job, deadline: float) -> ProviderOutput:
+        pause, late = self._latency(deadline)
+        if pause:
+            time.sleep(pause)
+        return self._output(job, late)
+
+    async def arun(self, job: Job, deadline: float) -> ProviderOutput:
+        """`run` on an event loop: its latency is a wait of the loop, no thread."""
+        pause, late = self._latency(deadline)
+        if pause:
+            await asyncio.sleep(pause)
+        return self._output(job, late)
+
+    def _latency(self, deadline: float) -> tuple[float, bool]:
+        """How long to wait, and whether the job's time runs out first (then only until it
+        does)."""
         latency = self.settings.latency_ms / 1000
-        if latency:
-            if latency > self.remaining(deadline):
-                time.sleep(self.remaining(deadline))
-                raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
-            time.sleep(latency)
+        if latency and latency > self.remaining(deadline):
+            return self.remaining(deadline), True
+        return latency, False
+
+    def _output(self, job: Job, late: bool) -> ProviderOutput:
+        if late:
+            raise ProviderFailure(Status.TIMEOUT, "the job's time limit ran out")
         if self._fails(job):
             raise ProviderFailure(
                 Status(self.settings.failure_kind),

@@ -27,17 +27,27 @@ class OpenAIProvider(ApiProvider):
     sdk = "openai"
 
     def connect(self) -> Any:
+        return self._sdk().OpenAI(**self.client_options())
+
+    def aconnect(self) -> Any:
+        return self._sdk().AsyncOpenAI(**self.client_options())
+
+    def client_options(self) -> dict[str, Any]:
+        """What both clients are built with: the key, where, and the SDK's retries off."""
+        compatible = isinstance(self.settings, OpenAICompatibleTarget)
+        return {
+            "api_key": self.api_key(required=not compatible),
+            "base_url": self.settings.base_url,
+            "organization": getattr(self.settings, "organization", None),
+            "max_retries": 0,
+        }
+
+    def _sdk(self) -> Any:
         try:
             import openai
         except ImportError:
             raise self.missing_sdk("openai") from None
-        compatible = isinstance(self.settings, OpenAICompatibleTarget)
-        return openai.OpenAI(
-            api_key=self.api_key(required=not compatible),
-            base_url=self.settings.base_url,
-            organization=getattr(self.settings, "organization", None),
-            max_retries=0,
-        )
+        return openai
 
     def model_name(self) -> str:
         return self.settings.model or ""
@@ -74,28 +84,37 @@ class OpenAIProvider(ApiProvider):
 
     def send(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
         began = time.monotonic()
+        raw = self._create(client).with_raw_response.create(**self._arguments(body, timeout))
+        return self._output(raw.parse(), raw.headers, began)
+
+    async def asend(self, client: Any, body: JsonDict, timeout: float) -> ProviderOutput:
+        began = time.monotonic()
+        raw = await self._create(client).with_raw_response.create(**self._arguments(body, timeout))
+        # OpenAI's raw response parses without waiting on either client (Anthropic's does not).
+        return self._output(raw.parse(), raw.headers, began)
+
+    def _create(self, client: Any) -> Any:
+        """The SDK resource this target's API calls, on either client."""
+        return client.responses if self.settings.api == "responses" else client.chat.completions
+
+    def _arguments(self, body: JsonDict, timeout: float) -> dict[str, Any]:
+        """The SDK's arguments for this body: its own fields by name, the rest as extra_body."""
         named = {k: body[k] for k in SDK_FIELDS if k in body}
-        if self.settings.api == "responses":
-            fields = {k: v for k, v in body.items() if k not in ("model", "input", *SDK_FIELDS)}
-            raw = client.responses.with_raw_response.create(
-                model=body["model"],
-                input=body["input"],
-                extra_body=fields,
-                timeout=timeout,
-                **named,
-            )
-            output = responses_output(raw.parse())
-        else:
-            fields = {k: v for k, v in body.items() if k not in ("model", "messages", *SDK_FIELDS)}
-            raw = client.chat.completions.with_raw_response.create(
-                model=body["model"],
-                messages=body["messages"],
-                extra_body=fields,
-                timeout=timeout,
-                **named,
-            )
-            output = chat_output(raw.parse())
-        output.request_id = raw.headers.get("x-request-id")
+        main = "input" if self.settings.api == "responses" else "messages"
+        fields = {k: v for k, v in body.items() if k not in ("model", main, *SDK_FIELDS)}
+        return {
+            "model": body["model"],
+            main: body[main],
+            "extra_body": fields,
+            "timeout": timeout,
+            **named,
+        }
+
+    def _output(self, response: Any, headers: Any, began: float) -> ProviderOutput:
+        """Either client's parsed response and its headers, as a `ProviderOutput`."""
+        parse = responses_output if self.settings.api == "responses" else chat_output
+        output = parse(response)
+        output.request_id = headers.get("x-request-id")
         output.artifacts["latency_ms"] = elapsed_ms(began)
         return output
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -146,3 +147,67 @@ def test_a_limit_changed_live_binds_running_workers_and_clear_lifts_it(
         time.sleep(REFRESH_SECONDS)
         again = send("again")
         assert again[-1] - again[0] < 1.5, again
+
+
+def test_on_an_event_loop_the_cap_holds_and_a_wait_lets_the_loop_run(client: redis.Redis) -> None:
+    """`acall`: six calls on one loop, cap two: never more than two inside, and while
+    they wait for a slot the loop keeps ticking (no call blocks it)."""
+    gate = RateGate(client, "loop-capped", max_concurrency=2)
+    inside = most = ticks = 0
+
+    async def call() -> None:
+        nonlocal inside, most
+        async with gate.acall(time.monotonic() + 30):
+            inside += 1
+            most = max(most, inside)
+            await asyncio.sleep(0.2)
+            inside -= 1
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async def main() -> float:
+        ticking = asyncio.create_task(tick())
+        started = time.monotonic()
+        await asyncio.gather(*(call() for _ in range(6)))
+        ticking.cancel()
+        return time.monotonic() - started
+
+    took = asyncio.run(main())
+    assert most == 2
+    assert took >= 0.55  # three rounds of two
+    assert ticks >= took / 0.01 / 2, ticks  # the loop ran its ticks all along
+    assert client.zcard("evalrelay:limit:loop-capped:slots") == 0  # every slot given back
+
+
+def test_on_an_event_loop_a_slot_wait_past_the_deadline_is_a_timeout(client: redis.Redis) -> None:
+    gate = RateGate(client, "loop-full", max_concurrency=1)
+    client.zadd("evalrelay:limit:loop-full:slots", {"held": now_ms(client) + 600_000})
+
+    async def enter() -> None:
+        async with gate.acall(time.monotonic() + 0.3):
+            raise AssertionError("got a slot that was taken")
+
+    with pytest.raises(ProviderFailure) as caught:
+        asyncio.run(enter())
+    assert caught.value.status is Status.TIMEOUT
+    assert "max_concurrency of target loop-full" in str(caught.value)
+
+
+def test_on_an_event_loop_rpm_spaces_the_calls(client: redis.Redis) -> None:
+    gate = RateGate(client, "loop-rpm", rpm=120)  # one every half second
+    began: list[float] = []
+
+    async def call() -> None:
+        async with gate.acall(time.monotonic() + 10):
+            began.append(time.monotonic())
+
+    async def main() -> None:
+        await asyncio.gather(*(call() for _ in range(3)))
+
+    asyncio.run(main())
+    began.sort()
+    assert began[1] - began[0] >= 0.45 and began[2] - began[1] >= 0.45, began

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import time
 from typing import Any
 
@@ -156,3 +158,40 @@ def test_judge_true_still_finds_everything_right() -> None:
 def test_a_bad_mock_judge_rule_is_refused_saying_why(rule: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(message)):
         MockTarget.model_validate({"name": "j", "provider": "mock", "judge": {"rules": [rule]}})
+
+
+def test_on_an_event_loop_the_latency_is_a_wait_of_the_loop(two_jobs: list[Job]) -> None:
+    """`arun`: 100 calls of 300 ms latency at once on one loop end in about 300 ms, with no
+    thread each, and answer as `run` does."""
+    provider = mock(latency_ms=300, echo=True)
+
+    async def hundred() -> tuple[list[str], float, int]:
+        before = threading.active_count()
+        started = time.monotonic()
+        outputs = await asyncio.gather(
+            *(provider.arun(two_jobs[1], time.monotonic() + 5) for _ in range(100))
+        )
+        return (
+            [o.answer for o in outputs],
+            time.monotonic() - started,
+            threading.active_count() - before,
+        )
+
+    answers, took, more_threads = asyncio.run(hundred())
+    assert (
+        answers
+        == ["last turn"] * 100
+        == [provider.run(two_jobs[1], time.monotonic() + 5).answer] * 100
+    )
+    assert took < 0.6
+    assert more_threads == 0
+
+
+def test_on_an_event_loop_latency_longer_than_the_deadline_is_a_timeout(
+    two_jobs: list[Job],
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProviderFailure) as failure:
+        asyncio.run(mock(latency_ms=5000).arun(two_jobs[0], started + 0.2))
+    assert failure.value.status is Status.TIMEOUT
+    assert 0.15 < time.monotonic() - started < 1
