@@ -4,6 +4,7 @@ provider's `run`. The worker's `execute` and the `llm_judge` grader both reach a
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import redis
@@ -12,10 +13,21 @@ from bridge.errors import TargetError
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.targets_file import OneTarget, interpolate
-from worker.providers.base import ProviderFailure, ProviderOutput, provider_for
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
 
 def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
+    return _provider(job, client).run(job, deadline)
+
+
+async def call_provider_async(
+    job: Job, deadline: float, client: redis.Redis | None = None
+) -> ProviderOutput:
+    """`call_provider` on an event loop."""
+    return await asyncio.to_thread(_provider(job, client).run, job, deadline)
+
+
+def _provider(job: Job, client: redis.Redis | None) -> Provider:
     try:
         settings = OneTarget.model_validate(
             {"target": interpolate(job.target.settings, _Environment())}
@@ -24,7 +36,7 @@ def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) 
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
     provider = provider_for(settings)
     provider.redis = client
-    return provider.run(job, deadline)
+    return provider
 
 
 class _Environment(dict[str, str]):
