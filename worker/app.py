@@ -22,7 +22,7 @@ from kombu import Queue  # type: ignore[attr-defined]
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
 from bridge.masking import mask_logs
-from bridge.queue.celery_queue import QUEUES, RUN_CASE, JobQueue
+from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE, JobQueue, message_job_ids
 from bridge.queue.connection import broker_url, client_for, configured_url
 from bridge.queue.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
 from bridge.queue.jobs import Job
@@ -30,6 +30,7 @@ from bridge.queue.reaper import Reaper
 from bridge.queue.rebuild import current_epoch
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 from worker.agents.homes import remove_dead_homes, remove_own_homes
+from worker.batches import job_slots, register_batch_task
 from worker.broker import use_for_redis_urls
 from worker.holds import forget_process, note_hold, process_name
 from worker.stopping import on_shutting_down, released, stopping
@@ -78,6 +79,7 @@ def create_app(redis_url: str | None = None) -> Celery:
     )
     app.conf.evalrelay_redis_url = url
     register_tasks(app, lambda: redis_client(url))
+    register_batch_task(app, lambda: redis_client(url))
     return app
 
 
@@ -97,17 +99,17 @@ _threads: dict[str, bool] = {}
 @signals.task_received.connect
 def _on_task_received(sender: Any = None, request: Any = None, **_: Any) -> None:
     """Record that this worker holds the message, before it waits in a buffer or a timer."""
-    if request is None or request.name != RUN_CASE:
+    if request is None or request.name not in (RUN_CASE, RUN_BATCH):
         return
-    try:
-        job_id = request.args[0]["job_id"]
-    except (IndexError, KeyError, TypeError):
-        return  # not a job: `run_case` itself will say so
+    job_ids = message_job_ids(request.name, request.args)
+    if not job_ids:
+        return  # not a job: the task itself will say so
     client = redis_client(sender.app.conf.evalrelay_redis_url)
     if isinstance(sender.pool, ThreadPool):  # the task runs in this process: see `holds`
-        note_hold(client, request.hostname, job_id, request.id)
+        for job_id in job_ids:
+            note_hold(client, request.hostname, job_id, request.id)
     else:
-        hold(client, job_id, request.id, process_name(client, request.hostname))
+        hold(client, job_ids, request.id, process_name(client, request.hostname))
 
 
 @signals.worker_init.connect
@@ -130,6 +132,8 @@ def _on_worker_ready(sender: Any = None, **_: Any) -> None:
     stopping.clear()  # a worker started again in this process runs its jobs
     released.clear()
     _threads[sender.hostname] = isinstance(sender.pool, ThreadPool)
+    if _threads[sender.hostname]:
+        job_slots[sender.hostname] = sender.pool.limit
     start_background(sender)
 
 

@@ -7,8 +7,11 @@ masked of the secrets this worker holds (`bridge.masking`), the target's own inc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +19,7 @@ import redis
 
 from bridge.masking import masked_model
 from bridge.queue.jobs import Job
+from bridge.results.changes import WorkspaceChanges
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import (
     Cost,
@@ -26,53 +30,130 @@ from bridge.results.result import (
     TurnResult,
     Usage,
 )
+from bridge.results.trajectory import Trajectory
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
 from bridge.targets.targets_file import references
 from worker.conversation import Conversation, Respond, converse
-from worker.grading.grade import grade
+from worker.grading.grade import grade, grades_at_once
 from worker.grading.run_facts import RunFacts
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
-from worker.providers.call import call_provider
+from worker.providers.call import call_provider, call_provider_async
 from worker.recorded import recorded_output, recorded_turn
 
 log = logging.getLogger(__name__)
 
 
 def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
-    started, clock = datetime.now(UTC), time.monotonic()
-    trajectory, changes = None, None
-    calls: list[dict[str, object]] = []
-    kept: dict[str, Any] = {}
+    began = Began.now()
+    answered = answer_of(job, lambda: _output(job, began.clock, client))
+    return graded_result(job, worker, client, answered, began)
+
+
+async def execute_async(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
+    """`execute` on the worker's event loop (`worker.batches`): the target is called with the
+    vendor's async client; a conversation, a regrade's recorded answer and grading that
+    waits (judges, scripts) run on a thread, not on the loop."""
+    if job.conversation is not None or job.recorded is not None:
+        return await asyncio.to_thread(execute, job, worker, client)
+    began = Began.now()
+    try:
+        output = await call_provider_async(job, began.clock + job.timeout_seconds, client)
+    except NoCapacity:
+        raise
+    except Exception as exc:
+        answered = failure_of(job, exc)
+    else:
+        answered = answered_by(output)
+    if grades_at_once(job):
+        return graded_result(job, worker, client, answered, began)
+    return await asyncio.to_thread(graded_result, job, worker, client, answered, began)
+
+
+@dataclass(frozen=True)
+class Began:
+    """When a job started: wall time for the result, the monotonic clock for its deadline."""
+
+    at: datetime
+    clock: float
+
+    @classmethod
+    def now(cls) -> Began:
+        return cls(datetime.now(UTC), time.monotonic())
+
+
+@dataclass
+class Answered:
+    """What calling the target gave: an output or a failure, before grading."""
+
+    status: Status
+    output: ProviderOutput | None = None
+    answer: str | None = None
+    error: ErrorInfo | None = None
+    trajectory: Trajectory | None = None
+    changes: WorkspaceChanges | None = None
+    artifacts: dict[str, Any] = field(default_factory=dict)
     turns: list[TurnResult] | None = None
     talk: Conversation | None = None
+
+
+def answer_of(job: Job, call: Callable[[], ProviderOutput | Conversation]) -> Answered:
+    """The target's answer, or the failure that stood for it: every outcome is one, but
+    `NoCapacity` (not a result: the job goes back to its queue)."""
     try:
-        if job.conversation is not None:
-            talk = converse(job, _responder(clock + job.timeout_seconds, client), client)
-            output, turns = talk.output, talk.turns
-        else:
-            output = _answer(job, clock + job.timeout_seconds, client)
-        status, answer, error = Status.OK, output.answer, None
-        trajectory, changes = output.trajectory, output.workspace_changes
-        if output.model_failure:
-            status = Status.MODEL_FAILURE
-            error = ErrorInfo(kind=status.value, message=output.model_failure)
+        got = call()
     except NoCapacity:
-        raise  # not a result: the job goes back to its queue
-    except ProviderFailure as failure:
-        output, status, answer = None, failure.status, None
-        error = ErrorInfo(kind=failure.kind, message=failure.message)
-        trajectory, changes = failure.trajectory, failure.workspace_changes
-        calls = failure.calls
-        kept = failure.artifacts
-        turns = failure.turns
-    except Exception as exc:  # anything unrecognised is an infrastructure error, never a crash
-        log.exception("job %s: provider raised", job.job_id)
-        output, status, answer = None, Status.INFRA_ERROR, None
-        error = ErrorInfo(kind=type(exc).__name__, message=str(exc))
-    finished, duration_ms = datetime.now(UTC), int((time.monotonic() - clock) * 1000)
+        raise
+    except Exception as exc:
+        return failure_of(job, exc)
+    return answered_by(got)
+
+
+def failure_of(job: Job, exc: Exception) -> Answered:
+    """A vendor's failure as its status says; anything unrecognised is an infrastructure
+    error, never a crash."""
+    if isinstance(exc, ProviderFailure):
+        return Answered(
+            status=exc.status,
+            error=ErrorInfo(kind=exc.kind, message=exc.message),
+            trajectory=exc.trajectory,
+            changes=exc.workspace_changes,
+            artifacts={**exc.artifacts, **({"calls": exc.calls} if exc.calls else {})},
+            turns=exc.turns,
+        )
+    log.error("job %s: provider raised", job.job_id, exc_info=exc)
+    return Answered(
+        status=Status.INFRA_ERROR, error=ErrorInfo(kind=type(exc).__name__, message=str(exc))
+    )
+
+
+def answered_by(got: ProviderOutput | Conversation) -> Answered:
+    talk = got if isinstance(got, Conversation) else None
+    output = got.output if isinstance(got, Conversation) else got
+    answered = Answered(
+        status=Status.OK,
+        output=output,
+        answer=output.answer,
+        trajectory=output.trajectory,
+        changes=output.workspace_changes,
+        artifacts=_artifacts(output),
+        turns=talk.turns if talk else None,
+        talk=talk,
+    )
+    if output.model_failure:
+        answered.status = Status.MODEL_FAILURE
+        answered.error = ErrorInfo(kind=Status.MODEL_FAILURE.value, message=output.model_failure)
+    return answered
+
+
+def graded_result(
+    job: Job, worker: str, client: redis.Redis | None, answered: Answered, began: Began
+) -> Result:
+    """The job's result: its answer graded when it has one to grade, masked."""
+    finished, duration_ms = datetime.now(UTC), int((time.monotonic() - began.clock) * 1000)
     if job.recorded is not None:  # the answer's time, not the regrade's
         duration_ms = job.recorded.duration_ms
-    artifacts = _artifacts(output) if output else {**kept, **({"calls": calls} if calls else {})}
+    output, status, error = answered.output, answered.status, answered.error
+    artifacts = dict(answered.artifacts)
     verdict = None
     if status.is_scored:
         graded_at = time.monotonic()
@@ -85,7 +166,8 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
                 llm_calls=output.llm_calls if output else None,
                 workspace=output.workspace if output else None,
             )
-            verdict = talk.grade if talk else grade(job, answer or "", client, facts)
+            talk = answered.talk
+            verdict = talk.grade if talk else grade(job, answered.answer or "", client, facts)
             if verdict is not None and verdict.failures:
                 status = Status.INFRA_ERROR
                 error = ErrorInfo(kind="grading_error", message="; ".join(verdict.failures))
@@ -97,7 +179,7 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     result = Result(
         **_about(job),
         status=status,
-        answer=answer,
+        answer=answered.answer,
         score=verdict.score if verdict else None,
         passed=verdict.passed if verdict else None,
         hits=verdict.hits if verdict else [],
@@ -105,22 +187,29 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
         reasoning=verdict.reasoning if verdict else None,
         evaluator_results=verdict.evaluator_results if verdict else [],
         usage=output.usage if output else None,
-        trajectory=trajectory,
-        workspace_changes=changes,
+        trajectory=answered.trajectory,
+        workspace_changes=answered.changes,
         cost=_cost(job, output),
-        started_at=started,
+        started_at=began.at,
         finished_at=finished,
         duration_ms=duration_ms,
         worker=worker,
         error=error,
         artifacts=artifacts,
-        turns=turns,
+        turns=answered.turns,
         regraded_from=job.recorded.campaign_id if job.recorded else None,
     )
     turned = (e for t in result.turns or [] for e in t.evaluator_results)
     judged = [*result.evaluator_results, *turned]
     result.judge_usage, result.judge_cost = judge_spend(judged)
     return masked_result(result, job)
+
+
+def _output(job: Job, clock: float, client: redis.Redis | None) -> ProviderOutput | Conversation:
+    deadline = clock + job.timeout_seconds
+    if job.conversation is not None:
+        return converse(job, _responder(deadline, client), client)
+    return _answer(job, deadline, client)
 
 
 def _answer(job: Job, deadline: float, client: redis.Redis | None) -> ProviderOutput:

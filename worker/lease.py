@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 """How long a lease outlives its last heartbeat; heartbeats come three times as often."""
 
-_BEGIN = (
+BEGIN = (
     NOW_MS_LUA
     + """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -80,6 +80,46 @@ return 0
 """
 
 
+@dataclass(frozen=True)
+class LeaseBegin:
+    """The keys and arguments of one `BEGIN`, to run alone (`Lease.begin`) or in a pipeline
+    with other jobs' (`worker.round_trips`)."""
+
+    job_id: str
+    token: str
+    seconds: float
+    keys: tuple[str, ...]
+    args: tuple[str | int, ...]
+
+    @classmethod
+    def of(
+        cls,
+        job_id: str,
+        owner: str,
+        campaign_id: str = "",
+        attempt: int = 1,
+        seconds: float = LEASE_SECONDS,
+        holder: str = "",
+        queue: str = "",
+    ) -> LeaseBegin:
+        token = f"{owner}:{uuid.uuid4().hex}"
+        keys = (
+            cancel_key(campaign_id),
+            done_key(job_id),
+            lease_key(job_id),
+            inflight_key(),
+            holders_key(),
+            paused_key(campaign_id),
+            outstanding_key(queue) if queue else "",
+        )
+        return cls(
+            job_id, token, seconds, keys, (attempt, token, int(seconds * 1000), job_id, holder)
+        )
+
+    def lease(self, client: redis.Redis, outcome: str) -> Lease | None:
+        return Lease(client, self.job_id, self.token, self.seconds) if outcome == "leased" else None
+
+
 class Lease:
     def __init__(self, client: redis.Redis, job_id: str, token: str, seconds: float) -> None:
         self.client = client
@@ -114,29 +154,9 @@ class Lease:
         `holder` is the record that this worker holds the job's message (`worker.holds`),
         written with the lease; a job that does not run needs none.
         """
-        token = f"{owner}:{uuid.uuid4().hex}"
-        keys = (
-            cancel_key(campaign_id),
-            done_key(job_id),
-            lease_key(job_id),
-            inflight_key(),
-            holders_key(),
-            paused_key(campaign_id),
-            outstanding_key(queue) if queue else "",
-        )
-        outcome = str(
-            client.eval(
-                _BEGIN,
-                len(keys),
-                *keys,
-                attempt,
-                token,
-                int(seconds * 1000),
-                job_id,
-                holder,
-            )
-        )
-        return outcome, (cls(client, job_id, token, seconds) if outcome == "leased" else None)
+        begin = LeaseBegin.of(job_id, owner, campaign_id, attempt, seconds, holder, queue)
+        outcome = str(client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args))
+        return outcome, begin.lease(client, outcome)
 
     def renew(self) -> bool:
         renewed = self.client.eval(

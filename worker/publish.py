@@ -5,6 +5,7 @@ Redis's own files."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import redis
 from redis.retry import Retry
@@ -32,7 +33,7 @@ PUBLISH_TRIES = 120
 """About ten minutes of tries, 5 s apart, before a result is given up for lost (and its
 job sent again by the reaper): a result paid for is not dropped for a Redis restart."""
 
-_PUBLISH = (
+PUBLISH = (
     LET_GO_LUA
     + """
 local added = 0
@@ -65,34 +66,53 @@ def publish(
     """Append the result unless this attempt (or a later one) is already published; in the
     same round trip, forget that the worker holds `message_id` (`bridge.queue.holders`).
     Tried again while Redis is out of reach: the script is safe to repeat."""
-    result = masked_model(result)
-    keys = (
-        done_key(result.job_id),
-        results_stream_key(result.campaign_id),
-        lease_key(result.job_id),
-        inflight_key(),
-        outstanding_key(queue),
-        holders_key(),
-        target_tally_key(result.target),
-        tallied_targets_key(),
-    )
-    args = (
-        result.attempt,
-        result.job_id,
-        result.model_dump_json(),
-        DONE_TTL_SECONDS,
-        lease_token,
-        message_id,
-        result.target,
-        result.status.value,
-        repr(result.cost.usd) if result.cost else "",
-    )
+    call = Publication.of(result, queue, lease_token, message_id)
 
     def waiting(error: Exception) -> None:
-        log.warning("job %s: Redis out of reach to publish its result (%s); retrying",
-                    result.job_id, error)  # fmt: skip
+        call.waiting(error)
 
     added = Retry(OUTAGE_BACKOFF, PUBLISH_TRIES).call_with_retry(
-        lambda: client.eval(_PUBLISH, len(keys), *keys, *args), waiting
+        lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), waiting
     )
     return bool(added)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """The keys and arguments of one `PUBLISH`, to run alone or in a pipeline with others'."""
+
+    job_id: str
+    keys: tuple[str, ...]
+    args: tuple[str | int, ...]
+
+    @classmethod
+    def of(
+        cls, result: Result, queue: str, lease_token: str = "", message_id: str = ""
+    ) -> Publication:
+        result = masked_model(result)
+        keys = (
+            done_key(result.job_id),
+            results_stream_key(result.campaign_id),
+            lease_key(result.job_id),
+            inflight_key(),
+            outstanding_key(queue),
+            holders_key(),
+            target_tally_key(result.target),
+            tallied_targets_key(),
+        )
+        args = (
+            result.attempt,
+            result.job_id,
+            result.model_dump_json(),
+            DONE_TTL_SECONDS,
+            lease_token,
+            message_id,
+            result.target,
+            result.status.value,
+            repr(result.cost.usd) if result.cost else "",
+        )
+        return cls(result.job_id, keys, args)
+
+    def waiting(self, error: Exception) -> None:
+        log.warning("job %s: Redis out of reach to publish its result (%s); retrying",
+                    self.job_id, error)  # fmt: skip

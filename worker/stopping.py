@@ -27,7 +27,7 @@ from typing import Any
 import redis
 from celery.worker import state
 
-from bridge.queue.celery_queue import RUN_CASE, JobQueue
+from bridge.queue.celery_queue import RUN_BATCH, RUN_CASE, JobQueue, message_job_ids
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
 from worker.holds import take_hold
@@ -41,13 +41,15 @@ released: set[str] = set()
 """The messages put back on their queues as the worker began to stop, by message id."""
 
 
-def hand_back(client: redis.Redis, queue: JobQueue, job: Job, message: str) -> str:
-    """Send a job this worker will not start back to its queue, as a new message, then
-    drop the old message's hold (after: the job is never unheld while it is on its way)."""
-    take_hold(job.job_id, message)  # a note not yet written is dropped
-    queue.send([job])
-    let_go(client, job.job_id, message)
-    log.info("job %s: the worker is stopping; back to the queue for another", job.job_id)
+def hand_back(client: redis.Redis, queue: JobQueue, jobs: list[Job], message: str) -> str:
+    """Send jobs this worker will not start back to their queue, as new messages, then
+    drop the old message's holds (after: a job is never unheld while it is on its way)."""
+    for job in jobs:
+        take_hold(job.job_id, message)  # a note not yet written is dropped
+    queue.send(jobs)
+    for job in jobs:
+        let_go(client, job.job_id, message)
+        log.info("job %s: the worker is stopping; back to the queue for another", job.job_id)
     return "handed back"
 
 
@@ -59,7 +61,7 @@ def waiting_requests(threads: bool) -> list[Any]:
     waiting = [*state.scheduled_requests]
     if threads:
         waiting += set(state.reserved_requests) - set(state.active_requests)
-    return [r for r in waiting if r.name == RUN_CASE and not r.acknowledged]
+    return [r for r in waiting if r.name in (RUN_CASE, RUN_BATCH) and not r.acknowledged]
 
 
 def requeue_waiting(client: redis.Redis, threads: bool) -> int:
@@ -69,18 +71,18 @@ def requeue_waiting(client: redis.Redis, threads: bool) -> int:
         entry = getattr(request, "_eta_timer_entry", None)
         if entry is not None:
             entry.cancel()
-        try:
-            job_id = request.args[0]["job_id"]
-        except (IndexError, KeyError, TypeError):
+        job_ids = message_job_ids(request.name, request.args)
+        if not job_ids:
             continue
         released.add(request.id)  # before: a thread that reaches it now leaves it alone
         try:
-            take_hold(job_id, request.id)  # a note not yet written is dropped too
-            let_go(client, job_id, request.id)
+            for job_id in job_ids:
+                take_hold(job_id, request.id)  # a note not yet written is dropped too
+                let_go(client, job_id, request.id)
             request.message.reject(requeue=True)
         except Exception as exc:  # kept, then sent again when this worker's `alive` key goes
             released.discard(request.id)
-            log.warning("job %s: could not hand it back on stopping: %s", job_id, exc)
+            log.warning("jobs %s: could not hand them back on stopping: %s", job_ids, exc)
             continue
         request.acknowledged = True  # so Celery does not acknowledge it again
         state.scheduled_requests.discard(request)

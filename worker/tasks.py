@@ -42,7 +42,7 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
         if stopping.is_set():  # reached a pool thread after the worker began to stop
             if message in released:
                 return "handed back"  # its message is on its queue again
-            return hand_back(client(), JobQueue(app, client()), job, message)
+            return hand_back(client(), JobQueue(app, client()), [job], message)
         # On any other exception (Redis gone at publish time) the worker keeps holding the
         # job on record: when this process ends, the reaper sends it again.
         try:

@@ -15,11 +15,23 @@ from kombu import serialization
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
-from bridge.queue.jobs import Job, new_message_id
-from bridge.queue.outstanding import SENT_HEADER, ids_by_queue, mark_sent
+from bridge.queue.jobs import Job, new_batch_id, new_message_id
+from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
 
 RUN_CASE = "evalrelay.run_case"
-"""The Celery task that runs one job."""
+"""The Celery task that runs one job: agent jobs travel so, one to a message."""
+
+RUN_BATCH = "evalrelay.run_batch"
+"""The Celery task that runs a batch of API jobs of one target on the worker's event loop."""
+
+BATCHED_QUEUE = "api"
+
+MAX_BATCH = 64
+"""Jobs in one message at most: Celery's per-message cost is paid once for them all."""
+
+BATCH_SPREAD = 64
+"""A campaign's jobs for one target go in about this many messages (fewer when few jobs
+wait), so that a fleet's workers share them and none hoards the campaign's tail."""
 
 QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
 
@@ -66,17 +78,24 @@ class JobQueue:
         which the reaper finds as lost.
         """
         jobs = list(jobs)
+        messages = in_messages(jobs)
         with self.app.producer_or_acquire() as producer:
-            for start in range(0, len(jobs), MARK_BATCH):
-                batch = jobs[start : start + MARK_BATCH]
+            start = 0
+            while start < len(messages):
+                end, marked = start, 0
+                while end < len(messages) and (marked < MARK_BATCH or end == start):
+                    marked += len(messages[end])
+                    end += 1
+                group = messages[start:end]
                 pipe = self.client.pipeline(transaction=False)
-                mark_sent(pipe, ids_by_queue(batch))
+                mark_sent(pipe, ids_by_queue(job for message in group for job in message))
                 (sent_ms,) = pipe.execute()
-                self._publish(producer.channel, batch, sent_ms, countdown)
+                self._publish(producer.channel, group, sent_ms, countdown)
+                start = end
         return len(jobs)
 
     def _publish(
-        self, channel: Any, jobs: Sequence[Job], sent_ms: int, countdown: float | None
+        self, channel: Any, messages: Sequence[list[Job]], sent_ms: int, countdown: float | None
     ) -> None:
         """The jobs' messages through kombu's publish batch (one pipeline of LPUSHes).
 
@@ -84,34 +103,87 @@ class JobQueue:
         kombu wraps it for its Redis transport; what is skipped is `send_task`'s
         per-message machinery around them, which cost ten times as much as this.
         """
-        batch = channel.create_publish_batch(max_size=len(jobs) + 1)
+        batch = channel.create_publish_batch(max_size=len(messages) + 1)
         try:
-            for job in jobs:
-                message = self._task_message(job, sent_ms, countdown)
+            for jobs in messages:
+                message = self._task_message(jobs, sent_ms, countdown)
                 content_type, encoding, body = serialization.dumps(message.body, "json")  # type: ignore[no-untyped-call]
                 properties = {**message.properties, "delivery_mode": PERSISTENT}
                 prepared = channel.prepare_message(
                     body, 0, content_type, encoding, message.headers, properties
                 )
-                batch.publish(prepared, exchange="", routing_key=job.target.queue)
+                batch.publish(prepared, exchange="", routing_key=jobs[0].target.queue)
             batch.flush()
         finally:
             batch.close()
 
-    def _task_message(self, job: Job, sent_ms: int, countdown: float | None) -> Any:
-        limit = min(job.timeout_seconds, MAX_JOB_SECONDS) + HARD_LIMIT_GRACE_SECONDS
+    def _task_message(self, jobs: list[Job], sent_ms: int, countdown: float | None) -> Any:
+        """One job's `run_case` message, or a batch's `run_batch` (API jobs, even alone)."""
+        first = jobs[0]
+        limit = min(first.timeout_seconds, MAX_JOB_SECONDS) + HARD_LIMIT_GRACE_SECONDS
+        if first.target.queue == BATCHED_QUEUE:
+            # A prefork child runs the batch's jobs at once, each within its own time.
+            limit = min(max(j.timeout_seconds for j in jobs), MAX_JOB_SECONDS)
+            limit += HARD_LIMIT_GRACE_SECONDS
+            name = RUN_BATCH
+            args: list[Any] = [[job.model_dump(mode="json") for job in jobs]]
+            message_id = new_batch_id()
+            what = f"[{len(jobs)} jobs of target {first.target.name!r} from {first.job_id}]"
+        else:
+            name, args = RUN_CASE, [first.model_dump(mode="json")]
+            message_id = new_message_id(first)
+            what = f"[job {first.job_id} case {first.case_id!r} target {first.target.name!r}]"
         message = self.app.amqp.as_task_v2(
-            new_message_id(job),
-            RUN_CASE,
-            args=[job.model_dump(mode="json")],
+            message_id,
+            name,
+            args=args,
             kwargs={},
             countdown=countdown,
             time_limit=limit,
             soft_time_limit=limit - HARD_LIMIT_GRACE_SECONDS / 2,
             # Celery would otherwise build a repr of the whole job for its logs.
-            argsrepr=f"[job {job.job_id} case {job.case_id!r} target {job.target.name!r}]",
+            argsrepr=what,
             kwargsrepr="{}",
             ignore_result=True,
         )
         message.headers[SENT_HEADER] = sent_ms
+        if name == RUN_BATCH:
+            message.headers[JOBS_HEADER] = [job.job_id for job in jobs]
         return message
+
+
+def in_messages(jobs: Sequence[Job]) -> list[list[Job]]:
+    """The jobs as messages: API jobs in batches of one target, in the order sent; each
+    agent job alone (an agent runs for minutes: a batch would hold the others back)."""
+    by_target: dict[str, list[Job]] = {}
+    messages: list[list[Job]] = []
+    for job in jobs:
+        if job.target.queue == BATCHED_QUEUE:
+            by_target.setdefault(job.target.name, []).append(job)
+        else:
+            messages.append([job])
+    for waiting in by_target.values():
+        settings = waiting[0].target.settings
+        size = batch_size(len(waiting), settings.get("max_concurrency") or settings.get("workers"))
+        messages += [waiting[i : i + size] for i in range(0, len(waiting), size)]
+    return messages
+
+
+def batch_size(waiting: int, concurrency: Any = None) -> int:
+    """How many of a target's `waiting` jobs one message carries: enough for the messages to
+    cost little next to the calls, few enough to spread over `BATCH_SPREAD` messages, and no
+    more than the target runs at once (`max_concurrency`) across the fleet."""
+    cap = MAX_BATCH
+    if isinstance(concurrency, int) and concurrency > 0:
+        cap = min(cap, concurrency)
+    return max(1, min(cap, -(-waiting // BATCH_SPREAD)))
+
+
+def message_job_ids(task: str, args: Any) -> list[str]:
+    """The ids of the jobs a `run_case` or `run_batch` message carries; none when its
+    arguments are not jobs (the task says so when it runs)."""
+    try:
+        payloads = args[0] if task == RUN_BATCH else [args[0]]
+        return [str(payload["job_id"]) for payload in payloads]
+    except (IndexError, KeyError, TypeError):
+        return []

@@ -109,8 +109,10 @@ def declare_dead(client: redis.Redis, process: str) -> None:
     client.delete(alive_key(process))
 
 
-def hold(client: redis.Redis, job_id: str, message_id: str, process: str) -> None:
-    client.hset(holders_key(), job_id, f"{message_id} {process}")
+def hold(client: redis.Redis, job_ids: list[str], message_id: str, process: str) -> None:
+    """Record that `process` holds the message carrying these jobs."""
+    record = f"{message_id} {process}"
+    client.hset(holders_key(), mapping=dict.fromkeys(job_ids, record))
 
 
 def let_go(client: redis.Redis, job_id: str, message_id: str) -> None:

@@ -121,6 +121,11 @@ def new_message_id(job: Job) -> str:
     return f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}"
 
 
+def new_batch_id() -> str:
+    """A batch message's id: its jobs' holders name it (`bridge.queue.holders`)."""
+    return f"batch-{uuid.uuid4().hex}"
+
+
 def job_id_of_message(message_id: str) -> str:
     return message_id.rsplit("-", 2)[0]
 

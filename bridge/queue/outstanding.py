@@ -38,6 +38,9 @@ from bridge.queue.jobs import Job, job_id_of_message
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""
 
+JOBS_HEADER = "evalrelay_jobs"
+"""The header of a batch message listing the ids of the jobs it carries."""
+
 ORDER_SLACK_MS = 10_000
 """Two senders may push their messages in another order than they stamped them."""
 
@@ -166,9 +169,9 @@ class UnackedSweep:
     once, which only lets the sweep look at them sooner: one a live worker holds is kept.
     """
 
-    def __init__(self, task_name: str) -> None:
-        self.task_name = task_name
-        self.message_ids: dict[str, str | None] = {}
+    def __init__(self, *task_names: str) -> None:
+        self.task_names = task_names
+        self.messages: dict[str, tuple[str, list[str]] | None] = {}
 
     def run(self, client: redis.Redis, grace_ms: int) -> int:
         """Sweep unless another sweep ran lately; returns how many entries it dropped."""
@@ -178,25 +181,33 @@ class UnackedSweep:
             list[str],
             client.zrangebyscore(UNACKED_INDEX_KEY, "-inf", (now_ms(client) - grace_ms) / 1000),
         )
-        self._learn(client, [tag for tag in old if tag not in self.message_ids])
-        ours = {tag: m for tag in old if (m := self.message_ids[tag]) is not None}
-        held = messages_held(client, [job_id_of_message(m) for m in ours.values()])
-        stale = [tag for (tag, m), h in zip(ours.items(), held, strict=True) if h != m]
+        self._learn(client, [tag for tag in old if tag not in self.messages])
+        ours = {tag: m for tag in old if (m := self.messages[tag]) is not None}
+        job_ids = [job_id for _, jobs in ours.values() for job_id in jobs]
+        holding = dict(zip(job_ids, messages_held(client, job_ids), strict=True))
+        stale = [
+            tag
+            for tag, (message_id, jobs) in ours.items()
+            if not any(holding[job_id] == message_id for job_id in jobs)
+        ]
         if stale:
             pipe = client.pipeline(transaction=False)
             pipe.zrem(UNACKED_INDEX_KEY, *stale)
             pipe.hdel(UNACKED_KEY, *stale)
             pipe.execute()
-        self.message_ids = {tag: self.message_ids[tag] for tag in old if tag not in stale}
+        self.messages = {tag: self.messages[tag] for tag in old if tag not in stale}
         return len(stale)
 
     def _learn(self, client: redis.Redis, tags: list[str]) -> None:
-        """The message id of each entry, or None when it is not a message of our task."""
+        """Each entry's message id and the jobs it carries, or None when it is not a message
+        of our tasks."""
         raws = cast(list[str | None], client.hmget(UNACKED_KEY, tags)) if tags else []
         for tag, raw in zip(tags, raws, strict=True):
             try:
                 headers = json.loads(raw)[0]["headers"] if raw else {}
-                ours = headers.get("task") == self.task_name
-                self.message_ids[tag] = str(headers["id"]) if ours else None
+                ours = headers.get("task") in self.task_names
+                message_id = str(headers["id"])
+                jobs = headers.get(JOBS_HEADER) or [job_id_of_message(message_id)]
+                self.messages[tag] = (message_id, [str(j) for j in jobs]) if ours else None
             except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-                self.message_ids[tag] = None
+                self.messages[tag] = None

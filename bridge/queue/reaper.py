@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from bridge.clock import NOW_MS_LUA
 from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
-from bridge.queue.celery_queue import QUEUES, RUN_CASE
+from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
 from bridge.queue.jobs import Job
 from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
@@ -123,7 +123,7 @@ class Reaper(threading.Thread):
         super().__init__(daemon=True, name="evalrelay-reaper")
         self.client, self.send, self.owner, self.interval = client, send, owner, interval
         self.stopping = stopping or threading.Event()
-        self.unacked = UnackedSweep(RUN_CASE)
+        self.unacked = UnackedSweep(RUN_CASE, RUN_BATCH)
 
     def run(self) -> None:
         while not self.stopping.wait(self.interval):

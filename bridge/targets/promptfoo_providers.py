@@ -78,6 +78,11 @@ def config_targets(path: Path, root: Path) -> dict[str, dict[str, Any]]:
     """Targets for the providers (and grading providers) of the promptfoo config at
     `path`, by the name the loader gives each: its `label`, else its `id`."""
     try:
+        # Neither named nor marked as promptfoo's: not read again (a big suite took seconds).
+        if not path.name.lower().startswith("promptfooconfig") and (
+            b"promptfoo" not in path.read_bytes()
+        ):
+            return {}
         data = load_yaml(path).data
     except Exception:  # the loader reports a broken file; here it just brings no targets
         return {}

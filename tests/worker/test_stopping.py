@@ -84,12 +84,12 @@ def test_a_job_reaching_a_thread_after_the_stop_goes_back_as_a_new_message(
     job = direct_job(job_id="handed")
     client.hset(holders_key(), "handed", "old-message w@test/host/1/x")
     note_hold(client, "w@test", "handed", "old-message")  # and a note not yet written
-    assert hand_back(client, JobQueue.connect(redis_url), job, "old-message") == "handed back"
+    assert hand_back(client, JobQueue.connect(redis_url), [job], "old-message") == "handed back"
     (raw,) = client.lrange("api", 0, -1)
     message = json.loads(raw)
     assert message["headers"]["id"] != "old-message"
     args = json.loads(base64.b64decode(message["body"]))[0]
-    assert args[0]["job_id"] == "handed"
+    assert args[0][0]["job_id"] == "handed"  # an API job goes back in a batch of one
     time.sleep(0.2)  # the note would have been written by now
     assert client.hget(holders_key(), "handed") is None
     assert take_hold("handed", "old-message") is None

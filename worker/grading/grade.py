@@ -52,6 +52,27 @@ class Grade(BaseModel):
     """Why evaluators could not judge; the result's status is then `infra_error`."""
 
 
+WAITING_EVALUATORS = (
+    CodeEvaluator,
+    LlmJudgeEvaluator,
+    RubricEvaluator,
+    WorkspaceCommandEvaluator,
+    WorkspaceFileEvaluator,
+    CompositeEvaluator,
+)
+"""Evaluators that wait on something (a model, a process, files); the others only compute."""
+
+
+def grades_at_once(job: Job) -> bool:
+    """Whether grading this job only computes, so it may run on the worker's event loop
+    without holding up the other calls there."""
+    if not job.evaluators:
+        return not job.default_judge
+    return not any(
+        isinstance(spec, WAITING_EVALUATORS) or spec.transforms for spec in job.evaluators
+    )
+
+
 def grade(
     job: Job,
     answer: str,

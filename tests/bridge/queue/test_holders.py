@@ -36,11 +36,11 @@ def test_only_the_latest_message_lets_go_and_only_dead_processes_lose_their_jobs
 ) -> None:
     alive, dead = new_process_name("a@test"), new_process_name("b@test")
     keep_alive(client, alive)
-    hold(client, "job-1", "m1", alive)
-    hold(client, "job-1", "m2", alive)  # a later message of the same job, e.g. after a wait
+    hold(client, ["job-1"], "m1", alive)
+    hold(client, ["job-1"], "m2", alive)  # a later message of the same job, e.g. after a wait
     let_go(client, "job-1", "m1")  # the earlier task ending must not forget the later one
     assert client.hget(holders_key(), "job-1") == f"m2 {alive}"
-    hold(client, "job-2", "m3", dead)
+    hold(client, ["job-2"], "m3", dead)
     assert take_from_dead(client) == ["job-2"]
     assert take_from_dead(client) == []  # taken once
     declare_dead(client, alive)

@@ -63,7 +63,7 @@ def test_only_a_job_found_nowhere_twice_a_grace_apart_is_lost(
         pop_like_a_killed_worker(client)  # all three left the list
     process = new_process_name("alive@test")
     keep_alive(client, process)
-    hold(client, held.job_id, "m", process)
+    hold(client, [held.job_id], "m", process)
     sent_first = max(client.zscore(outstanding_key("api"), j.job_id) or 0 for j in (popped, taken))
     # Sent later than the popped ones by more than the 10 ms slack, by Redis's clock.
     wait_for(lambda: now_ms(client) > sent_first + 10, 5, "Redis's clock past the slack")
@@ -72,7 +72,7 @@ def test_only_a_job_found_nowhere_twice_a_grace_apart_is_lost(
     # A first look only notes them.
     assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {}
     assert set(client.hkeys(unseen_key())) == {popped.job_id, taken.job_id}
-    hold(client, taken.job_id, "m2", process)  # its worker recorded it after all
+    hold(client, [taken.job_id], "m2", process)  # its worker recorded it after all
     first_look = int(client.hget(unseen_key(), popped.job_id) or 0)
     wait_for(lambda: now_ms(client) >= first_look + 300, 5, "the grace to go by on Redis's clock")
     assert find_lost(client, ["api"], grace_ms=300, slack_ms=10) == {popped.job_id: "api"}
@@ -129,6 +129,6 @@ def test_sweep_keeps_entries_of_messages_a_live_worker_holds(
     client.zadd(UNACKED_INDEX_KEY, {"t1": time.time() - 60})
     process = new_process_name("alive@test")
     keep_alive(client, process)
-    hold(client, job.job_id, str(headers["id"]), process)
+    hold(client, [job.job_id], str(headers["id"]), process)
     assert UnackedSweep(RUN_CASE).run(client, grace_ms=1000) == 0
     assert client.hexists(UNACKED_KEY, "t1")

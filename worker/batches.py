@@ -1,0 +1,247 @@
+"""`run_batch`: the API jobs of one message, run together on this process's event loop.
+
+A message carries several jobs of one target (`bridge.queue.celery_queue`), so Celery's
+per-message work is paid once for them all, and their calls run on one asyncio loop per
+process with the vendors' async clients: no thread per call. Every guarantee is kept per
+job, as `worker.tasks.run_job` keeps it for a job alone: its own lease, taken when it
+starts (a job waiting for a slot is not running), its result published once, its hold on
+the message let go with it. A worker killed mid-batch loses nothing: the jobs it has not
+published are held in its name, and the reaper sends them again when its `alive` key
+runs out; the ones published stay done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
+
+import redis
+from celery import Celery, Task
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from bridge.keys import holders_key
+from bridge.queue.celery_queue import RUN_BATCH, JobQueue
+from bridge.queue.connection import OUTAGE_BACKOFF
+from bridge.queue.holders import LET_GO_LUA
+from bridge.queue.jobs import Job
+from bridge.results.result import Result
+from worker.execute import execute_async
+from worker.holds import take_hold
+from worker.lease import BEGIN, LeaseBegin
+from worker.providers.base import NoCapacity
+from worker.publish import PUBLISH, PUBLISH_TRIES, Publication
+from worker.round_trips import RoundTrips
+from worker.stopping import hand_back, released, stopping
+from worker.tasks import spend, wait_for_capacity
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+HANDED_BACK = "handed back"
+
+job_slots: dict[str, int] = {}
+"""Jobs at once on each worker's loop, by worker name: a threads pool's size. A prefork
+child, which runs one message at a time, runs its batch's jobs all at once."""
+
+_LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
+
+STOP_LOOK_SECONDS = 0.2
+"""How often a job waiting for a slot looks whether the worker began to stop."""
+
+
+def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
+    @app.task(
+        name=RUN_BATCH,
+        bind=True,
+        shared=False,
+        lazy=False,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        ignore_result=True,
+    )
+    def run_batch(self: Task, payloads: list[dict[str, Any]]) -> str:
+        jobs = [Job.model_validate(payload) for payload in payloads]
+        worker = self.request.hostname or "worker"
+        message: str = self.request.id
+        queue = JobQueue(app, client())
+        if stopping.is_set():  # reached a pool thread after the worker began to stop
+            if message in released:
+                return HANDED_BACK  # its message is on its queue again
+            return hand_back(client(), queue, jobs, message)
+        return run_jobs(client(), queue, jobs, worker, message)
+
+
+def run_jobs(
+    client: redis.Redis, queue: JobQueue, jobs: list[Job], worker: str, message: str
+) -> str:
+    """Run the batch's jobs on the loop and wait for them all; the jobs not started when
+    the worker began to stop go back to their queue. Says how many ended how."""
+    loop = worker_loop()
+    outcomes = loop.run(loop.run_batch(client, queue, jobs, worker, message))
+    back = [job for job, outcome in zip(jobs, outcomes, strict=True) if outcome == HANDED_BACK]
+    if back:
+        hand_back(client, queue, back, message)
+    failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+    for job, outcome in zip(jobs, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            log.error("job %s: not published (%s); sent again when this worker stops",
+                      job.job_id, outcome)  # fmt: skip
+    if failed:
+        raise failed[0]
+    counts = Counter(str(outcome) for outcome in outcomes)
+    return ", ".join(f"{outcome}: {count}" for outcome, count in sorted(counts.items()))
+
+
+class WorkerLoop:
+    """This process's event loop, on a thread of its own, and what its jobs share there."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._round_trips: dict[int, RoundTrips] = {}
+        threading.Thread(target=self.loop.run_forever, daemon=True, name="evalrelay-loop").start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run on the loop, from another thread, and wait for the outcome."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def run_batch(
+        self, client: redis.Redis, queue: JobQueue, jobs: list[Job], worker: str, message: str
+    ) -> list[str | BaseException]:
+        rounds = self._round_trips.setdefault(id(client), RoundTrips(client))
+        slots = self._slots_of(worker)
+        return await asyncio.gather(
+            *(self._run_one(rounds, slots, client, queue, job, worker, message) for job in jobs),
+            return_exceptions=True,
+        )
+
+    def _slots_of(self, worker: str) -> asyncio.Semaphore | None:
+        if worker not in job_slots:
+            return None
+        if worker not in self._slots:
+            self._slots[worker] = asyncio.Semaphore(job_slots[worker])
+        return self._slots[worker]
+
+    async def _run_one(
+        self,
+        rounds: RoundTrips,
+        slots: asyncio.Semaphore | None,
+        client: redis.Redis,
+        queue: JobQueue,
+        job: Job,
+        worker: str,
+        message: str,
+    ) -> str:
+        async with _slot(slots) as started:
+            if not started:
+                return HANDED_BACK
+            return await run_job(rounds, client, queue, job, worker, message)
+
+
+async def run_job(
+    rounds: RoundTrips, client: redis.Redis, queue: JobQueue, job: Job, worker: str, message: str
+) -> str:
+    """`worker.tasks.run_job` on the loop: unless cancelled, paused, done or running
+    elsewhere, run the job under its lease and publish its result once."""
+    noted = take_hold(job.job_id, message)
+    begin = LeaseBegin.of(
+        job.job_id,
+        worker,
+        job.campaign_id,
+        job.attempt,
+        holder=noted[1] if noted else "",
+        queue=job.target.queue,
+    )
+    try:
+        outcome = str(await rounds.run(BEGIN, begin.keys, begin.args))
+    except BaseException:
+        if noted:
+            noted[0].put_back(job.job_id, noted[1])  # still held: written later
+        raise
+    lease = begin.lease(client, outcome)
+    if lease is None:
+        log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
+        await rounds.run(_LET_GO, (holders_key(),), (job.job_id, message))
+        return outcome
+    try:
+        with lease.heartbeat():  # also while publishing waits for Redis
+            result = await execute_async(job, worker, client)
+            published = await publish(rounds, result, job.target.queue, lease.token, message)
+    except NoCapacity as busy:
+        await asyncio.to_thread(lease.release)
+        return await asyncio.to_thread(wait_for_capacity, client, queue, job, worker, busy, message)
+    except BaseException:
+        with contextlib.suppress(redis.RedisError):
+            await asyncio.to_thread(lease.release)
+        raise
+    spent = result.spent_usd()  # the answer and its judges, in one charge
+    if published and spent is not None:
+        await asyncio.to_thread(spend, client, job.campaign_id, spent, worker)
+    log.info("job %s: %s (%s)", job.job_id, result.status.value,
+             "published" if published else "already published")  # fmt: skip
+    return result.status.value
+
+
+async def publish(
+    rounds: RoundTrips, result: Result, queue: str, lease_token: str, message_id: str
+) -> bool:
+    """`worker.publish.publish` through the loop's round trips, tried again as long while
+    Redis is out of reach."""
+    call = Publication.of(result, queue, lease_token, message_id)
+    for failures in range(1, PUBLISH_TRIES + 1):
+        try:
+            return bool(await rounds.run(PUBLISH, call.keys, call.args))
+        except (RedisConnectionError, RedisTimeoutError) as error:
+            if failures == PUBLISH_TRIES:
+                raise
+            call.waiting(error)
+            await asyncio.sleep(OUTAGE_BACKOFF.compute(failures))
+    raise AssertionError("unreachable")
+
+
+@contextlib.asynccontextmanager
+async def _slot(slots: asyncio.Semaphore | None) -> AsyncIterator[bool]:
+    """A slot to run a job in (True), or False when the worker began to stop first."""
+    if stopping.is_set():
+        yield False
+        return
+    if slots is None:
+        yield True
+        return
+    taking = asyncio.ensure_future(slots.acquire())
+    while not taking.done():
+        await asyncio.wait({taking}, timeout=STOP_LOOK_SECONDS)
+        if stopping.is_set() and not taking.done():
+            taking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await taking
+            if not taking.cancelled():
+                slots.release()
+            yield False
+            return
+    try:
+        yield True
+    finally:
+        slots.release()
+
+
+_loops: dict[int, WorkerLoop] = {}
+_loops_lock = threading.Lock()
+
+
+def worker_loop() -> WorkerLoop:
+    """This process's loop (a forked child starts its own: threads do not survive a fork)."""
+    pid = os.getpid()
+    with _loops_lock:
+        if pid not in _loops:
+            _loops.clear()
+            _loops[pid] = WorkerLoop()
+        return _loops[pid]
