@@ -9,6 +9,10 @@ the same peer: twice its rate is the ceiling of two processes.
 
 The server (`bench/slow_openai.py`) runs on an asyncio loop in its own process, so it is
 not what is measured. The ceiling is concurrency / delay.
+
+Each line also gives the CPU time per call of the worker processes and of the bare loop's
+process: at high concurrency both are bound by one core, and on a loaded machine that
+figure moves far less than the rates do.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 import redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,7 +48,8 @@ def measure(
     concurrency: int,
     env: dict[str, str],
     processes: int = 1,
-) -> float:
+) -> tuple[float, float]:
+    """Calls per second, and the workers' CPU seconds per call."""
     client.flushdb()
     (folder / "targets.yaml").write_text(
         f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
@@ -53,19 +59,31 @@ def measure(
         evalrelay_worker(client, concurrency, env, f"bench{n}@host") for n in range(processes)
     ]
     try:
+        # A worker already running, as the bare loop is: its first calls import the SDK.
+        warm = plan_jobs("warm-up", [load_eval_file(folder / "bench.yaml")], "slow", None)
+        JobQueue.connect(URL).send(warm[: 4 * processes])
+        wait(lambda: client.xlen(results_stream_key("warm-up")) >= 4 * processes, 120)
         campaign = f"api-{concurrency}"
         jobs = plan_jobs(campaign, [load_eval_file(folder / "bench.yaml")], "slow", None)
+        cpu_before = sum(cpu_seconds(w.pid) for w in workers)
         started = time.monotonic()
         JobQueue.connect(URL).send(jobs)
         wait(lambda: client.xlen(results_stream_key(campaign)) >= cases, 900)
-        return cases / (time.monotonic() - started)
+        rate = cases / (time.monotonic() - started)
+        return rate, (sum(cpu_seconds(w.pid) for w in workers) - cpu_before) / cases
     finally:
         for worker in workers:
             stop(worker)
 
 
-async def bare_async_openai(url: str, cases: int, concurrency: int) -> float:
-    """The peer: one event loop, `concurrency` requests open at a time."""
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
+
+
+async def bare_async_openai(url: str, cases: int, concurrency: int) -> tuple[float, float]:
+    """The peer: one event loop, `concurrency` requests open at a time. Calls per second,
+    and its CPU seconds per call."""
     import openai
 
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="bench", max_retries=0)
@@ -77,11 +95,12 @@ async def bare_async_openai(url: str, cases: int, concurrency: int) -> float:
                 model="m", messages=[{"role": "user", "content": f"q{i}"}]
             )
 
-    started = time.monotonic()
+    started, cpu = time.monotonic(), time.process_time()
     await asyncio.gather(*(one(i) for i in range(cases)))
     rate = cases / (time.monotonic() - started)
+    per_call = (time.process_time() - cpu) / cases
     await client.close()
-    return rate
+    return rate, per_call
 
 
 def main() -> None:
@@ -119,15 +138,18 @@ def main() -> None:
             (folder / "evalrelay.yaml").write_text("")
             (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
             for concurrency in args.concurrency:
-                peer = asyncio.run(bare_async_openai(url, args.cases, concurrency))
+                peer, peer_cpu = asyncio.run(bare_async_openai(url, args.cases, concurrency))
                 for processes in args.workers:
-                    rate = measure(client, folder, url, args.cases, concurrency, env, processes)
+                    rate, cpu = measure(
+                        client, folder, url, args.cases, concurrency, env, processes
+                    )
                     ceiling = processes * concurrency / args.delay
                     print(
                         f"concurrency {concurrency:>4} x {processes} worker(s): evalrelay "
                         f"{rate:6.1f}/s, bare AsyncOpenAI {peer:6.1f}/s, ceiling "
                         f"{ceiling:6.1f}/s; ratio to the peer {rate / peer:.2f}, to the "
-                        f"ceiling {rate / ceiling:.2f}",
+                        f"ceiling {rate / ceiling:.2f}; CPU per call {cpu * 1000:.2f} ms vs "
+                        f"{peer_cpu * 1000:.2f} ms (peer / evalrelay {peer_cpu / cpu:.2f})",
                         flush=True,
                     )
     finally:

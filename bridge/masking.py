@@ -121,11 +121,26 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def masked_model(model: M, names: Iterable[str] = ()) -> M:
-    """A copy of a pydantic model (a result) with every string in it masked."""
+    """A copy of a pydantic model (a result) with every string in it masked; the model
+    itself when none holds a secret."""
+    return _masked_with_json(model, names)[0]
+
+
+def masked_json(model: BaseModel, names: Iterable[str] = ()) -> str:
+    """The JSON text of `masked_model(model)`."""
+    return _masked_with_json(model, names)[1]
+
+
+def _masked_with_json(model: M, names: Iterable[str]) -> tuple[M, str]:
+    """Its JSON text is searched first, in one pass: a secret in any string of the model is
+    in it too, whole or behind JSON's escapes (which the search undoes). Most results hold
+    none, and are not taken apart."""
     found = detector(held_secrets(names))
-    if not found.secrets:
-        return model
-    return type(model).model_validate(found.masked(model.model_dump()))
+    text = model.model_dump_json()
+    if not found.spans(text):
+        return model, text
+    masked = type(model).model_validate(found.masked(model.model_dump()))
+    return masked, masked.model_dump_json()
 
 
 class Detector:

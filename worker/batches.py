@@ -27,7 +27,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bridge.keys import holders_key
-from bridge.queue.celery_queue import RUN_BATCH, JobQueue
+from bridge.queue.celery_queue import RUN_BATCH, JobQueue, batch_jobs
 from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.holders import LET_GO_LUA
 from bridge.queue.jobs import Job
@@ -54,7 +54,7 @@ child, which runs one message at a time, runs its batch's jobs all at once."""
 _LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
 
 STOP_LOOK_SECONDS = 0.2
-"""How often a job waiting for a slot looks whether the worker began to stop."""
+"""How often the loop looks whether the worker began to stop, while jobs wait for a slot."""
 
 
 def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
@@ -67,8 +67,8 @@ def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
         reject_on_worker_lost=True,
         ignore_result=True,
     )
-    def run_batch(self: Task, payloads: list[dict[str, Any]]) -> str:
-        jobs = [Job.model_validate(payload) for payload in payloads]
+    def run_batch(self: Task, jobs_json: str, job_ids: list[str]) -> str:
+        jobs = batch_jobs(jobs_json)
         worker = self.request.hostname or "worker"
         message: str = self.request.id
         queue = JobQueue(app, client())
@@ -107,6 +107,8 @@ class WorkerLoop:
         self.loop = asyncio.new_event_loop()
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._round_trips: dict[int, RoundTrips] = {}
+        self._waiting: set[asyncio.Future[Any]] = set()
+        self._watcher: asyncio.Task[None] | None = None
         threading.Thread(target=self.loop.run_forever, daemon=True, name="evalrelay-loop").start()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -140,10 +142,53 @@ class WorkerLoop:
         worker: str,
         message: str,
     ) -> str:
-        async with _slot(slots) as started:
+        async with self._slot(slots) as started:
             if not started:
                 return HANDED_BACK
             return await run_job(rounds, client, queue, job, worker, message)
+
+    @contextlib.asynccontextmanager
+    async def _slot(self, slots: asyncio.Semaphore | None) -> AsyncIterator[bool]:
+        """A slot to run a job in (True), or False when the worker began to stop first: the
+        jobs still waiting then are woken (`_watch_for_stop`), not left to wait their turn."""
+        if stopping.is_set():
+            yield False
+            return
+        if slots is None:
+            yield True
+            return
+        if slots.locked():
+            self._watch_for_stop()
+            taking = asyncio.ensure_future(slots.acquire())
+            self._waiting.add(taking)
+            try:
+                await taking
+            except asyncio.CancelledError:
+                if not stopping.is_set():
+                    raise
+                yield False
+                return
+            finally:
+                self._waiting.discard(taking)
+        else:
+            await slots.acquire()
+        try:
+            yield True
+        finally:
+            slots.release()
+
+    def _watch_for_stop(self) -> None:
+        if self._watcher is None:
+            self._watcher = self.loop.create_task(self._wake_waiting_on_stop())
+
+    async def _wake_waiting_on_stop(self) -> None:
+        """One look at the stop for all the waiting jobs (each looking cost more than the
+        calls themselves with thousands waiting)."""
+        while not stopping.is_set():
+            await asyncio.sleep(STOP_LOOK_SECONDS)
+        for taking in list(self._waiting):
+            taking.cancel()
+        self._watcher = None
 
 
 async def run_job(
@@ -205,32 +250,6 @@ async def publish(
             call.waiting(error)
             await asyncio.sleep(OUTAGE_BACKOFF.compute(failures))
     raise AssertionError("unreachable")
-
-
-@contextlib.asynccontextmanager
-async def _slot(slots: asyncio.Semaphore | None) -> AsyncIterator[bool]:
-    """A slot to run a job in (True), or False when the worker began to stop first."""
-    if stopping.is_set():
-        yield False
-        return
-    if slots is None:
-        yield True
-        return
-    taking = asyncio.ensure_future(slots.acquire())
-    while not taking.done():
-        await asyncio.wait({taking}, timeout=STOP_LOOK_SECONDS)
-        if stopping.is_set() and not taking.done():
-            taking.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await taking
-            if not taking.cancelled():
-                slots.release()
-            yield False
-            return
-    try:
-        yield True
-    finally:
-        slots.release()
 
 
 _loops: dict[int, WorkerLoop] = {}

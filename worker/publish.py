@@ -20,7 +20,7 @@ from bridge.keys import (
     tallied_targets_key,
     target_tally_key,
 )
-from bridge.masking import masked_model
+from bridge.masking import masked_json
 from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
@@ -89,7 +89,6 @@ class Publication:
     def of(
         cls, result: Result, queue: str, lease_token: str = "", message_id: str = ""
     ) -> Publication:
-        result = masked_model(result)
         keys = (
             done_key(result.job_id),
             results_stream_key(result.campaign_id),
@@ -103,7 +102,7 @@ class Publication:
         args = (
             result.attempt,
             result.job_id,
-            result.model_dump_json(),
+            masked_json(result),
             DONE_TTL_SECONDS,
             lease_token,
             message_id,

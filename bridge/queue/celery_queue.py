@@ -12,6 +12,7 @@ from typing import Any
 import redis
 from celery import Celery
 from kombu import serialization
+from pydantic import TypeAdapter
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
@@ -126,7 +127,7 @@ class JobQueue:
             limit = min(max(j.timeout_seconds for j in jobs), MAX_JOB_SECONDS)
             limit += HARD_LIMIT_GRACE_SECONDS
             name = RUN_BATCH
-            args: list[Any] = [[job.model_dump(mode="json") for job in jobs]]
+            args: list[Any] = [batch_json(jobs), [job.job_id for job in jobs]]
             message_id = new_batch_id()
             what = f"[{len(jobs)} jobs of target {first.target.name!r} from {first.job_id}]"
         else:
@@ -183,7 +184,22 @@ def message_job_ids(task: str, args: Any) -> list[str]:
     """The ids of the jobs a `run_case` or `run_batch` message carries; none when its
     arguments are not jobs (the task says so when it runs)."""
     try:
-        payloads = args[0] if task == RUN_BATCH else [args[0]]
-        return [str(payload["job_id"]) for payload in payloads]
+        if task == RUN_BATCH:
+            return [str(job_id) for job_id in args[1]]
+        return [str(args[0]["job_id"])]
     except (IndexError, KeyError, TypeError):
         return []
+
+
+BATCH = TypeAdapter(list[Job])
+"""A batch's jobs on the wire: one JSON text, in the message as a string."""
+
+
+def batch_json(jobs: Sequence[Job]) -> str:
+    """The jobs as one JSON text. Carried as a string, a batch is read by pydantic's parser
+    in one call; as objects, kombu's decoder would call Python for each of their dicts."""
+    return BATCH.dump_json(list(jobs)).decode()
+
+
+def batch_jobs(text: str) -> list[Job]:
+    return BATCH.validate_json(text)

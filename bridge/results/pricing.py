@@ -4,11 +4,14 @@ no network call is made)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from genai_prices import Usage as PricedUsage
-from genai_prices import calc_price
+from genai_prices import data_snapshot
 
 from bridge.results.result import Cost, Usage
 
@@ -44,10 +47,21 @@ def cost_of(
         # The vendor's own name for it first; a compatible server (`base_url`) may serve
         # a model the database knows under another vendor.
         for vendor in dict.fromkeys((provider, None)):
-            try:
-                price = calc_price(priced, model_ref=model, provider_id=vendor)
-            except LookupError:
+            found = _priced_model(model, vendor)
+            if found is None:
                 continue
+            provider, info = found
+            price = info.calc_price(priced, provider, genai_request_timestamp=datetime.now(UTC))
             return Cost(usd=float(price.total_price), source="genai-prices")
     log.debug("no price for any of the models %s", models)
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _priced_model(model: str, vendor: str | None) -> tuple[Any, Any] | None:
+    """The database's provider and model for a name, looked up once per process: a name
+    it does not know is searched for in every provider, a cost paid for every answer."""
+    try:
+        return data_snapshot.get_snapshot().find_provider_model(model, None, vendor, None)
+    except LookupError:
+        return None

@@ -175,7 +175,9 @@ class ApiProvider(Provider):
         loop that opened them. A loop's clients go with it."""
         loop, identity = asyncio.get_running_loop(), self._identity()
         with _clients_lock:
-            clients = _async_clients.setdefault(loop, {})
+            clients = _async_clients.get(loop)  # `setdefault` would make a weakref each call
+            if clients is None:
+                clients = _async_clients[loop] = {}
             if identity not in clients:
                 clients[identity] = self.aconnect()
             return clients[identity]

@@ -16,6 +16,8 @@ from bridge.queue.celery_queue import (
     RUN_BATCH,
     RUN_CASE,
     JobQueue,
+    batch_jobs,
+    batch_json,
     batch_size,
     in_messages,
     producer_app,
@@ -78,12 +80,13 @@ def test_api_jobs_go_as_the_batch_message_send_task_sends(
     assert client.llen("api") == 64
     ours = popped(client, "api")
     jobs = jobs[:2]
-    payloads = [job.model_dump(mode="json") for job in jobs]
+    payloads = batch_json(jobs)
     client.delete("api")
-    celery_s = send_task_alike(client, redis_url, ours, RUN_BATCH, [payloads], "api")
+    celery_s = send_task_alike(client, redis_url, ours, RUN_BATCH, [payloads, ["j0", "j1"]], "api")
 
     assert comparable(ours) == comparable(celery_s)
-    assert [Job.model_validate(p) for p in ours["body"][0][0]] == jobs
+    assert batch_jobs(ours["body"][0][0]) == jobs
+    assert ours["body"][0][1] == ["j0", "j1"]
     assert ours["headers"][JOBS_HEADER] == ["j0", "j1"]
     assert ours["headers"]["id"].startswith("batch-")
     assert ours["properties"]["delivery_info"] == {"exchange": "", "routing_key": "api"}
@@ -128,6 +131,6 @@ def test_a_batch_goes_in_order_each_job_once(client: redis.Redis, redis_url: str
     assert JobQueue.connect(redis_url).send(jobs) == 250
     sent = []
     while client.llen("api"):
-        sent += [payload["job_id"] for payload in popped(client, "api")["body"][0][0]]
+        sent += [job.job_id for job in batch_jobs(popped(client, "api")["body"][0][0])]
     assert sent == [job.job_id for job in jobs]
     assert client.llen("api") == 0
