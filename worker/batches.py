@@ -82,13 +82,10 @@ def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
 def run_jobs(
     client: redis.Redis, queue: JobQueue, jobs: list[Job], worker: str, message: str
 ) -> str:
-    """Run the batch's jobs on the loop and wait for them all; the jobs not started when
-    the worker began to stop go back to their queue. Says how many ended how."""
+    """Run the batch's jobs on the loop and wait for them all (the jobs not started when
+    the worker began to stop go back to their queue). Says how many ended how."""
     loop = worker_loop()
     outcomes = loop.run(loop.run_batch(client, queue, jobs, worker, message))
-    back = [job for job, outcome in zip(jobs, outcomes, strict=True) if outcome == HANDED_BACK]
-    if back:
-        hand_back(client, queue, back, message)
     failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     for job, outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, BaseException):
@@ -143,8 +140,8 @@ class WorkerLoop:
         message: str,
     ) -> str:
         async with self._slot(slots) as started:
-            if not started:
-                return HANDED_BACK
+            if not started:  # back at once, not when the batch's running jobs end
+                return await asyncio.to_thread(hand_back, client, queue, [job], message)
             return await run_job(rounds, client, queue, job, worker, message)
 
     @contextlib.asynccontextmanager

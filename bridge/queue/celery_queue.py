@@ -69,7 +69,9 @@ class JobQueue:
     def connect(cls, url: str) -> JobQueue:
         return cls(producer_app(url), client_for(url))
 
-    def send(self, jobs: Iterable[Job], countdown: float | None = None) -> int:
+    def send(
+        self, jobs: Iterable[Job], countdown: float | None = None, per_message: int | None = None
+    ) -> int:
         """Queue the jobs, to start no sooner than `countdown` seconds from now if given.
 
         Each is first recorded as outstanding (`bridge.queue.outstanding`), so that a job
@@ -79,7 +81,7 @@ class JobQueue:
         which the reaper finds as lost.
         """
         jobs = list(jobs)
-        messages = in_messages(jobs)
+        messages = in_messages(jobs, per_message)
         with self.app.producer_or_acquire() as producer:
             start = 0
             while start < len(messages):
@@ -153,9 +155,10 @@ class JobQueue:
         return message
 
 
-def in_messages(jobs: Sequence[Job]) -> list[list[Job]]:
-    """The jobs as messages: API jobs in batches of one target, in the order sent; each
-    agent job alone (an agent runs for minutes: a batch would hold the others back)."""
+def in_messages(jobs: Sequence[Job], per_message: int | None = None) -> list[list[Job]]:
+    """The jobs as messages: API jobs in batches of one target (of `per_message` jobs when
+    given, else `batch_size`), in the order sent; each agent job alone (an agent runs for
+    minutes: a batch would hold the others back)."""
     by_target: dict[str, list[Job]] = {}
     messages: list[list[Job]] = []
     for job in jobs:
@@ -165,7 +168,8 @@ def in_messages(jobs: Sequence[Job]) -> list[list[Job]]:
             messages.append([job])
     for waiting in by_target.values():
         settings = waiting[0].target.settings
-        size = batch_size(len(waiting), settings.get("max_concurrency") or settings.get("workers"))
+        concurrency = settings.get("max_concurrency") or settings.get("workers")
+        size = per_message or batch_size(len(waiting), concurrency)
         messages += [waiting[i : i + size] for i in range(0, len(waiting), size)]
     return messages
 

@@ -133,7 +133,8 @@ class ApiProvider(Provider):
         request = job.request
         body = self.body(api_messages(request), request.tools or (), request.tool_choice)
         tokens = len(json.dumps(body)) // 4 + (self.settings.max_output_tokens or 0)
-        return _Call(body=body, cache_key=self._cache_key(body), tokens=tokens)
+        cache_key = self._cache_key(body) if job.cache_ttl_seconds else ""  # only when kept
+        return _Call(body=body, cache_key=cache_key, tokens=tokens)
 
     def _cached(self, job: Job, call: _Call) -> ProviderOutput | None:
         """The answer kept for this same request, when the job allows one."""
