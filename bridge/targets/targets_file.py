@@ -123,9 +123,10 @@ class Targets:
 
     def get(self, name: str) -> Target:
         """The target, or a TargetError saying why it cannot be used here."""
-        derived = target_for(name, {}, name)  # a promptfoo id: `openai:chat:gpt-4o-mini`
-        if name not in self.by_name and derived is not None:
-            self.by_name[name] = _target(derived)
+        if name not in self.by_name:  # a promptfoo id: `openai:chat:gpt-4o-mini`
+            derived = target_for(name, {}, name)
+            if derived is not None:
+                self.by_name[name] = _target(derived)
         try:
             target = self.by_name[name]
         except KeyError:

@@ -17,6 +17,7 @@ from bridge.evalfile.evaluators import (
     EvaluatorSpec,
     FieldAccuracyEvaluator,
     LlmJudgeEvaluator,
+    RegexEvaluator,
     RubricEvaluator,
     ToolTrajectoryEvaluator,
     TrajectoryAssertion,
@@ -53,6 +54,7 @@ class Grade(BaseModel):
 
 
 WAITING_EVALUATORS = (
+    RegexEvaluator,  # a pattern may backtrack until its deadline stops it
     CodeEvaluator,
     LlmJudgeEvaluator,
     RubricEvaluator,
@@ -60,7 +62,8 @@ WAITING_EVALUATORS = (
     WorkspaceFileEvaluator,
     CompositeEvaluator,
 )
-"""Evaluators that wait on something (a model, a process, files); the others only compute."""
+"""Evaluators that wait on something (a model, a process, files) or may run until their
+deadline (a regex); the others compute in bounded time."""
 
 
 def grades_at_once(job: Job) -> bool:
