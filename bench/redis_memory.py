@@ -17,6 +17,7 @@ time (as `submit` does: stored, then sent), so a million cases fit in the bench'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -123,10 +124,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def with_signal(process: subprocess.Popen[bytes], signum: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def write_project(folder: Path, cases: int) -> list[Path]:
