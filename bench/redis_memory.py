@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,7 +157,13 @@ def write_project(folder: Path, cases: int) -> list[Path]:
 
 
 def enqueue(
-    client: redis.Redis, queue: JobQueue, campaign_id: str, files: list[Path], cases: int, out: Path
+    client: redis.Redis,
+    queue: JobQueue,
+    campaign_id: str,
+    files: list[Path],
+    cases: int,
+    out: Path,
+    announced: Callable[[], object],
 ) -> None:
     """Announce the campaign, then plan, store and send its jobs a file at a time."""
     first = load_eval_file(files[0])
@@ -171,6 +178,7 @@ def enqueue(
         queues=["api"],
     )
     announce(client, info, [first])
+    announced()
     for path in files:
         loaded = first if path == files[0] else load_eval_file(path)
         jobs = plan_jobs(campaign_id, [loaded], None, None)
@@ -264,13 +272,19 @@ def main() -> None:
             processes.append(collector)
             sampler.pids.append(collector.pid)
 
-        threading.Timer(1.0, start_collector).start()  # once the campaign is announced
-        enqueue(client, queue, campaign_id, files, args.cases, out)
+        enqueue(client, queue, campaign_id, files, args.cases, out, start_collector)
         enqueued = time.monotonic() - started
         print(f"enqueued {args.cases} cases in {enqueued:.1f} s", flush=True)
-        wait_for(lambda: progress(client, campaign_id).finished, 24 * 3600)
         assert collector is not None
-        wait_for(lambda: collector.poll() is not None, 120)  # it ends once the file is whole
+        running = collector
+
+        def finished() -> bool:
+            if running.poll() is not None and not progress(client, campaign_id).finished:
+                raise SystemExit(f"the collector ended early; see {folder / 'collect.log'}")
+            return progress(client, campaign_id).finished
+
+        wait_for(finished, 24 * 3600)
+        wait_for(lambda: running.poll() is not None, 120)  # it ends once the file is whole
         total = time.monotonic() - started
         sampler.sample()
         sampler.stopping.set()
