@@ -105,6 +105,12 @@ def results_stream_key(campaign_id: str) -> str:
     return f"{PREFIX}:results:{campaign_id}"
 
 
+def checkpoint_key(campaign_id: str) -> str:
+    """List: compressed segments of results moved out of the stream once their lines were
+    fsynced (`bridge.results.checkpoint`), for a collector taking the campaign over."""
+    return f"{PREFIX}:checkpoint:{campaign_id}"
+
+
 def job_key(job_id: str) -> str:
     """String: the job's JSON, kept so the reaper, resume and retry can send it again."""
     return f"{PREFIX}:job:{job_id}"
