@@ -12,6 +12,7 @@ a takeover's file is whole as before. Both go once the campaign's file is comple
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
@@ -21,7 +22,7 @@ from redis.client import NEVER_DECODE
 
 from bridge.keys import checkpoint_key, results_stream_key
 
-CHECKPOINT_ENTRIES = 500
+CHECKPOINT_ENTRIES = int(os.environ.get("EVALRELAY_CHECKPOINT_ENTRIES", "500"))
 """Acknowledged entries moved at a time: enough for zlib to find what results share
 (about a tenth of their size then), few enough to keep the stream short."""
 
