@@ -35,6 +35,12 @@ def counts_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:counts"
 
 
+def compacted_key(campaign_id: str) -> str:
+    """String: when the campaign was compacted (`bridge.results.retention`): its file is
+    complete, its counts are its record, its jobs and per-job keys are gone."""
+    return f"{PREFIX}:campaign:{campaign_id}:compacted"
+
+
 def collected_key(campaign_id: str) -> str:
     """Set: ids of the jobs whose result is in the campaign's JSONL file."""
     return f"{PREFIX}:campaign:{campaign_id}:collected"

@@ -27,6 +27,7 @@ from bridge.keys import (
     campaigns_key,
     cancel_key,
     collected_key,
+    compacted_key,
     counts_key,
     epoch_key,
     job_key,
@@ -36,10 +37,12 @@ from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
+from bridge.results.retention import RETENTION_SECONDS
 from bridge.targets.targets_file import Target, Targets
 
-JOB_TTL_SECONDS = 30 * 24 * 3600
-"""How long a campaign's jobs and manifest stay in Redis for resume and retry."""
+JOB_TTL_SECONDS = RETENTION_SECONDS
+"""How long a campaign stays in Redis (its jobs are removed once it is complete:
+`bridge.results.retention`)."""
 
 WRITE_CHUNK = 1000
 
@@ -412,15 +415,17 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
         pipe.scard(manifest_key(campaign_id))
         pipe.scard(collected_key(campaign_id))
         pipe.hgetall(counts_key(campaign_id))
+        pipe.exists(compacted_key(campaign_id))
     replies = pipe.execute()
     found = {}
     for i, campaign_id in enumerate(campaign_ids):
-        raw, listed, done, counts = replies[4 * i : 4 * i + 4]
+        raw, listed, done, counts, compacted = replies[5 * i : 5 * i + 5]
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
+        counted = {k: int(v) for k, v in counts.items()}
         found[campaign_id] = Progress(
             total=max(total, listed),
-            done=done,
-            counts={k: int(v) for k, v in counts.items()},
+            done=sum(counted.values()) if compacted else done,  # its counts are its record
+            counts=counted,
             known=raw is not None,
         )
     return found

@@ -31,14 +31,15 @@ from bridge.keys import (
 from bridge.results.checkpoint import checkpointed
 from bridge.results.result import Result
 from bridge.results.results_file import ResultsFile, summary_path
+from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 
 SCAN_PAGE = 1000
 """Stream entries read at a time when copying results a file lacks."""
 
-HOME_TTL_SECONDS = 30 * 24 * 3600
-"""As long as the campaign's jobs are kept."""
+HOME_TTL_SECONDS = RETENTION_SECONDS
+"""As long as the campaign's record is kept."""
 
 PARTIAL = ".partial-"
 """`<campaign>.partial-<host>.jsonl`: the part a collector wrote before another took the

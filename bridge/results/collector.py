@@ -36,7 +36,12 @@ from pydantic import ValidationError
 from redis.backoff import ExponentialBackoff
 
 from bridge.clock import now_seconds
-from bridge.keys import COLLECTOR_GROUP, collector_lease_key, results_stream_key
+from bridge.keys import (
+    COLLECTOR_GROUP,
+    collector_lease_key,
+    compacted_key,
+    results_stream_key,
+)
 from bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
 from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
 from bridge.results.result import Result
@@ -46,6 +51,7 @@ from bridge.results.results_file import (
     summary_on_disk,
     summary_path,
 )
+from bridge.results.retention import compact
 from bridge.results.statistics import import_in_background
 from bridge.results.summary import write_atomically
 from bridge.results.write_errors import can_write, cannot_write, describe
@@ -145,7 +151,9 @@ class Collector:
     def _poll(self, campaigns: list[str], block_ms: int) -> int:
         for campaign_id in [c for c in self.unfinished if not self._waiting(c)]:
             self.finish(campaign_id)
-        campaigns = [c for c in campaigns if self._hold(c) and not self._waiting(c)]
+        campaigns = [
+            c for c in self._not_compacted(campaigns) if self._hold(c) and not self._waiting(c)
+        ]
         if not campaigns:
             time.sleep(self._pause(block_ms))
             return 0
@@ -170,6 +178,16 @@ class Collector:
         written = self._handle(entries)
         self._maybe_write_summaries()
         return written
+
+    def _not_compacted(self, campaigns: list[str]) -> list[str]:
+        """A compacted campaign's file is complete and Redis no longer knows which jobs it
+        holds: a late duplicate in its stream waits there, unread, until `evalrelay gc`."""
+        if not campaigns:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for campaign_id in campaigns:
+            pipe.exists(compacted_key(campaign_id))
+        return [c for c, gone in zip(campaigns, pipe.execute(), strict=True) if not gone]
 
     def redis_lost(self) -> None:
         """Redis lost its data: let go of every file and consumer group. A campaign made
@@ -225,6 +243,7 @@ class Collector:
         write_atomically(summary_path(path.parent, campaign_id), text)
         if expected is not None and summary.results >= expected:
             empty_stream(self.client, campaign_id)
+            compact(self.client, campaign_id)
             self._complete(path)
 
     def _marked_if_taken(self, campaign_id: str, path: Path) -> bool:
