@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -14,13 +15,17 @@ from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
+from bridge.queue.blobs import store_blobs
 from bridge.queue.campaigns import (
+    CampaignInfo,
     load_info,
     resolve_campaign,
     store_jobs,
     stored_jobs,
     uncancel,
 )
+from bridge.queue.jobs import Job
+from bridge.queue.rebuild import replan
 from bridge.queue.runtime import open_runtime
 from bridge.results.collected import file_here, forget_results, results_home
 from bridge.results.collector import (
@@ -31,6 +36,7 @@ from bridge.results.collector import (
 )
 from bridge.results.result import Result, Status
 from bridge.results.results_file import read_results, remove_results, results_path
+from bridge.results.retention import is_compacted, reopen
 
 
 @click.command("retry")
@@ -66,13 +72,10 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
                 f"campaign {campaign}'s results file is "
                 f"{results_home(runtime.client, campaign)}; run `evalrelay retry` on that host"
             )
+        planned = list(_jobs_of(runtime.client, info))  # before any line moves
         moved = _move_chosen(runtime.client, campaign, path, wanted)
-        earlier = {r.job_id: r.summary() for r in moved}
-        jobs = [
-            job.retried(earlier[job.job_id])
-            for job in stored_jobs(runtime.client, campaign)
-            if job.job_id in earlier
-        ]
+        earlier = {r.job_id: r for r in moved}
+        jobs = [_again(job, earlier[job.job_id]) for job in planned if job.job_id in earlier]
         store_jobs(runtime.client, jobs)
         uncancel(runtime.client, campaign)
         runtime.queue.send(jobs)
@@ -84,6 +87,22 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
     if why:
         console.print(why)
     sys.exit(code)
+
+
+def _again(job: Job, earlier: Result) -> Job:
+    """The job's next attempt, carrying every earlier one: those its line listed (a job
+    planned again knows none of them), and the line's own."""
+    return job.model_copy(update={"previous_attempts": earlier.attempts}).retried(earlier.summary())
+
+
+def _jobs_of(client: redis.Redis, info: CampaignInfo) -> Iterable[Job]:
+    """The campaign's jobs: stored while it runs; once it is compacted, planned again from
+    its eval files as a rebuild plans them, with their attached files stored again."""
+    if not is_compacted(client, info.campaign_id):
+        return stored_jobs(client, info.campaign_id)
+    files, jobs = replan(info)
+    store_blobs(client, (f for loaded in files for case in loaded.cases for f in case.files()))
+    return jobs
 
 
 def _move_chosen(
@@ -103,6 +122,7 @@ def _move_chosen(
             f"it within {COLLECTOR_LEASE_MS // 1000} s)"
         )
     try:
+        reopen(client, campaign, path)  # its record per job, back from the file
         chosen = {r.job_id for r in read_results(path) if r.status in wanted}
         moved = remove_results(path.parent, campaign, chosen)
         forget_results(client, campaign, moved)  # those jobs have no line now
