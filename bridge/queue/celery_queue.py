@@ -1,7 +1,7 @@
 """Sending jobs to the workers' queues, by task name, over the same Redis as everything else.
 
-The submitting side never imports the worker package to send: the task name and the job's
-JSON are the whole contract.
+The submitting side never imports the worker package to send: the task name and the
+message's payload (`bridge.queue.payloads`) are the whole contract.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
 from bridge.queue.jobs import Job, new_message_id
 from bridge.queue.outstanding import SENT_HEADER, ids_by_queue, mark_sent
+from bridge.queue.payloads import keep_stored, payload_of
 
 RUN_CASE = "evalrelay.run_case"
 """The Celery task that runs one job."""
@@ -70,8 +71,9 @@ class JobQueue:
             for start in range(0, len(jobs), MARK_BATCH):
                 batch = jobs[start : start + MARK_BATCH]
                 pipe = self.client.pipeline(transaction=False)
+                keep_stored(pipe, batch)
                 mark_sent(pipe, ids_by_queue(batch))
-                (sent_ms,) = pipe.execute()
+                *_, sent_ms = pipe.execute()
                 self._publish(producer.channel, batch, sent_ms, countdown)
         return len(jobs)
 
@@ -103,7 +105,7 @@ class JobQueue:
         message = self.app.amqp.as_task_v2(
             new_message_id(job),
             RUN_CASE,
-            args=[job.model_dump(mode="json")],
+            args=[payload_of(job)],
             kwargs={},
             countdown=countdown,
             time_limit=limit,

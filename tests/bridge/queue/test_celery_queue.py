@@ -11,8 +11,8 @@ from typing import Any
 import redis
 
 from bridge.queue.celery_queue import RUN_CASE, JobQueue, producer_app
-from bridge.queue.jobs import Job
 from bridge.queue.outstanding import SENT_HEADER
+from bridge.queue.payloads import job_of, payload_of
 from tests.conftest import direct_job
 
 VARYING = {"id", "root_id", "correlation_id", "delivery_tag", "origin", "argsrepr", "eta"}
@@ -47,7 +47,7 @@ def test_a_job_message_is_what_send_task_sends(client: redis.Redis, redis_url: s
     limit = ours["headers"]["timelimit"]
     app.send_task(
         RUN_CASE,
-        args=[job.model_dump(mode="json")],
+        args=[payload_of(job)],
         queue=job.target.queue,
         headers={SENT_HEADER: ours["headers"][SENT_HEADER]},
         time_limit=limit[0],
@@ -57,7 +57,7 @@ def test_a_job_message_is_what_send_task_sends(client: redis.Redis, redis_url: s
     celery_s = popped(client, job.target.queue)
 
     assert comparable(ours) == comparable(celery_s)
-    assert Job.model_validate(ours["body"][0][0]) == job
+    assert job_of(client, ours["body"][0][0]) == job
     assert ours["headers"]["id"].startswith(f"{job.job_id}-1-")
     assert ours["properties"]["delivery_info"] == {"exchange": "", "routing_key": "api"}
 
