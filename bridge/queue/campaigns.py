@@ -314,7 +314,7 @@ def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     pipe = client.pipeline(transaction=False)
     campaign_id = jobs[0].campaign_id
     for job in jobs:
-        pipe.set(job_key(job.job_id), job.model_dump_json(), ex=JOB_TTL_SECONDS)
+        pipe.set(job_key(job.job_id), job.stored_json(), ex=JOB_TTL_SECONDS)
     pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
     pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
     pipe.execute()

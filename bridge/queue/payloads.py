@@ -39,7 +39,7 @@ def keep_stored(pipe: Any, jobs: list[Job]) -> None:
     """Store each job not stored yet, in the sender's pipeline, before its message goes;
     one stored already (by `submit`, `retry`) is left as it is."""
     for job in jobs:
-        pipe.set(job_key(job.job_id), job.model_dump_json(), ex=RETENTION_SECONDS, nx=True)
+        pipe.set(job_key(job.job_id), job.stored_json(), ex=RETENTION_SECONDS, nx=True)
 
 
 def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
