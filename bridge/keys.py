@@ -118,7 +118,8 @@ def checkpoint_key(campaign_id: str) -> str:
 
 
 def job_key(job_id: str) -> str:
-    """String: the job's JSON, kept so the reaper, resume and retry can send it again."""
+    """String: the job's JSON, which its messages name (`bridge.queue.payloads`), kept so
+    the reaper and resume can send it again; removed once its campaign is complete."""
     return f"{PREFIX}:job:{job_id}"
 
 

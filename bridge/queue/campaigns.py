@@ -1,7 +1,9 @@
 """Campaigns: a set of jobs submitted together, with a manifest of the results expected.
 
-The manifest (job ids) and every job's JSON live in Redis, so any process can tell what
-is missing (`resume`), send a job again (`retry`, the reaper) or show progress (`status`).
+The manifest (job ids) and every job's JSON live in Redis while the campaign runs, so any
+process can tell what is missing (`resume`), send a job again (the reaper) or show
+progress (`status`); once it is complete, a compact record stays
+(`bridge.results.retention`).
 """
 
 from __future__ import annotations
