@@ -61,3 +61,15 @@ def test_reopen_reads_the_record_per_job_back_from_the_file(
     assert client.smembers(collected_key("c")) == {"a", "b", "d"}
     assert client.hgetall(counts_key("c")) == {"ok": "2", "timeout": "1"}
     assert progress(client, "c").finished
+
+
+def test_a_late_duplicate_of_a_compacted_campaign_is_left_unread(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """Redis no longer knows which jobs the file holds: reading the duplicate would count
+    the whole file again."""
+    collector = complete_campaign(client, tmp_path)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=100) == 0
+    assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3
+    assert client.hgetall(counts_key("c")) == {"ok": "2", "timeout": "1"}
