@@ -59,6 +59,9 @@ SYSTEM = "You are a careful assistant. Answer in one short paragraph."
 
 SAMPLE_SECONDS = 0.2
 
+PROGRESS_SECONDS = 30.0
+"""How often a progress line is printed while the campaign runs."""
+
 
 @dataclass
 class MemorySampler:
@@ -278,10 +281,21 @@ def main() -> None:
         assert collector is not None
         running = collector
 
+        shown = [time.monotonic()]
+
         def finished() -> bool:
-            if running.poll() is not None and not progress(client, campaign_id).finished:
+            state = progress(client, campaign_id)
+            if running.poll() is not None and not state.finished:
                 raise SystemExit(f"the collector ended early; see {folder / 'collect.log'}")
-            return progress(client, campaign_id).finished
+            if time.monotonic() - shown[0] >= PROGRESS_SECONDS:
+                shown[0] = time.monotonic()
+                print(
+                    f"  {time.monotonic() - started:.0f} s: {state.done}/{state.total} "
+                    f"collected; redis {used_memory(client) / 2**20:.1f} MiB, "
+                    f"peak {sampler.peak / 2**20:.1f} MiB",
+                    flush=True,
+                )
+            return state.finished
 
         wait_for(finished, 24 * 3600)
         wait_for(lambda: running.poll() is not None, 120)  # it ends once the file is whole
