@@ -39,7 +39,7 @@ from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
-from bridge.results.retention import RETENTION_SECONDS
+from bridge.results.retention import RETENTION_SECONDS, compact_record
 from bridge.targets.targets_file import Target, Targets
 
 JOB_TTL_SECONDS = RETENTION_SECONDS
@@ -417,16 +417,17 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
         pipe.scard(manifest_key(campaign_id))
         pipe.scard(collected_key(campaign_id))
         pipe.hgetall(counts_key(campaign_id))
-        pipe.exists(compacted_key(campaign_id))
+        pipe.get(compacted_key(campaign_id))
     replies = pipe.execute()
     found = {}
     for i, campaign_id in enumerate(campaign_ids):
         raw, listed, done, counts, compacted = replies[5 * i : 5 * i + 5]
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
-        counted = {k: int(v) for k, v in counts.items()}
+        record = compact_record(compacted)
+        counted = record.counts if record else {k: int(v) for k, v in counts.items()}
         found[campaign_id] = Progress(
             total=max(total, listed),
-            done=sum(counted.values()) if compacted else done,  # its counts are its record
+            done=sum(counted.values()) if record else done,  # its record, once compacted
             counts=counted,
             known=raw is not None,
         )

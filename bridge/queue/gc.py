@@ -62,6 +62,9 @@ def collect_garbage(client: redis.Redis, retention_seconds: int = RETENTION_SECO
             removed.campaigns += 1
         else:
             kept.append(campaign_id)
+    for campaign_id in kept:
+        if is_compacted(client, campaign_id):  # a late acknowledgement may have made these
+            client.delete(collected_key(campaign_id), manifest_key(campaign_id))
     finished = [c for c, p in progress_many(client, kept).items() if p.finished]
     for campaign_id, holder in collectors_of(client, finished).items():
         if holder is None and not is_compacted(client, campaign_id):

@@ -243,7 +243,7 @@ class Collector:
         write_atomically(summary_path(path.parent, campaign_id), text)
         if expected is not None and summary.results >= expected:
             empty_stream(self.client, campaign_id)
-            compact(self.client, campaign_id)
+            compact(self.client, campaign_id, summary.counts)
             self._complete(path)
 
     def _marked_if_taken(self, campaign_id: str, path: Path) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import cast
 
 import redis
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.keys import (
     audit_key,
@@ -62,13 +63,31 @@ def record_keys(campaign_id: str) -> list[str]:
     ]
 
 
-def compact(client: redis.Redis, campaign_id: str) -> int:
-    """Keep the campaign's record, remove its jobs and per-job keys; returns how many jobs.
+class CompactRecord(BaseModel):
+    """What the compacted mark holds: the campaign's results by status, as its file has
+    them. The live `counts` may still move after (an acknowledgement of a collector cut
+    off, delivered late, counts its results a second time); this does not."""
 
-    The mark goes first: from then on progress is read from the counts, which stay, so
-    `status` never sees a complete campaign as unfinished while its sets go."""
+    model_config = ConfigDict(extra="forbid")
+
+    at: float
+    counts: dict[str, int]
+
+
+def compact(client: redis.Redis, campaign_id: str, counts: dict[str, int] | None = None) -> int:
+    """Keep the campaign's record, remove its jobs and per-job keys; returns how many jobs.
+    `counts`: the file's results by status (else Redis's counts are taken as they are).
+
+    The mark goes first: from then on progress is read from it, so `status` never sees a
+    complete campaign as unfinished while its sets go."""
+    if counts is None:
+        counts = compacted_counts(client, campaign_id)
+    record = CompactRecord(at=time.time(), counts={k: v for k, v in counts.items() if v})
     pipe = client.pipeline(transaction=True)
-    pipe.set(compacted_key(campaign_id), str(time.time()), ex=RETENTION_SECONDS)
+    pipe.set(compacted_key(campaign_id), record.model_dump_json(), ex=RETENTION_SECONDS)
+    pipe.delete(counts_key(campaign_id))
+    if record.counts:
+        pipe.hset(counts_key(campaign_id), mapping=dict(record.counts.items()))
     for key in record_keys(campaign_id):
         pipe.expire(key, RETENTION_SECONDS)
     pipe.delete(checkpoint_key(campaign_id))
@@ -97,6 +116,14 @@ def _remove(client: redis.Redis, job_ids: list[str]) -> int:
 
 def is_compacted(client: redis.Redis, campaign_id: str) -> bool:
     return bool(client.exists(compacted_key(campaign_id)))
+
+
+def compact_record(raw: str | None) -> CompactRecord | None:
+    """The compacted mark's record (None when not compacted, or unreadable)."""
+    try:
+        return CompactRecord.model_validate_json(raw) if raw else None
+    except ValidationError:
+        return None
 
 
 def reopen(client: redis.Redis, campaign_id: str, path: Path) -> None:

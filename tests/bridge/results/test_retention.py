@@ -73,3 +73,14 @@ def test_a_late_duplicate_of_a_compacted_campaign_is_left_unread(
     assert collector.poll(["c"], block_ms=100) == 0
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 3
     assert client.hgetall(counts_key("c")) == {"ok": "2", "timeout": "1"}
+
+
+def test_the_record_counts_what_the_file_holds_whatever_counts_drifted(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """A collector cut off whose acknowledgement reaches Redis late counts its results a
+    second time; a complete campaign's record says what its file holds."""
+    complete_campaign(client, tmp_path)
+    client.hincrby(counts_key("c"), "ok", 2)  # the late acknowledgement
+    state = progress(client, "c")
+    assert (state.done, state.total, state.counts) == (3, 3, {"ok": 2, "timeout": 1})
