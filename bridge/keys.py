@@ -117,6 +117,12 @@ def checkpoint_key(campaign_id: str) -> str:
     return f"{PREFIX}:checkpoint:{campaign_id}"
 
 
+def job_dictionary_key(campaign_id: str) -> str:
+    """String: the campaign's first stored job, the zlib dictionary its stored jobs are
+    compressed against (`bridge.queue.stored`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:job-dictionary"
+
+
 def job_key(job_id: str) -> str:
     """String: the job's JSON, which its messages name (`bridge.queue.payloads`), kept so
     the reaper and resume can send it again; removed once its campaign is complete."""

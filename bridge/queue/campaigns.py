@@ -39,6 +39,7 @@ from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
+from bridge.queue.stored import encoded, read_jobs
 from bridge.results.retention import RETENTION_SECONDS, compact_record
 from bridge.targets.targets_file import Target, Targets
 
@@ -313,10 +314,11 @@ def announce(
 def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     if not jobs:
         return
+    values = encoded(client, jobs)
     pipe = client.pipeline(transaction=False)
     campaign_id = jobs[0].campaign_id
     for job in jobs:
-        pipe.set(job_key(job.job_id), job.stored_json(), ex=JOB_TTL_SECONDS)
+        pipe.set(job_key(job.job_id), values[job.job_id], ex=JOB_TTL_SECONDS)
     pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
     pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
     pipe.execute()
@@ -448,9 +450,7 @@ def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
     ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
     for chunk in _chunks(ids, WRITE_CHUNK):
-        for raw in client.mget([job_key(i) for i in chunk]):
-            if raw is not None:
-                yield Job.model_validate_json(raw)
+        yield from (job for job in read_jobs(client, chunk) if job is not None)
 
 
 def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:

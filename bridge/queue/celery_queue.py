@@ -71,7 +71,7 @@ class JobQueue:
             for start in range(0, len(jobs), MARK_BATCH):
                 batch = jobs[start : start + MARK_BATCH]
                 pipe = self.client.pipeline(transaction=False)
-                keep_stored(pipe, batch)
+                keep_stored(self.client, pipe, batch)
                 mark_sent(pipe, ids_by_queue(batch))
                 *_, sent_ms = pipe.execute()
                 self._publish(producer.channel, batch, sent_ms, countdown)

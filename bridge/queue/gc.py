@@ -9,12 +9,12 @@ per-job keys whose campaign Redis no longer knows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import cast
+from typing import Any, cast
 
 import redis
 from pydantic import BaseModel
+from redis.client import NEVER_DECODE
 
 from bridge.clock import now_seconds
 from bridge.keys import (
@@ -23,11 +23,13 @@ from bridge.keys import (
     checkpoint_key,
     collected_key,
     done_key,
+    job_dictionary_key,
     job_key,
     manifest_key,
     rebuild_lock_key,
 )
 from bridge.queue.campaigns import progress_many
+from bridge.queue.stored import campaign_of
 from bridge.results.collected import empty_stream
 from bridge.results.collector import collectors_of
 from bridge.results.retention import (
@@ -83,6 +85,7 @@ def remove_campaign(client: redis.Redis, campaign_id: str) -> None:
         collected_key(campaign_id),
         checkpoint_key(campaign_id),
         rebuild_lock_key(campaign_id),
+        job_dictionary_key(campaign_id),
     )
     client.zrem(campaigns_key(), campaign_id)
 
@@ -93,8 +96,9 @@ def remove_orphans(client: redis.Redis) -> int:
     removed = 0
     jobs = client.scan_iter(match=job_key("*"), count=DELETE_CHUNK)
     for chunk in _chunked(jobs):
-        raws = cast(list[str | None], client.mget(chunk))
-        owners = {k: _campaign_of(raw) for k, raw in zip(chunk, raws, strict=True)}
+        options: dict[str, Any] = {NEVER_DECODE: []}
+        raws = cast(list[bytes | None], client.execute_command("MGET", *chunk, **options))  # type: ignore[no-untyped-call]
+        owners = {k: campaign_of(raw) for k, raw in zip(chunk, raws, strict=True)}
         known = _known(client, {c for c in owners.values() if c})
         gone = [k for k, c in owners.items() if c not in known]
         if gone:
@@ -119,13 +123,6 @@ def _known(client: redis.Redis, campaign_ids: set[str]) -> set[str]:
     for campaign_id in ids:
         pipe.exists(campaign_key(campaign_id))
     return {c for c, there in zip(ids, pipe.execute(), strict=True) if there}
-
-
-def _campaign_of(raw: str | None) -> str | None:
-    try:
-        return str(json.loads(raw)["campaign_id"]) if raw else None
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def _chunked(keys: Iterable[str]) -> list[list[str]]:

@@ -18,10 +18,10 @@ import logging
 from typing import Any
 
 import redis
-from pydantic import ValidationError
 
 from bridge.keys import job_key
 from bridge.queue.jobs import Job
+from bridge.queue.stored import encoded, read_job
 from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,12 @@ def payload_of(job: Job) -> dict[str, Any]:
     return {field: getattr(job, field) for field in REFERENCE_FIELDS}
 
 
-def keep_stored(pipe: Any, jobs: list[Job]) -> None:
+def keep_stored(client: redis.Redis, pipe: Any, jobs: list[Job]) -> None:
     """Store each job not stored yet, in the sender's pipeline, before its message goes;
     one stored already (by `submit`, `retry`) is left as it is."""
+    values = encoded(client, jobs)
     for job in jobs:
-        pipe.set(job_key(job.job_id), job.stored_json(), ex=RETENTION_SECONDS, nx=True)
+        pipe.set(job_key(job.job_id), values[job.job_id], ex=RETENTION_SECONDS, nx=True)
 
 
 def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
@@ -49,13 +50,8 @@ def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
     evalrelay before references) is that job."""
     if "request" in payload:
         return Job.model_validate(payload)
-    raw = client.get(job_key(str(payload["job_id"])))
-    if raw is None:
-        return None
-    try:
-        stored = Job.model_validate_json(raw)
-    except ValidationError:
-        log.exception("job %s: stored job is unreadable", payload["job_id"])
+    stored = read_job(client, str(payload["job_id"]))
+    if stored is None:
         return None
     return stored.model_copy(
         update={"attempt": payload["attempt"], "waiting_since": payload.get("waiting_since")}

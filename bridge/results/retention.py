@@ -32,6 +32,7 @@ from bridge.keys import (
     compacted_key,
     counts_key,
     done_key,
+    job_dictionary_key,
     job_key,
     manifest_key,
     paused_key,
@@ -93,7 +94,9 @@ def compact(client: redis.Redis, campaign_id: str, counts: dict[str, int] | None
     pipe.delete(checkpoint_key(campaign_id))
     pipe.execute()
     removed = remove_jobs(client, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK))
-    client.delete(manifest_key(campaign_id), collected_key(campaign_id))
+    client.delete(
+        manifest_key(campaign_id), collected_key(campaign_id), job_dictionary_key(campaign_id)
+    )
     return removed
 
 
