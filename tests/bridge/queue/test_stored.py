@@ -47,7 +47,7 @@ def test_a_dictionary_made_again_is_told_from_the_first(client: redis.Redis) -> 
     """A compacted campaign retried makes a new dictionary; a job stored with the old one
     (a late message's) is unreadable, not read wrong."""
     store_jobs(client, jobs(1))
-    old = client.execute_command("GET", job_key("j0"), NEVER_DECODE=[])
+    old = client.execute_command("GET", job_key("j0"), NEVER_DECODE=[])  # type: ignore[no-untyped-call]
     client.delete(job_dictionary_key("c"), job_key("j0"))
     other = [j.model_copy(update={"job_id": "k0"}) for j in jobs(1, "c")]
     other = [other[0].model_copy(update={"outcome": "a different first job"})]
