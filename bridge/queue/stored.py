@@ -3,8 +3,8 @@
 The jobs of a campaign share most of their JSON: field names, the target's settings, the
 system prompt, the evaluators. Compressed with zlib against a dictionary made of the
 campaign's first job, a one-turn case's stored job takes about 90 bytes instead of 800:
-what is shared is stored once, in the dictionary. A stored value is `FORMAT`, the first 8
-bytes of the dictionary's SHA-256 (a dictionary made again, after the campaign was
+what is shared is stored once, in the dictionary. A stored value is `FORMAT`, the first 16
+hex digits of the dictionary's SHA-256 (a dictionary made again, after the campaign was
 compacted and retried, is told apart), the campaign id and a line break, then the
 compressed JSON. Each process keeps the dictionaries it read (they never change). A
 value that is plain JSON (stored by an evalrelay before this) is read as it is.
@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 
 FORMAT = b"z1"
 
-DIGEST_BYTES = 8
+DIGEST_BYTES = 16
+"""Hex digits of the dictionary's SHA-256 in a stored value: text, never a line break."""
 
 _dictionaries: dict[tuple[str, bytes], bytes] = {}
 """(campaign, digest) to dictionary, read once per process."""
@@ -45,7 +46,7 @@ def encoded(client: redis.Redis, jobs: Sequence[Job]) -> dict[str, bytes]:
     for campaign_id in dict.fromkeys(job.campaign_id for job in jobs):
         ones = [job for job in jobs if job.campaign_id == campaign_id]
         dictionary = _dictionary_for(client, campaign_id, ones[0])
-        digest = hashlib.sha256(dictionary).digest()[:DIGEST_BYTES]
+        digest = _digest(dictionary)
         head = FORMAT + digest + campaign_id.encode() + b"\n"
         for job in ones:
             packer = zlib.compressobj(9, zdict=dictionary)
@@ -84,9 +85,7 @@ def decoded(client: redis.Redis, raw: bytes | None, job_id: str = "") -> Job | N
     try:
         if not raw.startswith(FORMAT):
             return Job.model_validate_json(raw)
-        head, _, data = raw.partition(b"\n")
-        digest = head[len(FORMAT) : len(FORMAT) + DIGEST_BYTES]
-        campaign_id = head[len(FORMAT) + DIGEST_BYTES :].decode()
+        digest, campaign_id, data = _parts(raw)
         dictionary = _dictionary(client, campaign_id, digest)
         if dictionary is None:
             log.error("job %s: its campaign's job dictionary is gone; it cannot be read", job_id)
@@ -103,11 +102,22 @@ def campaign_of(raw: bytes | None) -> str | None:
     if raw is None:
         return None
     if raw.startswith(FORMAT):
-        return raw.partition(b"\n")[0][len(FORMAT) + DIGEST_BYTES :].decode(errors="replace")
+        return _parts(raw)[1]
     try:
         return Job.model_validate_json(raw).campaign_id
     except ValidationError:
         return None
+
+
+def _parts(raw: bytes) -> tuple[bytes, str, bytes]:
+    """A stored value's dictionary digest, campaign id and compressed JSON."""
+    start = len(FORMAT) + DIGEST_BYTES
+    campaign_id, _, data = raw[start:].partition(b"\n")
+    return raw[len(FORMAT) : start], campaign_id.decode(errors="replace"), data
+
+
+def _digest(dictionary: bytes) -> bytes:
+    return hashlib.sha256(dictionary).hexdigest()[:DIGEST_BYTES].encode()
 
 
 def _dictionary(client: redis.Redis, campaign_id: str, digest: bytes) -> bytes | None:
@@ -115,7 +125,7 @@ def _dictionary(client: redis.Redis, campaign_id: str, digest: bytes) -> bytes |
     if cached is not None:
         return cached
     dictionary = _get(client, job_dictionary_key(campaign_id))
-    if dictionary is None or hashlib.sha256(dictionary).digest()[:DIGEST_BYTES] != digest:
+    if dictionary is None or _digest(dictionary) != digest:
         return None
     _remember(campaign_id, dictionary)
     return dictionary
@@ -124,7 +134,7 @@ def _dictionary(client: redis.Redis, campaign_id: str, digest: bytes) -> bytes |
 def _remember(campaign_id: str, dictionary: bytes) -> None:
     if len(_dictionaries) >= MAX_CACHED:
         _dictionaries.pop(next(iter(_dictionaries)))
-    digest = hashlib.sha256(dictionary).digest()[:DIGEST_BYTES]
+    digest = _digest(dictionary)
     _dictionaries[(campaign_id, digest)] = dictionary
 
 

@@ -69,3 +69,14 @@ def test_stored_jobs_of_a_campaign_read_back(client: redis.Redis) -> None:
     planned = jobs(3)
     store_jobs(client, planned)
     assert sorted(stored_jobs(client, "c"), key=lambda j: j.job_id) == planned
+
+
+def test_every_campaigns_jobs_read_back_whatever_its_dictionary(client: redis.Redis) -> None:
+    """A binary digest held a line break for about one campaign in thirty, and its jobs
+    could not be read (the fleet test caught it)."""
+    planned = [j for c in range(200) for j in jobs(1, f"campaign-{c}")]
+    planned = [j.model_copy(update={"job_id": f"j-{j.campaign_id}"}) for j in planned]
+    for job in planned:
+        store_jobs(client, [job])
+    stored._dictionaries.clear()
+    assert read_jobs(client, [j.job_id for j in planned]) == planned
