@@ -18,13 +18,18 @@ import logging
 from typing import Any
 
 import redis
+from redis.retry import Retry
 
 from bridge.keys import job_key
+from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.jobs import Job
 from bridge.queue.stored import encoded, read_job
 from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
+
+READ_TRIES = 120
+"""About ten minutes of tries, 5 s apart, to read a job while Redis is out of reach."""
 
 REFERENCE_FIELDS = ("campaign_id", "job_id", "attempt", "waiting_since")
 """What a message carries of its job; the rest is read from the stored job."""
@@ -50,7 +55,16 @@ def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
     evalrelay before references) is that job."""
     if "request" in payload:
         return Job.model_validate(payload)
-    stored = read_job(client, str(payload["job_id"]))
+    job_id = str(payload["job_id"])
+
+    def waiting(error: Exception) -> None:
+        log.warning("job %s: Redis out of reach to read the job (%s); retrying", job_id, error)
+
+    # Before the job is held on record: an error here would leave its message taken and
+    # nobody to send it again while this process lives. Redis is waited for, as to publish.
+    stored = Retry(OUTAGE_BACKOFF, READ_TRIES).call_with_retry(
+        lambda: read_job(client, job_id), waiting
+    )
     if stored is None:
         return None
     return stored.model_copy(
