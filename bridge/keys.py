@@ -35,6 +35,12 @@ def counts_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:counts"
 
 
+def compacted_key(campaign_id: str) -> str:
+    """String: when the campaign was compacted (`bridge.results.retention`): its file is
+    complete, its counts are its record, its jobs and per-job keys are gone."""
+    return f"{PREFIX}:campaign:{campaign_id}:compacted"
+
+
 def collected_key(campaign_id: str) -> str:
     """Set: ids of the jobs whose result is in the campaign's JSONL file."""
     return f"{PREFIX}:campaign:{campaign_id}:collected"
@@ -116,8 +122,21 @@ def results_stream_key(campaign_id: str) -> str:
     return f"{PREFIX}:results:{campaign_id}"
 
 
+def checkpoint_key(campaign_id: str) -> str:
+    """List: compressed segments of results moved out of the stream once their lines were
+    fsynced (`bridge.results.checkpoint`), for a collector taking the campaign over."""
+    return f"{PREFIX}:checkpoint:{campaign_id}"
+
+
+def job_dictionary_key(campaign_id: str) -> str:
+    """String: the campaign's first stored job, the zlib dictionary its stored jobs are
+    compressed against (`bridge.queue.stored`)."""
+    return f"{PREFIX}:campaign:{campaign_id}:job-dictionary"
+
+
 def job_key(job_id: str) -> str:
-    """String: the job's JSON, kept so the reaper, resume and retry can send it again."""
+    """String: the job's JSON, which its messages name (`bridge.queue.payloads`), kept so
+    the reaper and resume can send it again; removed once its campaign is complete."""
     return f"{PREFIX}:job:{job_id}"
 
 

@@ -27,10 +27,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bridge.keys import holders_key
-from bridge.queue.celery_queue import RUN_BATCH, JobQueue, batch_jobs
+from bridge.queue.celery_queue import RUN_BATCH, JobQueue
 from bridge.queue.connection import OUTAGE_BACKOFF
-from bridge.queue.holders import LET_GO_LUA
+from bridge.queue.holders import LET_GO_LUA, let_go
 from bridge.queue.jobs import Job
+from bridge.queue.payloads import jobs_of
 from bridge.results.result import Result
 from worker.execute import execute_async
 from worker.holds import take_hold
@@ -67,10 +68,18 @@ def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
         reject_on_worker_lost=True,
         ignore_result=True,
     )
-    def run_batch(self: Task, jobs_json: str, job_ids: list[str]) -> str:
-        jobs = batch_jobs(jobs_json)
-        worker = self.request.hostname or "worker"
+    def run_batch(self: Task, payloads: list[dict[str, Any]], job_ids: list[str]) -> str:
         message: str = self.request.id
+        jobs = []
+        for payload, job in zip(payloads, jobs_of(client(), payloads), strict=True):
+            if job is None:  # its campaign is complete and compacted: a late duplicate
+                log.warning("job %s: no longer stored; this delivery is ignored", payload["job_id"])
+                let_go(client(), str(payload["job_id"]), message)
+            else:
+                jobs.append(job)
+        if not jobs:
+            return "no longer stored"
+        worker = self.request.hostname or "worker"
         queue = JobQueue(app, client())
         if stopping.is_set():  # reached a pool thread after the worker began to stop
             if message in released:

@@ -14,6 +14,7 @@ from bridge.queue.budget import charge
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
+from bridge.queue.payloads import job_of
 from bridge.results.result import Status
 from worker.execute import execute, never_started
 from worker.holds import take_hold
@@ -36,9 +37,13 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
         ignore_result=True,
     )
     def run_case(self: Task, payload: dict[str, Any]) -> str:
-        job = Job.model_validate(payload)
         worker = self.request.hostname or "worker"
         message: str = self.request.id
+        job = job_of(client(), payload)
+        if job is None:
+            log.warning("job %s: no longer stored; this delivery is ignored", payload["job_id"])
+            let_go(client(), str(payload["job_id"]), message)
+            return "no longer stored"
         if stopping.is_set():  # reached a pool thread after the worker began to stop
             if message in released:
                 return "handed back"  # its message is on its queue again

@@ -45,6 +45,7 @@ COMMANDS = {
     "export": "bridge.cli.export:export_command",
     "serve": "bridge.cli.serve:serve_command",
     "health": "bridge.cli.health:health_command",
+    "gc": "bridge.cli.gc:gc_command",
 }
 """Each command's click object, imported when the command is used."""
 

@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -15,19 +16,24 @@ from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
+from bridge.queue.blobs import store_blobs
 from bridge.queue.campaigns import (
+    CampaignInfo,
     load_info,
     resolve_campaign,
     store_jobs,
     stored_jobs,
     uncancel,
 )
+from bridge.queue.jobs import Job
+from bridge.queue.rebuild import replan
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, record, who
 from bridge.results.collected import file_here, results_home
 from bridge.results.collector import collectors_of, hold_lease, release_lease
 from bridge.results.result import AttemptSummary, Status
-from bridge.results.results_file import results_path
+from bridge.results.results_file import read_results, results_path
+from bridge.results.retention import is_compacted, reopen
 from bridge.results.retry_request import (
     RetryAnswer,
     RetryRequest,
@@ -73,12 +79,9 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
         path = results_path(Path(info.out_dir), campaign)
+        planned = list(_jobs_of(runtime.client, info, path))  # before any line moves
         earlier, collector = _set_aside(runtime.client, campaign, path, wanted)
-        jobs = [
-            job.retried(earlier[job.job_id])
-            for job in stored_jobs(runtime.client, campaign)
-            if job.job_id in earlier
-        ]
+        jobs = [job.retried(earlier[job.job_id]) for job in planned if job.job_id in earlier]
         store_jobs(runtime.client, jobs)
         uncancel(runtime.client, campaign)
         runtime.queue.send(jobs)
@@ -170,3 +173,22 @@ def _wait_for_answer(
                 f"sent again: `evalrelay resume {campaign}` sends every job without a result"
             )
         time.sleep(ANSWER_POLL_SECONDS)
+
+
+def _jobs_of(client: redis.Redis, info: CampaignInfo, path: Path) -> Iterable[Job]:
+    """The campaign's jobs: stored while it runs; once it is compacted, planned again from
+    its eval files as a rebuild plans them (attached files stored again), each carrying the
+    earlier attempts its line lists, and the file's record per job made again in Redis."""
+    if not is_compacted(client, info.campaign_id):
+        return stored_jobs(client, info.campaign_id)
+    files, jobs = replan(info)
+    store_blobs(client, (f for loaded in files for case in loaded.cases for f in case.files()))
+    here = file_here(client, info.campaign_id, path)
+    if here is None:
+        raise EvalrelayError(
+            f"campaign {info.campaign_id}'s results file is "
+            f"{results_home(client, info.campaign_id)}; run `evalrelay retry` on that host"
+        )
+    reopen(client, info.campaign_id, here)
+    attempts = {r.job_id: r.attempts for r in read_results(here)}
+    return [j.model_copy(update={"previous_attempts": attempts.get(j.job_id, [])}) for j in jobs]

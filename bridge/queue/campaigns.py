@@ -1,7 +1,9 @@
 """Campaigns: a set of jobs submitted together, with a manifest of the results expected.
 
-The manifest (job ids) and every job's JSON live in Redis, so any process can tell what
-is missing (`resume`), send a job again (`retry`, the reaper) or show progress (`status`).
+The manifest (job ids) and every job's JSON live in Redis while the campaign runs, so any
+process can tell what is missing (`resume`), send a job again (the reaper) or show
+progress (`status`); once it is complete, a compact record stays
+(`bridge.results.retention`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bridge.keys import (
     campaigns_key,
     cancel_key,
     collected_key,
+    compacted_key,
     counts_key,
     epoch_key,
     job_key,
@@ -36,10 +39,13 @@ from bridge.queue.blobs import store_blobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, build_job
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
+from bridge.queue.stored import encoded, read_jobs
+from bridge.results.retention import RETENTION_SECONDS, compact_record
 from bridge.targets.targets_file import Target, Targets
 
-JOB_TTL_SECONDS = 30 * 24 * 3600
-"""How long a campaign's jobs and manifest stay in Redis for resume and retry."""
+JOB_TTL_SECONDS = RETENTION_SECONDS
+"""How long a campaign stays in Redis (its jobs are removed once it is complete:
+`bridge.results.retention`)."""
 
 WRITE_CHUNK = 1000
 
@@ -308,10 +314,11 @@ def announce(
 def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     if not jobs:
         return
+    values = encoded(client, jobs)
     pipe = client.pipeline(transaction=False)
     campaign_id = jobs[0].campaign_id
     for job in jobs:
-        pipe.set(job_key(job.job_id), job.model_dump_json(), ex=JOB_TTL_SECONDS)
+        pipe.set(job_key(job.job_id), values[job.job_id], ex=JOB_TTL_SECONDS)
     pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
     pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
     pipe.execute()
@@ -412,15 +419,18 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
         pipe.scard(manifest_key(campaign_id))
         pipe.scard(collected_key(campaign_id))
         pipe.hgetall(counts_key(campaign_id))
+        pipe.get(compacted_key(campaign_id))
     replies = pipe.execute()
     found = {}
     for i, campaign_id in enumerate(campaign_ids):
-        raw, listed, done, counts = replies[4 * i : 4 * i + 4]
+        raw, listed, done, counts, compacted = replies[5 * i : 5 * i + 5]
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
+        record = compact_record(compacted)
+        counted = record.counts if record else {k: int(v) for k, v in counts.items()}
         found[campaign_id] = Progress(
             total=max(total, listed),
-            done=done,
-            counts={k: int(v) for k, v in counts.items()},
+            done=sum(counted.values()) if record else done,  # its record, once compacted
+            counts=counted,
             known=raw is not None,
         )
     return found
@@ -440,9 +450,7 @@ def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
     ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
     for chunk in _chunks(ids, WRITE_CHUNK):
-        for raw in client.mget([job_key(i) for i in chunk]):
-            if raw is not None:
-                yield Job.model_validate_json(raw)
+        yield from (job for job in read_jobs(client, chunk) if job is not None)
 
 
 def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:

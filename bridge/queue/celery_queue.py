@@ -1,7 +1,7 @@
 """Sending jobs to the workers' queues, by task name, over the same Redis as everything else.
 
-The submitting side never imports the worker package to send: the task name and the job's
-JSON are the whole contract.
+The submitting side never imports the worker package to send: the task name and the
+message's payload (`bridge.queue.payloads`) are the whole contract.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 import redis
 from celery import Celery
 from kombu import serialization
-from pydantic import TypeAdapter
 
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
 from bridge.queue.jobs import Job, new_batch_id, new_message_id
 from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
+from bridge.queue.payloads import keep_stored, payload_of
 
 RUN_CASE = "evalrelay.run_case"
 """The Celery task that runs one job: agent jobs travel so, one to a message."""
@@ -91,8 +91,10 @@ class JobQueue:
                     end += 1
                 group = messages[start:end]
                 pipe = self.client.pipeline(transaction=False)
-                mark_sent(pipe, ids_by_queue(job for message in group for job in message))
-                (sent_ms,) = pipe.execute()
+                grouped = [job for message in group for job in message]
+                keep_stored(self.client, pipe, grouped)
+                mark_sent(pipe, ids_by_queue(grouped))
+                *_, sent_ms = pipe.execute()
                 self._publish(producer.channel, group, sent_ms, countdown)
                 start = end
         return len(jobs)
@@ -129,11 +131,11 @@ class JobQueue:
             limit = min(max(j.timeout_seconds for j in jobs), MAX_JOB_SECONDS)
             limit += HARD_LIMIT_GRACE_SECONDS
             name = RUN_BATCH
-            args: list[Any] = [batch_json(jobs), [job.job_id for job in jobs]]
+            args: list[Any] = [[payload_of(job) for job in jobs], [job.job_id for job in jobs]]
             message_id = new_batch_id()
             what = f"[{len(jobs)} jobs of target {first.target.name!r} from {first.job_id}]"
         else:
-            name, args = RUN_CASE, [first.model_dump(mode="json")]
+            name, args = RUN_CASE, [payload_of(first)]
             message_id = new_message_id(first)
             what = f"[job {first.job_id} case {first.case_id!r} target {first.target.name!r}]"
         message = self.app.amqp.as_task_v2(
@@ -193,17 +195,3 @@ def message_job_ids(task: str, args: Any) -> list[str]:
         return [str(args[0]["job_id"])]
     except (IndexError, KeyError, TypeError):
         return []
-
-
-BATCH = TypeAdapter(list[Job])
-"""A batch's jobs on the wire: one JSON text, in the message as a string."""
-
-
-def batch_json(jobs: Sequence[Job]) -> str:
-    """The jobs as one JSON text. Carried as a string, a batch is read by pydantic's parser
-    in one call; as objects, kombu's decoder would call Python for each of their dicts."""
-    return BATCH.dump_json(list(jobs)).decode()
-
-
-def batch_jobs(text: str) -> list[Job]:
-    return BATCH.validate_json(text)

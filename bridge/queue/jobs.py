@@ -100,6 +100,11 @@ class Job(BaseModel):
     worker that finds it busy next may be on another host). It waits, without a
     limit on tries, until its own time limit has passed since then."""
 
+    def stored_json(self) -> str:
+        """The job as Redis stores it: fields at their default left out, a third of a
+        one-turn case's JSON (reading it back fills them in)."""
+        return self.model_dump_json(exclude_defaults=True)
+
     def retried(self, earlier: AttemptSummary) -> Job:
         return self.model_copy(
             update={

@@ -15,14 +15,14 @@ import threading
 from collections.abc import Callable, Sequence
 
 import redis
-from pydantic import ValidationError
 
 from bridge.clock import NOW_MS_LUA
-from bridge.keys import cancel_key, done_key, inflight_key, job_key, lease_key, reaper_lock_key
+from bridge.keys import cancel_key, done_key, inflight_key, lease_key, reaper_lock_key
 from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
 from bridge.queue.jobs import Job
 from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
+from bridge.queue.stored import read_job
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +100,10 @@ def _resend(
 
 
 def _stored_job(client: redis.Redis, job_id: str) -> Job | None:
-    payload = client.get(job_key(job_id))
-    if payload is None:
+    job = read_job(client, job_id)
+    if job is None:
         log.error("job %s: to be sent again, but the job is no longer stored", job_id)
-        return None
-    try:
-        return Job.model_validate_json(payload)
-    except ValidationError:
-        log.exception("job %s: stored job is unreadable", job_id)
-        return None
+    return job
 
 
 class Reaper(threading.Thread):

@@ -5,7 +5,8 @@ campaign's file holds, and `results_home` says which host and path that file is.
 collector opening a campaign's file brings the two into agreement without ever taking
 anything out of Redis's record: a file on another host, or a new empty one, is not the
 campaign's file until it holds what Redis says is collected. What it lacks it copies
-from the result stream, which keeps every result until the campaign's file is complete.
+from the result stream and its checkpoint (`bridge.results.checkpoint`), which keep every
+result until the campaign's file is complete.
 """
 
 from __future__ import annotations
@@ -20,17 +21,25 @@ from typing import Any, cast
 import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.keys import collected_key, counts_key, results_home_key, results_stream_key
+from bridge.keys import (
+    checkpoint_key,
+    collected_key,
+    counts_key,
+    results_home_key,
+    results_stream_key,
+)
+from bridge.results.checkpoint import checkpointed
 from bridge.results.result import Result
 from bridge.results.results_file import ResultsFile, summary_path
+from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 
 SCAN_PAGE = 1000
 """Stream entries read at a time when copying results a file lacks."""
 
-HOME_TTL_SECONDS = 30 * 24 * 3600
-"""As long as the campaign's jobs are kept."""
+HOME_TTL_SECONDS = RETENTION_SECONDS
+"""As long as the campaign's record is kept."""
 
 PARTIAL = ".partial-"
 """`<campaign>.partial-<host>.jsonl`: the part a collector wrote before another took the
@@ -174,25 +183,38 @@ def copy_from_stream(client: redis.Redis, campaign_id: str, file: ResultsFile) -
     """Write into the file, from the stream, the collected results it lacks; returns how many
     it still lacks (their entries are gone: the stream is emptied once a file is complete)."""
     lacking = {str(i) for i in client.smembers(collected_key(campaign_id))} - file.job_ids
+    if lacking:
+        file.append(_taken(lacking, checkpointed(client, campaign_id)))
     stream, start = results_stream_key(campaign_id), "-"
     while lacking:
         page = cast(list[Any], client.xrange(stream, start, "+", count=SCAN_PAGE))
         if not page:
             break
-        found = []
-        for _, fields in page:
-            if fields.get("job_id") in lacking:
-                try:
-                    found.append(Result.model_validate_json(fields["result"]))
-                except (KeyError, ValidationError):
-                    continue
-                lacking.discard(fields["job_id"])
-        file.append(found)
+        wanted = (f.get("result", "") for _, f in page if f.get("job_id") in lacking)
+        file.append(_taken(lacking, wanted))
         start = "(" + page[-1][0]
     return len(lacking)
+
+
+def _taken(lacking: set[str], raws: Iterable[str]) -> list[Result]:
+    """The results of `raws` whose job is `lacking`, the first of each; those are taken
+    out of `lacking`."""
+    found = []
+    for raw in raws:
+        try:
+            result = Result.model_validate_json(raw)
+        except ValidationError:
+            continue
+        if result.job_id in lacking:
+            found.append(result)
+            lacking.discard(result.job_id)
+    return found
 
 
 def empty_stream(client: redis.Redis, campaign_id: str) -> None:
     """The campaign's file is complete: its results need not stay in Redis (the consumer
     group stays, for the results of a later `retry`)."""
-    client.xtrim(results_stream_key(campaign_id), maxlen=0)
+    pipe = client.pipeline(transaction=True)
+    pipe.xtrim(results_stream_key(campaign_id), maxlen=0)
+    pipe.delete(checkpoint_key(campaign_id))
+    pipe.execute()

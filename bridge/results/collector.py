@@ -5,9 +5,10 @@ only after its line is fsynced; entries left pending by a collector that died ar
 claimed by another after `CLAIM_IDLE_MS`. Duplicates (a job delivered twice, an entry
 read twice) are dropped against the ids already in the file.
 
-One collector at a time writes a campaign (its collector lease). Entries stay in the
-stream until the campaign's file is complete, so a collector taking a campaign over on
-another host, or into another folder, first copies into its file what the one before
+One collector at a time writes a campaign (its collector lease). Acknowledged entries
+move from the stream into a compressed checkpoint (`bridge.results.checkpoint`), where
+results stay until the campaign's file is complete, so a collector taking a campaign over
+on another host, or into another folder, first copies into its file what the one before
 wrote (`bridge.results.collected`): the file a campaign ends with is whole. The one cut
 off keeps its part as `<campaign>.partial-<host>.jsonl` and makes no report of it.
 
@@ -35,7 +36,13 @@ from pydantic import ValidationError
 from redis.backoff import ExponentialBackoff
 
 from bridge.clock import now_seconds
-from bridge.keys import COLLECTOR_GROUP, collector_lease_key, results_stream_key
+from bridge.keys import (
+    COLLECTOR_GROUP,
+    collector_lease_key,
+    compacted_key,
+    results_stream_key,
+)
+from bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
 from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
 from bridge.results.result import Result
 from bridge.results.results_file import (
@@ -44,6 +51,7 @@ from bridge.results.results_file import (
     summary_on_disk,
     summary_path,
 )
+from bridge.results.retention import compact
 from bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
 from bridge.results.set_aside import set_aside
 from bridge.results.statistics import import_in_background
@@ -132,6 +140,9 @@ class Collector:
         """Each campaign's file this collector wrote, to mark it partial if taken over."""
         self.unfinished: dict[str, Path] = {}
         """Campaigns finished in Redis whose summary (and trimming) the disk refused so far."""
+        self.acknowledged: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+        """Each campaign's entries acknowledged and still in its stream, with their result
+        JSON, until there are enough to move into its checkpoint."""
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
@@ -146,7 +157,9 @@ class Collector:
     def _poll(self, campaigns: list[str], block_ms: int) -> int:
         for campaign_id in [c for c in self.unfinished if not self._waiting(c)]:
             self.finish(campaign_id)
-        campaigns = [c for c in campaigns if self._hold(c) and not self._waiting(c)]
+        campaigns = [
+            c for c in self._not_compacted(campaigns) if self._hold(c) and not self._waiting(c)
+        ]
         if not campaigns:
             time.sleep(self._pause(block_ms))
             return 0
@@ -199,6 +212,16 @@ class Collector:
         )  # fmt: skip
         return RetryAnswer(collector=self.consumer, moved={r.job_id: r.summary() for r in moved})
 
+    def _not_compacted(self, campaigns: list[str]) -> list[str]:
+        """A compacted campaign's file is complete and Redis no longer knows which jobs it
+        holds: a late duplicate in its stream waits there, unread, until `evalrelay gc`."""
+        if not campaigns:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for campaign_id in campaigns:
+            pipe.exists(compacted_key(campaign_id))
+        return [c for c, gone in zip(campaigns, pipe.execute(), strict=True) if not gone]
+
     def redis_lost(self) -> None:
         """Redis lost its data: let go of every file and consumer group. A campaign made
         known again (`bridge.queue.rebuild`) has its file opened anew, which records the
@@ -212,6 +235,7 @@ class Collector:
         for file in self.files.values():
             file.close()
         self.files.clear()
+        self.acknowledged.clear()  # acknowledged, they stay in the stream until complete
         self.held_at.clear()
         self.own_pending_read.clear()
 
@@ -252,6 +276,7 @@ class Collector:
         write_atomically(summary_path(path.parent, campaign_id), text)
         if expected is not None and summary.results >= expected:
             empty_stream(self.client, campaign_id)
+            compact(self.client, campaign_id, summary.counts)
             self._complete(path)
 
     def _marked_if_taken(self, campaign_id: str, path: Path) -> bool:
@@ -414,12 +439,13 @@ class Collector:
         return found
 
     def _handle(self, entries: list[tuple[str, Entry]]) -> int:
-        by_campaign: dict[str, list[tuple[str, Result | None]]] = defaultdict(list)
+        by_campaign: dict[str, list[tuple[str, dict[str, str], Result | None]]]
+        by_campaign = defaultdict(list)
         for campaign_id, (entry_id, fields) in entries:
-            by_campaign[campaign_id].append((entry_id, _parse(fields)))
+            by_campaign[campaign_id].append((entry_id, fields, _parse(fields)))
         written = 0
         for campaign_id, items in by_campaign.items():
-            results = [r for _, r in items if r is not None]
+            results = [r for _, _, r in items if r is not None]
             try:
                 new = self.results_file(campaign_id).append(results)
             except OSError as exc:
@@ -428,8 +454,20 @@ class Collector:
                 continue
             self._can_write(campaign_id)
             written += len(new)
-            self._acknowledge(campaign_id, [entry_id for entry_id, _ in items], new)
+            self._acknowledge(campaign_id, [entry_id for entry_id, _, _ in items], new)
+            self._checkpoint(
+                campaign_id,
+                [(entry_id, fields["result"] if r else None) for entry_id, fields, r in items],
+            )
         return written
+
+    def _checkpoint(self, campaign_id: str, acknowledged: list[tuple[str, str | None]]) -> None:
+        """Out of the stream, `CHECKPOINT_ENTRIES` at a time, what is safe in the file."""
+        waiting = self.acknowledged[campaign_id]
+        waiting += acknowledged
+        if len(waiting) >= CHECKPOINT_ENTRIES:
+            move_to_checkpoint(self.client, campaign_id, waiting)
+            del self.acknowledged[campaign_id]
 
     def _acknowledge(self, campaign_id: str, entry_ids: list[str], new: list[Result]) -> None:
         stream = results_stream_key(campaign_id)

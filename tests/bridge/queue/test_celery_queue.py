@@ -16,14 +16,12 @@ from bridge.queue.celery_queue import (
     RUN_BATCH,
     RUN_CASE,
     JobQueue,
-    batch_jobs,
-    batch_json,
     batch_size,
     in_messages,
     producer_app,
 )
-from bridge.queue.jobs import Job
 from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER
+from bridge.queue.payloads import job_of, jobs_of, payload_of
 from tests.conftest import direct_job
 
 VARYING = {"id", "root_id", "correlation_id", "delivery_tag", "origin", "argsrepr", "eta"}
@@ -80,12 +78,12 @@ def test_api_jobs_go_as_the_batch_message_send_task_sends(
     assert client.llen("api") == 64
     ours = popped(client, "api")
     jobs = jobs[:2]
-    payloads = batch_json(jobs)
+    payloads = [payload_of(job) for job in jobs]  # each names its stored job
     client.delete("api")
     celery_s = send_task_alike(client, redis_url, ours, RUN_BATCH, [payloads, ["j0", "j1"]], "api")
 
     assert comparable(ours) == comparable(celery_s)
-    assert batch_jobs(ours["body"][0][0]) == jobs
+    assert jobs_of(client, ours["body"][0][0]) == jobs
     assert ours["body"][0][1] == ["j0", "j1"]
     assert ours["headers"][JOBS_HEADER] == ["j0", "j1"]
     assert ours["headers"]["id"].startswith("batch-")
@@ -99,11 +97,11 @@ def test_an_agent_job_goes_alone_as_the_message_send_task_sends(
     assert job.target.queue == "agent.codex"
     JobQueue.connect(redis_url).send([job])
     ours = popped(client, job.target.queue)
-    payload = job.model_dump(mode="json")
+    payload = payload_of(job)
     celery_s = send_task_alike(client, redis_url, ours, RUN_CASE, [payload], job.target.queue)
 
     assert comparable(ours) == comparable(celery_s)
-    assert Job.model_validate(ours["body"][0][0]) == job
+    assert job_of(client, ours["body"][0][0]) == job
     assert ours["headers"]["id"].startswith(f"{job.job_id}-1-")
 
 
@@ -131,6 +129,6 @@ def test_a_batch_goes_in_order_each_job_once(client: redis.Redis, redis_url: str
     assert JobQueue.connect(redis_url).send(jobs) == 250
     sent = []
     while client.llen("api"):
-        sent += [job.job_id for job in batch_jobs(popped(client, "api")["body"][0][0])]
+        sent += [payload["job_id"] for payload in popped(client, "api")["body"][0][0]]
     assert sent == [job.job_id for job in jobs]
     assert client.llen("api") == 0

@@ -1,0 +1,131 @@
+"""`evalrelay gc`: what Redis keeps past a campaign's retention, and what nobody owns.
+
+A campaign's keys expire with its retention, but not all of them carry a time to live
+(the sets and counts its collector writes), and a campaign whose collector died between
+its last line and compacting it keeps its jobs. This removes what a campaign older than
+`RETENTION_SECONDS` left, compacts the complete campaigns nobody collects, and removes
+per-job keys whose campaign Redis no longer knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, cast
+
+import redis
+from pydantic import BaseModel
+from redis.client import NEVER_DECODE
+
+from bridge.clock import now_seconds
+from bridge.keys import (
+    campaign_key,
+    campaigns_key,
+    checkpoint_key,
+    collected_key,
+    done_key,
+    job_dictionary_key,
+    job_key,
+    manifest_key,
+    rebuild_lock_key,
+)
+from bridge.queue.campaigns import progress_many
+from bridge.queue.stored import campaign_of
+from bridge.results.collected import empty_stream
+from bridge.results.collector import collectors_of
+from bridge.results.retention import (
+    DELETE_CHUNK,
+    RETENTION_SECONDS,
+    compact,
+    is_compacted,
+    record_keys,
+    remove_jobs,
+)
+
+
+class Collected(BaseModel):
+    """What one `gc` removed."""
+
+    campaigns: int = 0
+    """Past their retention, or forgotten by Redis already (their metadata expired)."""
+    compacted: int = 0
+    """Complete, and compacted here: no collector had done it."""
+    jobs: int = 0
+    """Per-job keys (a stored job, a `done` mark) whose campaign is gone."""
+
+
+def collect_garbage(client: redis.Redis, retention_seconds: int = RETENTION_SECONDS) -> Collected:
+    removed = Collected()
+    cutoff = now_seconds(client) - retention_seconds
+    listed = cast(list[tuple[str, float]], client.zrange(campaigns_key(), 0, -1, withscores=True))
+    kept = []
+    for campaign_id, created in listed:
+        if created < cutoff or not client.exists(campaign_key(campaign_id)):
+            remove_campaign(client, campaign_id)
+            removed.campaigns += 1
+        else:
+            kept.append(campaign_id)
+    for campaign_id in kept:
+        if is_compacted(client, campaign_id):  # a late acknowledgement may have made these
+            client.delete(collected_key(campaign_id), manifest_key(campaign_id))
+    finished = [c for c, p in progress_many(client, kept).items() if p.finished]
+    for campaign_id, holder in collectors_of(client, finished).items():
+        if holder is None and not is_compacted(client, campaign_id):
+            empty_stream(client, campaign_id)
+            compact(client, campaign_id)
+            removed.compacted += 1
+    removed.jobs = remove_orphans(client)
+    return removed
+
+
+def remove_campaign(client: redis.Redis, campaign_id: str) -> None:
+    remove_jobs(client, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK))
+    client.delete(
+        *record_keys(campaign_id),
+        manifest_key(campaign_id),
+        collected_key(campaign_id),
+        checkpoint_key(campaign_id),
+        rebuild_lock_key(campaign_id),
+        job_dictionary_key(campaign_id),
+    )
+    client.zrem(campaigns_key(), campaign_id)
+
+
+def remove_orphans(client: redis.Redis) -> int:
+    """Stored jobs of campaigns Redis no longer knows, and `done` marks of jobs no longer
+    stored (a job is stored before it is sent, so before it can be done)."""
+    removed = 0
+    jobs = client.scan_iter(match=job_key("*"), count=DELETE_CHUNK)
+    for chunk in _chunked(jobs):
+        options: dict[str, Any] = {NEVER_DECODE: []}
+        raws = cast(list[bytes | None], client.execute_command("MGET", *chunk, **options))  # type: ignore[no-untyped-call]
+        owners = {k: campaign_of(raw) for k, raw in zip(chunk, raws, strict=True)}
+        known = _known(client, {c for c in owners.values() if c})
+        gone = [k for k, c in owners.items() if c not in known]
+        if gone:
+            client.delete(*gone)
+            removed += len(gone)
+    marks = client.scan_iter(match=done_key("*"), count=DELETE_CHUNK)
+    for chunk in _chunked(marks):
+        prefix = len(done_key(""))
+        pipe = client.pipeline(transaction=False)
+        for key in chunk:
+            pipe.exists(job_key(key[prefix:]))
+        gone = [k for k, stored in zip(chunk, pipe.execute(), strict=True) if not stored]
+        if gone:
+            client.delete(*gone)
+            removed += len(gone)
+    return removed
+
+
+def _known(client: redis.Redis, campaign_ids: set[str]) -> set[str]:
+    ids = sorted(campaign_ids)
+    pipe = client.pipeline(transaction=False)
+    for campaign_id in ids:
+        pipe.exists(campaign_key(campaign_id))
+    return {c for c, there in zip(ids, pipe.execute(), strict=True) if there}
+
+
+def _chunked(keys: Iterable[str]) -> list[list[str]]:
+    """The keys of a scan, `DELETE_CHUNK` at a time (all read before any is deleted)."""
+    found = [str(k) for k in keys]
+    return [found[i : i + DELETE_CHUNK] for i in range(0, len(found), DELETE_CHUNK)]

@@ -1,0 +1,81 @@
+"""What a queue message carries of a job, and the job a worker makes of it again.
+
+A job's JSON (about 1.2 KB for a one-turn case, more with files, rubrics or a long
+prompt) is stored in Redis once, under its id, for the reaper, `resume` and `retry`
+(`bridge.queue.campaigns.store_jobs`). Carrying it whole in its message as well doubled
+what a queued campaign costs Redis, and kombu's base64 of the body added a third on top.
+So a message names the job (campaign, id, attempt, and when it began waiting for
+capacity), and the worker reads the stored job. Sending stores a job that is not stored
+yet (a job sent by hand, or by a test), so every message names a job Redis has.
+
+These two functions are the whole contract between sender and worker on a message's
+content: `payload_of` builds it, `job_of` reads it back.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis
+from redis.retry import Retry
+
+from bridge.keys import job_key
+from bridge.queue.connection import OUTAGE_BACKOFF
+from bridge.queue.jobs import Job
+from bridge.queue.stored import encoded, read_jobs
+from bridge.results.retention import RETENTION_SECONDS
+
+log = logging.getLogger(__name__)
+
+READ_TRIES = 120
+"""About ten minutes of tries, 5 s apart, to read a job while Redis is out of reach."""
+
+REFERENCE_FIELDS = ("campaign_id", "job_id", "attempt", "waiting_since")
+"""What a message carries of its job; the rest is read from the stored job."""
+
+
+def payload_of(job: Job) -> dict[str, Any]:
+    """The message's argument for `job`: a reference to the stored job."""
+    return {field: getattr(job, field) for field in REFERENCE_FIELDS}
+
+
+def keep_stored(client: redis.Redis, pipe: Any, jobs: list[Job]) -> None:
+    """Store each job not stored yet, in the sender's pipeline, before its message goes;
+    one stored already (by `submit`, `retry`) is left as it is."""
+    values = encoded(client, jobs)
+    for job in jobs:
+        pipe.set(job_key(job.job_id), values[job.job_id], ex=RETENTION_SECONDS, nx=True)
+
+
+def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
+    """The job a message names, as stored, at the message's attempt and waiting time; None
+    when Redis no longer has it (its campaign is complete and compacted, or expired: the
+    message is a late duplicate). A payload that is a whole job (a message sent by an
+    evalrelay before references) is that job."""
+    return jobs_of(client, [payload])[0]
+
+
+def jobs_of(client: redis.Redis, payloads: list[dict[str, Any]]) -> list[Job | None]:
+    """`job_of` for each of a batch's payloads, the stored ones read in one round trip.
+
+    Before the jobs are held on record: an error here would leave their message taken and
+    nobody to send it again while this process lives. Redis is waited for, as to publish."""
+    ids = [str(p["job_id"]) for p in payloads if "request" not in p]
+
+    def waiting(error: Exception) -> None:
+        log.warning("job %s: Redis out of reach to read the job (%s); retrying", ids[0], error)
+
+    read = Retry(OUTAGE_BACKOFF, READ_TRIES).call_with_retry(
+        lambda: read_jobs(client, ids), waiting
+    )
+    stored = dict(zip(ids, read, strict=True))
+    found: list[Job | None] = []
+    for payload in payloads:
+        if "request" in payload:
+            found.append(Job.model_validate(payload))
+            continue
+        job = stored[str(payload["job_id"])]
+        update = {"attempt": payload["attempt"], "waiting_since": payload.get("waiting_since")}
+        found.append(None if job is None else job.model_copy(update=update))
+    return found

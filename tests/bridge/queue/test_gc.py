@@ -1,0 +1,62 @@
+"""`collect_garbage`: campaigns past their retention go whole, complete ones nobody
+compacted are compacted, per-job keys whose campaign is gone go."""
+
+from __future__ import annotations
+
+import redis
+
+from bridge.keys import (
+    campaign_key,
+    campaigns_key,
+    collected_key,
+    counts_key,
+    done_key,
+    job_key,
+    manifest_key,
+)
+from bridge.queue.campaigns import store_jobs
+from bridge.queue.gc import collect_garbage
+from bridge.results.retention import is_compacted
+from tests.bridge.queue.test_campaigns import add_campaign
+from tests.conftest import direct_job
+
+
+def test_a_campaign_past_its_retention_goes_whole(client: redis.Redis) -> None:
+    add_campaign(client, "old", total=1)  # created on 2026-03-01, long ago
+    store_jobs(client, [direct_job(campaign_id="old", job_id="j")])
+    client.hincrby(counts_key("old"), "ok", 1)
+    removed = collect_garbage(client, retention_seconds=86400)
+    assert removed.campaigns == 1
+    assert not client.exists(campaign_key("old"), counts_key("old"), manifest_key("old"))
+    assert not client.exists(job_key("j"))
+    assert client.zscore(campaigns_key(), "old") is None
+
+
+def test_a_campaign_within_its_retention_stays(client: redis.Redis) -> None:
+    add_campaign(client, "young", total=2)
+    store_jobs(client, [direct_job(campaign_id="young", job_id="j")])
+    removed = collect_garbage(client, retention_seconds=10**10)
+    assert removed.campaigns == 0
+    assert client.exists(campaign_key("young"), job_key("j")) == 2
+
+
+def test_a_complete_campaign_nobody_compacted_is_compacted(client: redis.Redis) -> None:
+    add_campaign(client, "done", total=1, done=1)
+    store_jobs(client, [direct_job(campaign_id="done", job_id="job-0")])
+    removed = collect_garbage(client, retention_seconds=10**10)
+    assert removed.compacted == 1
+    assert is_compacted(client, "done")
+    assert not client.exists(job_key("job-0"), collected_key("done"))
+
+
+def test_per_job_keys_of_a_gone_campaign_go(client: redis.Redis) -> None:
+    add_campaign(client, "known", total=2)
+    store_jobs(client, [direct_job(campaign_id="known", job_id="kept")])
+    store_jobs(client, [direct_job(campaign_id="forgotten", job_id="orphan")])
+    client.set(done_key("kept"), "1")
+    client.set(done_key("orphan"), "1")
+    client.set(done_key("never-stored"), "1")
+    removed = collect_garbage(client, retention_seconds=10**10)
+    assert removed.jobs == 3  # the orphan job, its done mark, and the lone done mark
+    assert client.exists(job_key("kept"), done_key("kept")) == 2
+    assert not client.exists(job_key("orphan"), done_key("orphan"), done_key("never-stored"))

@@ -1,0 +1,61 @@
+"""A message names its job; the worker reads the stored job back."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import redis
+
+from bridge.keys import job_key
+from bridge.prompt.build import PromptRequest
+from bridge.queue.campaigns import store_jobs
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.payloads import job_of, payload_of
+from tests.conftest import direct_job
+
+
+def sent_payload(client: redis.Redis, queue: str) -> tuple[dict[str, Any], int]:
+    """The payload of the next message on `queue`, and the size of the message."""
+    raw = client.rpop(queue)
+    body = json.loads(base64.b64decode(json.loads(raw)["body"]))
+    return body[0][0], len(raw)
+
+
+def test_a_message_names_its_job_and_carries_none_of_it(
+    client: redis.Redis, redis_url: str
+) -> None:
+    job = direct_job(job_id="j", request=PromptRequest(question="q" * 5000))
+    store_jobs(client, [job])
+    JobQueue.connect(redis_url).send([job])
+    payload, size = sent_payload(client, "api")
+    assert payload == {"campaign_id": "c", "job_id": "j", "attempt": 1, "waiting_since": None}
+    assert size < 2000  # the 5,000-character question stays in the stored job
+    assert job_of(client, payload) == job
+
+
+def test_the_worker_takes_the_messages_attempt_and_waiting_time(client: redis.Redis) -> None:
+    job = direct_job(job_id="j")
+    store_jobs(client, [job])
+    later = job.model_copy(update={"attempt": 3, "waiting_since": 12.5})
+    assert job_of(client, payload_of(later)) == later
+
+
+def test_sending_a_job_not_stored_stores_it(client: redis.Redis, redis_url: str) -> None:
+    job = direct_job(job_id="j")
+    JobQueue.connect(redis_url).send([job])
+    payload, _ = sent_payload(client, "api")
+    assert job_of(client, payload) == job
+
+
+def test_a_job_no_longer_stored_is_none(client: redis.Redis) -> None:
+    job = direct_job(job_id="j")
+    store_jobs(client, [job])
+    client.delete(job_key("j"))  # its campaign was compacted: a late duplicate
+    assert job_of(client, payload_of(job)) is None
+
+
+def test_a_whole_job_from_an_older_sender_is_that_job(client: redis.Redis) -> None:
+    job = direct_job(job_id="j")
+    assert job_of(client, job.model_dump(mode="json")) == job
