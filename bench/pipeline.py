@@ -180,9 +180,9 @@ def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[st
             )
             peak_kb = 0
             while not progress(client, info.campaign_id).finished:
-                peak_kb = max(peak_kb, _vm_hwm_kb(collect.pid))
+                peak_kb = max(peak_kb, vm_hwm_kb(collect.pid))
                 time.sleep(0.2)
-            peak_kb = max(peak_kb, _vm_hwm_kb(collect.pid))
+            peak_kb = max(peak_kb, vm_hwm_kb(collect.pid))
             finished = time.monotonic() - started
             stop(collect)
             results = Path(info.out_dir) / f"{info.campaign_id}.jsonl"
@@ -209,7 +209,8 @@ def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[st
         stop(worker)
 
 
-def _vm_hwm_kb(pid: int) -> int:
+def vm_hwm_kb(pid: int) -> int:
+    """The process's peak resident memory so far (0 once it is gone)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):

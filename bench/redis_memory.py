@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,7 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.pipeline import vm_hwm_kb  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
 from bridge.queue.campaigns import (  # noqa: E402
@@ -48,6 +48,7 @@ from bridge.queue.campaigns import (  # noqa: E402
     store_jobs,
 )
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
+from tests.conftest import free_port  # noqa: E402
 
 FILE_CASES = 10_000
 """Cases per eval file: under the loader's default limit, and a bounded chunk to plan."""
@@ -88,23 +89,6 @@ class MemorySampler:
 
 def used_memory(client: redis.Redis) -> int:
     return int(client.info("memory")["used_memory"])
-
-
-def vm_hwm_kb(pid: int) -> int:
-    """The process's peak resident memory so far (0 once it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
