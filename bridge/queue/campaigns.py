@@ -437,12 +437,18 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
 
 
 def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]) -> Progress:
-    """How many of the jobs one command sent again (`resume`, `retry`) have their line."""
+    """How many of the jobs one command sent again (`resume`, `retry`) have their line. A
+    campaign compacted meanwhile has every line in its file, these included (its record
+    of which jobs are collected is gone with the rest)."""
     pipe = client.pipeline(transaction=False)
     for chunk in _chunks(list(job_ids), WRITE_CHUNK):
         pipe.smismember(collected_key(campaign_id), list(chunk))
     pipe.hgetall(counts_key(campaign_id))
-    *found, counts = pipe.execute()
+    pipe.get(compacted_key(campaign_id))
+    *found, counts, compacted = pipe.execute()
+    record = compact_record(compacted)
+    if record is not None:
+        return Progress(total=len(job_ids), done=len(job_ids), counts=record.counts)
     done = sum(1 for chunk in found for member in chunk if member)
     return Progress(total=len(job_ids), done=done, counts={k: int(v) for k, v in counts.items()})
 

@@ -17,10 +17,12 @@ from tests.conftest import direct_job
 
 
 def sent_payload(client: redis.Redis, queue: str) -> tuple[dict[str, Any], int]:
-    """The payload of the next message on `queue`, and the size of the message."""
+    """The payload of the next message on `queue` (an API job's: a batch of one), and the
+    size of the message."""
     raw = client.rpop(queue)
     body = json.loads(base64.b64decode(json.loads(raw)["body"]))
-    return body[0][0], len(raw)
+    (payload,) = body[0][0]
+    return payload, len(raw)
 
 
 def test_a_message_names_its_job_and_carries_none_of_it(
