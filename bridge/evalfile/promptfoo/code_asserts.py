@@ -9,13 +9,11 @@ It prints the pass as a score of 1 or 0, so the case passes exactly when promptf
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from bridge.evalfile.promptfoo.functions import split_reference
+from bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
 
-RUNNERS = Path(__file__).parent / "runners"
-PY_RUNNER = (RUNNERS / "assert_runner.py").read_text(encoding="utf-8")
+PY_RUNNER = python_runner("assert_runner.py")
 JS_RUNNER = (RUNNERS / "assert_runner.js").read_text(encoding="utf-8")
 """Sent as `python3 -c` / `node -e` arguments, so a worker needs no copy of evalrelay's
 files beside its own installation to run them."""

@@ -15,17 +15,16 @@ from typing import Any
 
 from bridge.evalfile.limits import MIB, LoadLimits, how_to_raise
 
-PYTHON_CALL = """
-import importlib.util, inspect, json, sys
-path, name, args = json.loads(sys.stdin.read())
-sys.path.insert(0, str(__import__("pathlib").Path(path).parent))
-spec = importlib.util.spec_from_file_location("promptfoo_function", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-fn = getattr(module, name)
-wanted = len(inspect.signature(fn).parameters)
-print(json.dumps(fn(*args[:wanted])))
-"""
+RUNNERS = Path(__file__).parent / "runners"
+
+
+def python_runner(name: str) -> str:
+    """A Python runner's text for `python3 -I -c`, after the function loader it uses."""
+    loader = (RUNNERS / "python_function.py").read_text(encoding="utf-8")
+    return loader + "\n\n" + (RUNNERS / name).read_text(encoding="utf-8")
+
+
+PYTHON_CALL = python_runner("function_runner.py")
 NODE_CALL = """
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));

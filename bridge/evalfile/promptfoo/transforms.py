@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.evalfile.promptfoo.code_asserts import RUNNERS
-from bridge.evalfile.promptfoo.functions import split_reference
+from bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
 
 JS_TRANSFORM = (RUNNERS / "transform_runner.js").read_text(encoding="utf-8")
-PY_TRANSFORM = (RUNNERS / "transform_runner.py").read_text(encoding="utf-8")
+PY_TRANSFORM = python_runner("transform_runner.py")
 
 
 def options_transforms(options: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,10 +1,9 @@
 """promptfoo's python assertion, run by evalrelay's worker as a script evaluator: the
-case on standard input, a {pass, score, reason} verdict on standard output."""
+case on standard input, a {pass, score, reason} verdict on standard output. Sent after
+`python_function.py`, which it uses."""
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -15,14 +14,8 @@ def result_of(data: dict[str, Any]) -> Any:
     prompt = " ".join(str(m.get("content")) for m in data.get("input") or [])
     context = {"vars": pf_vars, "prompt": prompt, "test": {"vars": pf_vars}}
     if cfg.get("pf_file"):
-        path = Path(cfg["pf_file"])
-        sys.path.insert(0, str(path.parent))
-        spec = importlib.util.spec_from_file_location("promptfoo_assert", path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {path}")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return getattr(module, cfg.get("pf_function") or "get_assert")(output, context)
+        function = python_function(cfg["pf_file"], cfg.get("pf_function") or "get_assert")
+        return function(output, context)
     code = str(cfg["pf_code"]).rstrip()
     lines = code.splitlines() if "\n" in code else [f"return {code}"]
     scope: dict[str, Any] = {}
