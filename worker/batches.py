@@ -40,7 +40,7 @@ from worker.providers.base import NoCapacity
 from worker.publish import PUBLISH, PUBLISH_TRIES, Publication
 from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
-from worker.tasks import spend, wait_for_capacity
+from worker.tasks import JOB_TASK, spend, wait_for_capacity
 
 log = logging.getLogger(__name__)
 
@@ -59,17 +59,11 @@ STOP_LOOK_SECONDS = 0.2
 
 
 def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
-    @app.task(
-        name=RUN_BATCH,
-        bind=True,
-        shared=False,
-        lazy=False,
-        acks_late=True,
-        reject_on_worker_lost=True,
-        ignore_result=True,
-    )
+    @app.task(name=RUN_BATCH, **JOB_TASK)
     def run_batch(self: Task, payloads: list[dict[str, Any]], job_ids: list[str]) -> str:
         message: str = self.request.id
+        if stopping.is_set() and message in released:
+            return HANDED_BACK  # its message is on its queue again
         jobs = []
         for payload, job in zip(payloads, jobs_of(client(), payloads), strict=True):
             if job is None:  # its campaign is complete and compacted: a late duplicate
@@ -82,8 +76,6 @@ def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
         worker = self.request.hostname or "worker"
         queue = JobQueue(app, client())
         if stopping.is_set():  # reached a pool thread after the worker began to stop
-            if message in released:
-                return HANDED_BACK  # its message is on its queue again
             return hand_back(client(), queue, jobs, message)
         return run_jobs(client(), queue, jobs, worker, message)
 

@@ -26,16 +26,20 @@ from worker.stopping import hand_back, released, stopping
 log = logging.getLogger(__name__)
 
 
+JOB_TASK = {
+    "bind": True,
+    "shared": False,
+    "lazy": False,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+}
+"""How a job task (`run_case`, `run_batch`) is registered: acknowledged after it ran, and
+sent again should its worker be lost; no result backend."""
+
+
 def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
-    @app.task(
-        name=RUN_CASE,
-        bind=True,
-        shared=False,
-        lazy=False,
-        acks_late=True,
-        reject_on_worker_lost=True,
-        ignore_result=True,
-    )
+    @app.task(name=RUN_CASE, **JOB_TASK)
     def run_case(self: Task, payload: dict[str, Any]) -> str:
         worker = self.request.hostname or "worker"
         message: str = self.request.id
