@@ -3,12 +3,18 @@ fixed delay, next to what a user would otherwise write, in one run: a bare
 `openai.AsyncOpenAI` loop holding the same number of requests open (a semaphore).
 
     python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128] [--workers 1 2]
+                        [--user 3000]
 
 With `--workers 2`, two worker processes each hold `concurrency` requests open, against
 the same peer: twice its rate is the ceiling of two processes.
 
 The server (`bench/slow_openai.py`) runs on an asyncio loop in its own process, so it is
 not what is measured. The ceiling is concurrency / delay.
+
+`--user N` also measures what a user meets: one `evalrelay worker` (concurrency 128)
+already running, and `evalrelay run` of N cases against the same server, from the moment
+the campaign's jobs were recorded as sent (Redis's clock) to the moment the last result
+line is in the results file, beside the bare loop's N calls at concurrency 128.
 
 Each line also gives the CPU time per call of the worker processes and of the bare loop's
 process: at high concurrency both are bound by one core, and on a loaded machine that
@@ -34,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.pipeline import URL, evalrelay_worker, stop, wait  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
-from bridge.keys import results_stream_key  # noqa: E402
+from bridge.keys import outstanding_key, results_stream_key  # noqa: E402
 from bridge.queue.campaigns import plan_jobs  # noqa: E402
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import free_port, one_turn_cases  # noqa: E402
@@ -51,10 +57,7 @@ def measure(
 ) -> tuple[float, float]:
     """Calls per second, and the workers' CPU seconds per call."""
     client.flushdb()
-    (folder / "targets.yaml").write_text(
-        f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
-        f"base_url: '{url}/v1'}}\n"
-    )
+    (folder / "targets.yaml").write_text(slow_target(url))
     workers = [
         evalrelay_worker(client, concurrency, env, f"bench{n}@host") for n in range(processes)
     ]
@@ -74,6 +77,61 @@ def measure(
     finally:
         for worker in workers:
             stop(worker)
+
+
+USER_CONCURRENCY = 128
+
+
+def user_run(
+    client: redis.Redis, folder: Path, url: str, cases: int, env: dict[str, str]
+) -> tuple[float, float]:
+    """`evalrelay run` of `cases` calls with a worker already running: calls per second from
+    the first send to the last line written, and the command's start to exit in seconds."""
+    client.flushdb()
+    project = folder / "user"
+    project.mkdir(exist_ok=True)
+    (project / "evalrelay.yaml").write_text("")
+    (project / "targets.yaml").write_text((folder / "targets.yaml").read_text())
+    (project / "user.yaml").write_text(one_turn_cases(cases))
+    worker = evalrelay_worker(client, USER_CONCURRENCY, env, "user@host")
+    try:
+        started = time.time()
+        run = subprocess.Popen(
+            [sys.executable, "-m", "bridge.cli.main", "run", "user.yaml", "--target", "slow",
+             "--out", str(project / "results")],
+            cwd=project, env=env, stdout=subprocess.DEVNULL,
+            stderr=(project / "run.log").open("wb"),
+        )  # fmt: skip
+        first_sent: float | None = None
+        last_line: float | None = None
+        while run.poll() is None or last_line is None:
+            if first_sent is None:
+                oldest = client.zrange(outstanding_key("api"), 0, 0, withscores=True)
+                first_sent = float(oldest[0][1]) / 1000 if oldest else None
+            files = list((project / "results").glob("*.jsonl"))
+            if last_line is None and files and line_count(files[0]) >= cases:
+                last_line = time.time()
+            if run.poll() is not None and last_line is None:
+                raise SystemExit(f"evalrelay run ended early: {(project / 'run.log').read_text()}")
+            time.sleep(0.005)
+        exited = time.time() - started
+        assert first_sent is not None, "no job was seen recorded as sent"
+        return cases / (last_line - first_sent), exited
+    finally:
+        stop(worker)
+
+
+def line_count(path: Path) -> int:
+    with path.open("rb") as lines:
+        return sum(1 for _ in lines)
+
+
+def slow_target(url: str) -> str:
+    """The targets file naming the loopback server as target `slow`."""
+    return (
+        f"targets:\n  - {{name: slow, provider: openai-compatible, model: m, "
+        f"base_url: '{url}/v1'}}\n"
+    )
 
 
 def cpu_seconds(pid: int) -> float:
@@ -109,6 +167,10 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--workers", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--user", type=int, default=0, metavar="N",
+        help="Also time `evalrelay run` of N cases with a worker (concurrency 128) running.",
+    )  # fmt: skip
     args = parser.parse_args()
     env = {
         **os.environ,
@@ -152,6 +214,17 @@ def main() -> None:
                         f"{peer_cpu * 1000:.2f} ms (peer / evalrelay {peer_cpu / cpu:.2f})",
                         flush=True,
                     )
+            if args.user:
+                (folder / "targets.yaml").write_text(slow_target(url))
+                peer, _ = asyncio.run(bare_async_openai(url, args.user, USER_CONCURRENCY))
+                rate, exited = user_run(client, folder, url, args.user, env)
+                print(
+                    f"evalrelay run of {args.user} cases, a worker of concurrency "
+                    f"{USER_CONCURRENCY} running: {rate:6.1f}/s from the first send to the last "
+                    f"line ({exited:.1f} s from the command's start to its exit), bare "
+                    f"AsyncOpenAI {peer:6.1f}/s; ratio {rate / peer:.2f}",
+                    flush=True,
+                )
     finally:
         server.terminate()
         server.wait()

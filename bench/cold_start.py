@@ -107,8 +107,11 @@ def main() -> None:
                 print(f"  bare / evalrelay: {baseline / ours:.2f}   goal: evalrelay < 1.2 s")
             else:
                 print(
-                    f"  bare tasks alone / evalrelay: {float(tasks_alone) / ours:.2f}   "
-                    "goal: >= 0.5"
+                    f"  bare start to exit (its worker's start included) / evalrelay: "
+                    f"{baseline / ours:.2f}   goal: >= 0.8"
+                )
+                print(
+                    f"  bare first push to last task / evalrelay: {float(tasks_alone) / ours:.2f}"
                 )
 
 

@@ -17,7 +17,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -197,6 +199,51 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+class HoldingRelay:
+    """A TCP relay to Redis that stops passing commands on once it has passed the first
+    that holds `marker`: a client is left waiting for a reply halfway through what it was
+    doing, at the point the test chose, to be killed there (replies to what was passed
+    still come back). A real process's timing no longer decides where it is cut."""
+
+    def __init__(self, redis_url: str, marker: bytes) -> None:
+        parsed = urllib.parse.urlsplit(redis_url)
+        self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 6379)
+        self.marker = marker
+        self.held = threading.Event()
+        self._closing = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        port = self._server.getsockname()[1]
+        self.url = parsed._replace(netloc=f"127.0.0.1:{port}").geturl()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._closing.set()
+        self._server.close()
+
+    def _accept(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            threading.Thread(target=self._pass, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pass, args=(server, client, False), daemon=True).start()
+
+    def _pass(self, source: socket.socket, sink: socket.socket, commands: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if commands and self.held.is_set():
+                    self._closing.wait()  # never passed on
+                    break
+                sink.sendall(data)
+                if commands and self.marker in data:
+                    self.held.set()
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.close()
 
 
 @contextlib.contextmanager

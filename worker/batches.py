@@ -34,6 +34,7 @@ from bridge.queue.jobs import Job
 from bridge.queue.payloads import jobs_of
 from bridge.results.result import Result
 from worker.execute import execute_async
+from worker.heap import settle_once
 from worker.holds import take_hold
 from worker.lease import BEGIN, LeaseBegin
 from worker.providers.base import NoCapacity
@@ -87,6 +88,7 @@ def run_jobs(
     the worker began to stop go back to their queue). Says how many ended how."""
     loop = worker_loop()
     outcomes = loop.run(loop.run_batch(client, queue, jobs, worker, message))
+    settle_once()
     failed = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
     for job, outcome in zip(jobs, outcomes, strict=True):
         if isinstance(outcome, BaseException):

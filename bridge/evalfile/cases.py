@@ -42,6 +42,7 @@ from bridge.evalfile.tools import (
 )
 from bridge.evalfile.validation import diagnostics
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
+from bridge.gc_pause import gc_paused
 
 EVAL_SUFFIXES = (".yaml", ".yml")
 SUITE_FORMAT = "AgentV suite (tests, prompts, assert)"
@@ -103,6 +104,7 @@ class LoadedEvalFile(NamedTuple):
         return self.spec.dataset or self.path.stem
 
 
+@gc_paused()
 def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile:
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)

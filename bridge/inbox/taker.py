@@ -329,11 +329,14 @@ class Taker:
         `submit` alone. The locks are renewed between the chunks, as `submit` does."""
         together = [d for d in drops if not d.resuming and len(d.jobs) <= WRITE_CHUNK]
         for group in _groups(together, WRITE_CHUNK):
+            announced = []
             for drop in group:
                 assert drop.info is not None and drop.loaded is not None
                 store_jobs(self.client, drop.jobs)
-                announce(self.client, drop.info, [drop.loaded], drop.jobs)
-            self.queue.send([job for drop in group for job in drop.jobs])
+                announced.append(announce(self.client, drop.info, [drop.loaded], drop.jobs))
+            # Stamped with the first announcement: no job looks sent before its message.
+            first = min((ms for ms in announced if ms is not None), default=None)
+            self.queue.send([job for drop in group for job in drop.jobs], announced_ms=first)
             self._keep_locks()
         for drop in drops:
             if drop not in together:

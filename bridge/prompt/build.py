@@ -41,10 +41,11 @@ def build_request(
     tools: Sequence[ToolDefinition] = (),
     tool_choice: ToolChoice | None = None,
 ) -> PromptRequest:
+    guidelines_text = guidelines(messages)
     return PromptRequest(
         question=question(messages),
-        chat_prompt=chat_prompt(messages, guidelines(messages), system_prompt),
-        guidelines=guidelines(messages),
+        chat_prompt=chat_prompt(messages, guidelines_text, system_prompt),
+        guidelines=guidelines_text,
         system_prompt=system_prompt,
         tools=list(tools) or None,
         tool_choice=tool_choice,

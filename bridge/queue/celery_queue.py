@@ -36,8 +36,10 @@ wait), so that a fleet's workers share them and none hoards the campaign's tail.
 
 QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
 
-MARK_BATCH = 100
-"""How many jobs are recorded as outstanding at a time, just before their messages go."""
+MARK_BATCH = 1000
+"""How many jobs are recorded as outstanding at a time, just before their messages go (as
+many as `submit` sends at once: each group costs a round trip and a publish batch, a
+tenth of a large campaign's enqueueing when they were 100)."""
 
 PERSISTENT = 2
 """AMQP's delivery mode for a message kept across broker restarts, as `send_task` sets it."""
@@ -70,9 +72,18 @@ class JobQueue:
         return cls(producer_app(url), client_for(url))
 
     def send(
-        self, jobs: Iterable[Job], countdown: float | None = None, per_message: int | None = None
+        self,
+        jobs: Iterable[Job],
+        countdown: float | None = None,
+        per_message: int | None = None,
+        *,
+        announced_ms: int | None = None,
     ) -> int:
         """Queue the jobs, to start no sooner than `countdown` seconds from now if given.
+        `announced_ms`: the sender stored the jobs and recorded them as sent at this time
+        (`store_jobs`, then `announce`, which returns it); their messages carry that time,
+        and the jobs are neither encoded nor recorded again (together, two fifths of a
+        large campaign's enqueueing).
 
         Each is first recorded as outstanding (`bridge.queue.outstanding`), so that a job
         is never on its way without the record that lets the reaper find it if lost. The
@@ -90,11 +101,13 @@ class JobQueue:
                     marked += len(messages[end])
                     end += 1
                 group = messages[start:end]
-                pipe = self.client.pipeline(transaction=False)
-                grouped = [job for message in group for job in message]
-                keep_stored(self.client, pipe, grouped)
-                mark_sent(pipe, ids_by_queue(grouped))
-                *_, sent_ms = pipe.execute()
+                sent_ms = announced_ms
+                if sent_ms is None:
+                    pipe = self.client.pipeline(transaction=False)
+                    grouped = [job for message in group for job in message]
+                    keep_stored(self.client, pipe, grouped)
+                    mark_sent(pipe, ids_by_queue(grouped))
+                    *_, sent_ms = pipe.execute()
                 self._publish(producer.channel, group, sent_ms, countdown)
                 start = end
         return len(jobs)

@@ -148,7 +148,9 @@ def build_job(
     eval_dir: Path | None = None,
     pass_threshold: float = DEFAULT_PASS_THRESHOLD,
     project_judge: str | None = None,
+    ref: TargetRef | None = None,
 ) -> Job:
+    """`ref`: the target as its jobs carry it, when the caller plans many (made once)."""
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
     expected = case.expected[-1] if case.expected else None  # the last, as AgentV takes it
@@ -173,14 +175,14 @@ def build_job(
     judge_names = {t for e in judging if (t := getattr(e, "target", None))}
     if default_judge and (not specs or judging):
         judge_names.add(default_judge)
-    judges = {name: _ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
+    judges = {name: target_ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
     return Job(
         campaign_id=campaign_id,
         job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
         case_id=case.id,
         dataset=dataset,
         repeat=repeat,
-        target=_ref(target),
+        target=ref or target_ref(target),
         request=request_for(case, system_prompt if isinstance(system_prompt, str) else None),
         outcome=spec.success_criteria(),
         reference_answer=render(expected) if expected else None,
@@ -261,7 +263,7 @@ def resolve_evaluator(spec: EvaluatorSpec, eval_dir: Path) -> EvaluatorSpec:
     return spec
 
 
-def _ref(target: Target) -> TargetRef:
+def target_ref(target: Target) -> TargetRef:
     return TargetRef(name=target.name, kind=target.kind, queue=target.queue, settings=target.raw)
 
 

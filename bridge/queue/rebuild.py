@@ -225,9 +225,11 @@ def restore(
             store_jobs(client, jobs[start : start + WRITE_CHUNK])
         at = datetime.fromtimestamp(now_seconds(client), UTC)
         rebuilt = Rebuilt(at=at, kept=len(have), sent=len(missing), by=by)
-        announce(client, info.model_copy(update={"rebuilt": rebuilt}), files, missing)
+        announced_ms = announce(
+            client, info.model_copy(update={"rebuilt": rebuilt}), files, missing
+        )
         for start in range(0, len(missing), WRITE_CHUNK):
-            queue.send(missing[start : start + WRITE_CHUNK])  # `announce` marked them sent
+            queue.send(missing[start : start + WRITE_CHUNK], announced_ms=announced_ms)
     finally:
         client.eval(_RELEASE, 1, lock, token)
     return missing

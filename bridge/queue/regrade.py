@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
-from bridge.queue.campaigns import case_job, case_targets
+from bridge.queue.campaigns import FilePlanner, case_targets
 from bridge.queue.jobs import Job
 from bridge.queue.turns import ConversationPlan
 from bridge.results.recorded import Recorded
@@ -49,7 +49,8 @@ def regrade_job(
     result: Result,
     targets: Targets,
 ) -> Job:
-    job = case_job(campaign_id, loaded, targets, case, targets.get(result.target), result.repeat)
+    planner = FilePlanner(campaign_id, loaded, targets)
+    job = planner.job(case, targets.get(result.target), result.repeat)
     return job.model_copy(
         update={
             "request": result.raw_request,  # what the recorded answer answers

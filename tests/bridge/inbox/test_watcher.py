@@ -28,9 +28,11 @@ from bridge.keys import campaigns_key, manifest_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.connection import client_for
+from bridge.queue.outstanding import JOBS_HEADER
 from bridge.queue.rebuild import read_record, record_path
 from tests.conftest import (
     FAST_RECOVERY,
+    HoldingRelay,
     PrivateRedis,
     Processes,
     WriteFiles,
@@ -341,17 +343,22 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
         for i in range(count)
     )
     (inbox / "big.yaml").write_text("evalcases:\n" + cases)
-    first = processes.start("watch", str(inbox), "--target", "mock", "--name", "w1", name="w1")
-
-    def partly_sent() -> bool:
-        ids = client.zrange(campaigns_key(), 0, -1)
-        return bool(ids) and 0 < client.llen("api") < count
-
-    wait_for(partly_sent, 60, "the submission to be under way")
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait()
+    # The first watcher reaches Redis through a relay that holds it once its first
+    # messages went out (a submission now takes a few tens of milliseconds).
+    relay = HoldingRelay(processes.env["EVALRELAY_REDIS_URL"], b"LPUSH")
+    try:
+        first = processes.start(
+            "watch", str(inbox), "--target", "mock", "--name", "w1", name="w1",
+            extra_env={"EVALRELAY_REDIS_URL": relay.url},
+        )  # fmt: skip
+        wait_for(relay.held.is_set, 60, "the submission to be under way")
+        wait_for(lambda: client.llen("api") > 0, 10, "its first messages to be queued")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    finally:
+        relay.close()
     sent_before = client.llen("api")
-    assert 0 < sent_before < count
+    assert 0 < jobs_queued(client, "api") < count
     (campaign_id,) = client.zrange(campaigns_key(), 0, -1)
     assert client.scard(manifest_key(campaign_id)) == count
     assert client.zcard(outstanding_key("api")) == count
@@ -367,6 +374,14 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
     lines = read_jsonl(inbox.parent / "results" / f"{campaign_id}.jsonl")
     assert sorted(str(line["case_id"]) for line in lines) == sorted(f"c{i}" for i in range(count))
     assert processes.log("w@test").count("this delivery is ignored") == 0
+
+
+def jobs_queued(client: redis.Redis, queue: str) -> int:
+    """How many jobs the messages on a queue carry (an API message carries a batch)."""
+    return sum(
+        len(json.loads(raw)["headers"].get(JOBS_HEADER) or [None])
+        for raw in client.lrange(queue, 0, -1)
+    )
 
 
 SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"

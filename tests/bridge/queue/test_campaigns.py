@@ -3,21 +3,29 @@ Redis holds the campaigns."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 import redis
 
 from bridge.errors import EvalrelayError
-from bridge.keys import collected_key
+from bridge.evalfile.cases import load_eval_file
+from bridge.keys import collected_key, outstanding_key
 from bridge.queue.campaigns import (
     AmbiguousCampaign,
     CampaignInfo,
     announce,
     list_campaigns,
     new_campaign_id,
+    plan_jobs,
     resolve_campaign,
+    submit,
 )
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER
+from tests.conftest import one_turn_cases
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -113,3 +121,26 @@ def test_list_campaigns_without_a_limit_lists_all_newest_first(client: redis.Red
     assert [i.campaign_id for i in list_campaigns(client)][:2] == ["c24", "c23"]
     assert len(list_campaigns(client)) == 20
     assert len(list_campaigns(client, limit=None)) == 25
+
+
+def test_submitted_jobs_messages_carry_the_time_their_jobs_were_recorded_as_sent(
+    client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """The reaper compares each job's record with the oldest message's `SENT_HEADER`: a
+    message stamped later than its own job's record would make the job look lost."""
+    (tmp_path / "evalrelay.yaml").write_text("")
+    (tmp_path / "evals.yaml").write_text(one_turn_cases(150))
+    loaded = load_eval_file(tmp_path / "evals.yaml")
+    jobs = plan_jobs("c", [loaded], "mock", None)
+    info = CampaignInfo.for_jobs("c", jobs, [], str(tmp_path / "results"), "service")
+    submit(client, JobQueue.connect(redis_url), info, jobs, [loaded])
+    recorded = dict(client.zrange(outstanding_key("api"), 0, -1, withscores=True))
+    assert set(recorded) == {job.job_id for job in jobs}
+    sent = []
+    while (raw := client.rpop("api")) is not None:
+        message = json.loads(raw)
+        stamp = message["headers"][SENT_HEADER]
+        for job_id in message["headers"][JOBS_HEADER]:
+            assert recorded[job_id] == stamp
+            sent.append(job_id)
+    assert sorted(sent) == sorted(recorded)

@@ -8,10 +8,11 @@ from typing import Any
 
 import redis
 
-from bridge.keys import job_key
+from bridge.keys import job_key, outstanding_key
 from bridge.prompt.build import PromptRequest
 from bridge.queue.campaigns import store_jobs
 from bridge.queue.celery_queue import JobQueue
+from bridge.queue.outstanding import SENT_HEADER
 from bridge.queue.payloads import job_of, payload_of
 from tests.conftest import direct_job
 
@@ -49,6 +50,22 @@ def test_sending_a_job_not_stored_stores_it(client: redis.Redis, redis_url: str)
     JobQueue.connect(redis_url).send([job])
     payload, _ = sent_payload(client, "api")
     assert job_of(client, payload) == job
+
+
+def test_jobs_announced_by_their_sender_are_neither_stored_nor_recorded_again(
+    client: redis.Redis, redis_url: str
+) -> None:
+    """`submit` stores a campaign's jobs and `announce` records them as sent; their messages
+    then carry that time, and the stored jobs and records are left as they are."""
+    job = direct_job(job_id="j")
+    store_jobs(client, [job])
+    client.set(job_key("j"), b"as stored by the sender")
+    client.zadd(outstanding_key("api"), {"j": 1234})
+    JobQueue.connect(redis_url).send([job], announced_ms=1234)
+    raw = json.loads(client.rpop("api"))
+    assert raw["headers"][SENT_HEADER] == 1234
+    assert client.get(job_key("j")) == "as stored by the sender"
+    assert client.zscore(outstanding_key("api"), "j") == 1234
 
 
 def test_a_job_no_longer_stored_is_none(client: redis.Redis) -> None:

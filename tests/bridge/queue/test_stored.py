@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import job_dictionary_key, job_key
+from bridge.keys import job_dictionary_key, job_key, manifest_key
 from bridge.prompt.build import PromptRequest
 from bridge.queue import stored
-from bridge.queue.campaigns import store_jobs, stored_jobs
+from bridge.queue.campaigns import JOB_TTL_SECONDS, store_jobs, stored_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.stored import read_job, read_jobs
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -62,6 +62,16 @@ def test_a_job_stored_as_plain_json_is_read(client: redis.Redis) -> None:
     (job,) = jobs(1)
     client.set(job_key("j0"), job.model_dump_json())
     assert read_job(client, "j0") == job
+
+
+def test_each_stored_job_lives_as_long_as_its_campaign_and_is_in_its_manifest(
+    client: redis.Redis,
+) -> None:
+    planned = jobs(3)
+    store_jobs(client, planned)
+    for job in planned:
+        assert 0.99 * JOB_TTL_SECONDS < client.ttl(job_key(job.job_id)) <= JOB_TTL_SECONDS
+    assert client.smembers(manifest_key("c")) == {job.job_id for job in planned}
 
 
 def test_stored_jobs_of_a_campaign_read_back(client: redis.Redis) -> None:
