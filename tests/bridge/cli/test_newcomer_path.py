@@ -25,6 +25,10 @@ from tests.conftest import (
 
 JOBS = 40
 SLOW = "targets:\n  - {name: slow, provider: mock, echo: true, latency_ms: 400}\n"
+SLOWER = SLOW.replace("400", "1500")
+"""Slow enough that a run is surely cut off partway: its first lines may reach the file a
+second or two late on a busy machine (its collector shares the process's first second
+with the statistics' imports), and 40 jobs at 16 at once then take three more rounds."""
 QUICK_FAILOVER = FAST_RECOVERY | {"EVALRELAY_COLLECTOR_LEASE_SECONDS": "3"}
 
 
@@ -48,7 +52,7 @@ def one_line_per_job(results: Path) -> None:
 def test_a_run_cut_off_on_the_embedded_default_is_shown_unfinished_and_resumed(
     project: WriteFiles, private_home: Path
 ) -> None:
-    root = project({"targets.yaml": SLOW, "evals/many.yaml": one_turn_cases(JOBS)})
+    root = project({"targets.yaml": SLOWER, "evals/many.yaml": one_turn_cases(JOBS)})
     env = embedded_env(private_home) | QUICK_FAILOVER
 
     detached = evalrelay(root, env, "run", "evals/many.yaml", "--target", "slow", "--detach")
