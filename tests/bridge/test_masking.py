@@ -183,6 +183,19 @@ def test_the_environment_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "postgres://app:db-pass-4711@db:5432/app" not in held  # only its password
 
 
+def test_a_secret_changed_or_removed_in_the_environment_is_seen_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The process's secrets are cached by the environment's content, not read once."""
+    monkeypatch.setenv("ROTATED_API_KEY", "sk-first-0123456789")
+    assert "sk-first-0123456789" in held_secrets()
+    monkeypatch.setenv("ROTATED_API_KEY", "sk-second-0123456789")
+    held = held_secrets()
+    assert "sk-second-0123456789" in held and "sk-first-0123456789" not in held
+    monkeypatch.delenv("ROTATED_API_KEY")
+    assert "sk-second-0123456789" not in held_secrets()
+
+
 def test_a_variable_listed_in_evalrelay_secret_vars(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VENDOR_ACCOUNT", "acct-998877665544")
     assert mask("account acct-998877665544") == "account acct-998877665544"
