@@ -25,10 +25,6 @@ from tests.conftest import (
 
 JOBS = 40
 SLOW = "targets:\n  - {name: slow, provider: mock, echo: true, latency_ms: 400}\n"
-SLOWER = SLOW.replace("400", "1500")
-"""Slow enough that a run is surely cut off partway: its first lines may reach the file a
-second or two late on a busy machine (its collector shares the process's first second
-with the statistics' imports), and 40 jobs at 16 at once then take three more rounds."""
 QUICK_FAILOVER = FAST_RECOVERY | {"EVALRELAY_COLLECTOR_LEASE_SECONDS": "3"}
 
 
@@ -52,16 +48,19 @@ def one_line_per_job(results: Path) -> None:
 def test_a_run_cut_off_on_the_embedded_default_is_shown_unfinished_and_resumed(
     project: WriteFiles, private_home: Path
 ) -> None:
-    root = project({"targets.yaml": SLOWER, "evals/many.yaml": one_turn_cases(JOBS)})
+    root = project({"targets.yaml": SLOW, "evals/many.yaml": one_turn_cases(JOBS)})
     env = embedded_env(private_home) | QUICK_FAILOVER
 
     detached = evalrelay(root, env, "run", "evals/many.yaml", "--target", "slow", "--detach")
     assert detached.returncode == 2
     assert "evalrelay worker\n  evalrelay collect\n" in detached.stderr, detached.stderr
 
-    # A closed terminal: the run and its worker are hung up on partway through.
+    # A closed terminal: the run and its worker are hung up on partway through. One job at
+    # a time, 16 s in all: in CI, busy, with 16 at a time, every job was done by the time
+    # the first lines were seen in the file (twice, never on a quiet machine).
     run = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals/many.yaml", "--target", "slow"],
+        [sys.executable, "-m", "bridge.cli.main", "run", "evals/many.yaml", "--target", "slow",
+         "--concurrency", "1"],
         env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip
