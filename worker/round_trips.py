@@ -16,6 +16,11 @@ from typing import Any
 
 import redis
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
+
+NO_SCRIPT_TRIES = 3
+"""How often the calls Redis answered "no such script" are sent again: a Redis restarted
+between the pipeline's check that its scripts are loaded and the calls has none."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,18 @@ class RoundTrips:
             self._sending = False
 
     def _pipeline(self, calls: list[_Call]) -> list[Any]:
+        """Each call's reply; a call that found its script gone did not run, and is sent
+        again (the pipeline loads its scripts first)."""
+        replies = self._execute(calls)
+        for _ in range(NO_SCRIPT_TRIES):
+            again = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            if not again:
+                break
+            for i, reply in zip(again, self._execute([calls[i] for i in again]), strict=True):
+                replies[i] = reply
+        return replies
+
+    def _execute(self, calls: list[_Call]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
         for call in calls:
             call.script(keys=list(call.keys), args=list(call.args), client=pipe)
