@@ -1,20 +1,26 @@
-"""One `api` worker process against a loopback OpenAI-compatible server that answers after a
+"""One `api` worker against a loopback OpenAI-compatible server that answers after a
 fixed delay, next to what a user would otherwise write, in one run: a bare
-`openai.AsyncOpenAI` loop holding the same number of requests open (a semaphore).
+`openai.AsyncOpenAI` loop holding the same number of requests open (a semaphore) and
+sending the same request bodies (`evalrelay render --json`'s wire body, the system prompt
+evalrelay adds included: the SDK's own CPU per call grows with the messages).
 
-    python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128] [--workers 1 2]
-                        [--user 3000]
+    python bench/api.py [--delay 0.2] [--cases 400] [--concurrency 8 32 128]
+                        [--processes 1 0] [--workers 1 2] [--user 3000]
 
-With `--workers 2`, two worker processes each hold `concurrency` requests open, against
-the same peer: twice its rate is the ceiling of two processes.
+`--processes 2` measures `evalrelay worker --processes 2`: one worker of two processes,
+each with its event loop and half the concurrency (the ceiling is the same); 0 measures
+the worker's default (one process per 64 jobs at once, at most one per core). With
+`--workers 2`, two workers each hold `concurrency` requests open, against the same peer:
+twice its rate is the ceiling of two workers.
 
 The server (`bench/slow_openai.py`) runs on an asyncio loop in its own process, so it is
 not what is measured. The ceiling is concurrency / delay.
 
-`--user N` also measures what a user meets: one `evalrelay worker` (concurrency 128)
-already running, and `evalrelay run` of N cases against the same server, from the moment
-the campaign's jobs were recorded as sent (Redis's clock) to the moment the last result
-line is in the results file, beside the bare loop's N calls at concurrency 128.
+`--user N` also measures what a user meets: one `evalrelay worker -c 128` (its processes
+as by default) already running, and `evalrelay run` of N cases against the same server,
+from the moment the campaign's jobs were recorded as sent (Redis's clock) to the moment
+the last result line is in the results file, beside the bare loop's N calls at
+concurrency 128.
 
 Each line also gives the CPU time per call of the worker processes and of the bare loop's
 process: at high concurrency both are bound by one core, and on a loaded machine that
@@ -25,12 +31,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import redis
@@ -38,7 +47,8 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.pipeline import URL, evalrelay_worker, stop, wait  # noqa: E402
+from bench.pipeline import URL, evalrelay_worker, stop, wait, worker_processes  # noqa: E402
+from bridge.cli.render import case_view  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import outstanding_key, results_stream_key  # noqa: E402
 from bridge.queue.campaigns import plan_jobs  # noqa: E402
@@ -53,19 +63,19 @@ def measure(
     cases: int,
     concurrency: int,
     env: dict[str, str],
+    workers_count: int = 1,
     processes: int = 1,
 ) -> tuple[float, float]:
-    """Calls per second, and the workers' CPU seconds per call."""
+    """Calls per second, and the workers' CPU seconds per call. `processes` 0: as many as a
+    worker of this concurrency has by default."""
     client.flushdb()
     (folder / "targets.yaml").write_text(slow_target(url))
     workers = [
-        evalrelay_worker(client, concurrency, env, f"bench{n}@host") for n in range(processes)
+        evalrelay_worker(client, concurrency, env, f"bench{n}@host", processes)
+        for n in range(workers_count)
     ]
     try:
-        # A worker already running, as the bare loop is: its first calls import the SDK.
-        warm = plan_jobs("warm-up", [load_eval_file(folder / "bench.yaml")], "slow", None)
-        JobQueue.connect(URL).send(warm[: 4 * processes])
-        wait(lambda: client.xlen(results_stream_key("warm-up")) >= 4 * processes, 120)
+        warm_up(client, folder, workers_count * worker_processes(concurrency, processes))
         campaign = f"api-{concurrency}"
         jobs = plan_jobs(campaign, [load_eval_file(folder / "bench.yaml")], "slow", None)
         cpu_before = sum(cpu_seconds(w.pid) for w in workers)
@@ -79,6 +89,24 @@ def measure(
             stop(worker)
 
 
+def warm_up(client: redis.Redis, folder: Path, processes: int) -> None:
+    """Jobs sent one at a time until each worker process has run some: a worker already
+    running, as the bare loop is (a worker's first calls import the SDK)."""
+    jobs = plan_jobs("warm-up", [load_eval_file(folder / "bench.yaml")], "slow", None)
+    queue = JobQueue.connect(URL)
+    ran: set[str] = set()
+    for sent, job in enumerate(jobs, start=1):
+        queue.send([job])
+        wait(lambda n=sent: client.xlen(results_stream_key("warm-up")) >= n, 120)
+        ran = {
+            json.loads(f["result"])["worker"]
+            for _, f in client.xrange(results_stream_key("warm-up"))
+        }
+        if len(ran) == processes and sent >= 4 * processes:
+            return
+    raise SystemExit(f"only {len(ran)} of {processes} worker processes ran a warm-up job")
+
+
 USER_CONCURRENCY = 128
 
 API_KEY = "sk-bench-" + "0123456789abcdef" * 2
@@ -88,18 +116,23 @@ which sent each one down masking's slow path, as no real key would."""
 
 
 def user_run(
-    client: redis.Redis, folder: Path, url: str, cases: int, env: dict[str, str]
+    client: redis.Redis,
+    folder: Path,
+    url: str,
+    cases: int,
+    env: dict[str, str],
 ) -> tuple[float, float]:
-    """`evalrelay run` of `cases` calls with a worker already running: calls per second from
-    the first send to the last line written, and the command's start to exit in seconds."""
+    """`evalrelay run` of `cases` calls with a worker (`evalrelay worker -c 128`, its
+    processes as by default) already running: calls per second from the first send to the
+    last line written, and the command's start to exit in seconds."""
     client.flushdb()
-    project = folder / "user"
-    project.mkdir(exist_ok=True)
+    project = Path(tempfile.mkdtemp(prefix="user-", dir=folder))  # its own results folder
     (project / "evalrelay.yaml").write_text("")
     (project / "targets.yaml").write_text((folder / "targets.yaml").read_text())
     (project / "user.yaml").write_text(one_turn_cases(cases))
-    worker = evalrelay_worker(client, USER_CONCURRENCY, env, "user@host")
+    worker = evalrelay_worker(client, USER_CONCURRENCY, env, "user@host", processes=0)
     try:
+        warm_up(client, folder, worker_processes(USER_CONCURRENCY, 0))
         started = time.time()
         run = subprocess.Popen(
             [sys.executable, "-m", "bridge.cli.main", "run", "user.yaml", "--target", "slow",
@@ -157,28 +190,37 @@ def slow_target(url: str) -> str:
 
 
 def cpu_seconds(pid: int) -> float:
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+    """Of the process and its children (a worker's processes, its prefork pool)."""
+    process = psutil.Process(pid)
+    tree = [process, *process.children(recursive=True)]
+    return sum(float(p.cpu_times().user + p.cpu_times().system) for p in tree)
 
 
-async def bare_async_openai(url: str, cases: int, concurrency: int) -> tuple[float, float]:
-    """The peer: one event loop, `concurrency` requests open at a time. Calls per second,
-    and its CPU seconds per call."""
+def wire_bodies(file: Path, target: str) -> list[dict[str, Any]]:
+    """What the worker sends for each case of `file` (`evalrelay render --json`'s wire
+    body): the peer sends the same, the system prompt evalrelay adds included."""
+    loaded = load_eval_file(file)
+    return [case_view(loaded, case, target)["wire"] for case in loaded.cases]
+
+
+async def bare_async_openai(
+    url: str, bodies: list[dict[str, Any]], concurrency: int
+) -> tuple[float, float]:
+    """The peer: one event loop, `concurrency` requests open at a time, each sending its
+    body. Calls per second, and its CPU seconds per call."""
     import openai
 
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=API_KEY, max_retries=0)
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(i: int) -> None:
+    async def one(body: dict[str, Any]) -> None:
         async with gate:
-            await client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": f"q{i}"}]
-            )
+            await client.chat.completions.create(**body)
 
     started, cpu = time.monotonic(), time.process_time()
-    await asyncio.gather(*(one(i) for i in range(cases)))
-    rate = cases / (time.monotonic() - started)
-    per_call = (time.process_time() - cpu) / cases
+    await asyncio.gather(*(one(body) for body in bodies))
+    rate = len(bodies) / (time.monotonic() - started)
+    per_call = (time.process_time() - cpu) / len(bodies)
     await client.close()
     return rate, per_call
 
@@ -189,6 +231,11 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32, 128])
     parser.add_argument("--workers", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--processes", type=int, nargs="+", default=[1, 0],
+        help="`evalrelay worker --processes` of each worker, 0 for its default (the user's "
+        "row: the default).",
+    )  # fmt: skip
     parser.add_argument(
         "--user", type=int, default=0, metavar="N",
         help="Also time `evalrelay run` of N cases with a worker (concurrency 128) running.",
@@ -221,15 +268,19 @@ def main() -> None:
             folder = Path(name)
             (folder / "evalrelay.yaml").write_text("")
             (folder / "bench.yaml").write_text(one_turn_cases(args.cases))
+            (folder / "targets.yaml").write_text(slow_target(url))
+            bodies = wire_bodies(folder / "bench.yaml", "slow")
             for concurrency in args.concurrency:
-                peer, peer_cpu = asyncio.run(bare_async_openai(url, args.cases, concurrency))
-                for processes in args.workers:
+                peer, peer_cpu = asyncio.run(bare_async_openai(url, bodies, concurrency))
+                for workers, processes in itertools.product(args.workers, args.processes):
                     rate, cpu = measure(
-                        client, folder, url, args.cases, concurrency, env, processes
+                        client, folder, url, args.cases, concurrency, env, workers, processes
                     )
-                    ceiling = processes * concurrency / args.delay
+                    ceiling = workers * concurrency / args.delay
+                    count = worker_processes(concurrency, processes)
                     print(
-                        f"concurrency {concurrency:>4} x {processes} worker(s): evalrelay "
+                        f"concurrency {concurrency:>4} x {workers} worker(s) of {count} "
+                        f"process(es){'' if processes else ' (default)'}: evalrelay "
                         f"{rate:6.1f}/s, bare AsyncOpenAI {peer:6.1f}/s, ceiling "
                         f"{ceiling:6.1f}/s; ratio to the peer {rate / peer:.2f}, to the "
                         f"ceiling {rate / ceiling:.2f}; CPU per call {cpu * 1000:.2f} ms vs "
@@ -237,14 +288,17 @@ def main() -> None:
                         flush=True,
                     )
             if args.user:
-                (folder / "targets.yaml").write_text(slow_target(url))
-                peer, _ = asyncio.run(bare_async_openai(url, args.user, USER_CONCURRENCY))
+                (folder / "user.yaml").write_text(one_turn_cases(args.user))
+                user_bodies = wire_bodies(folder / "user.yaml", "slow")
+                peer, _ = asyncio.run(bare_async_openai(url, user_bodies, USER_CONCURRENCY))
                 rate, exited = user_run(client, folder, url, args.user, env)
+                processes = worker_processes(USER_CONCURRENCY, 0)
                 print(
                     f"evalrelay run of {args.user} cases, a worker of concurrency "
-                    f"{USER_CONCURRENCY} running: {rate:6.1f}/s from the first send to the last "
-                    f"line ({exited:.1f} s from the command's start to its exit), bare "
-                    f"AsyncOpenAI {peer:6.1f}/s; ratio {rate / peer:.2f}",
+                    f"{USER_CONCURRENCY} running ({processes} process(es), its default here): "
+                    f"{rate:6.1f}/s from the first send to the last line ({exited:.1f} s from "
+                    f"the command's start to its exit), bare AsyncOpenAI {peer:6.1f}/s; ratio "
+                    f"{rate / peer:.2f}",
                     flush=True,
                 )
     finally:

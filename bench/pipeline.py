@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.reports import cell, measure  # noqa: E402
+from bridge.cli.worker import default_processes  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
@@ -119,25 +120,31 @@ def campaign(client: redis.Redis, folder: Path, count: int) -> tuple[CampaignInf
     return info, started - began, time.monotonic() - started
 
 
+def worker_processes(concurrency: int, processes: int) -> int:
+    """How many processes `evalrelay worker -c CONCURRENCY --processes PROCESSES` runs (0: its
+    default for an api worker)."""
+    return processes or default_processes(["api"], "threads", concurrency)
+
+
 def evalrelay_worker(
-    client: redis.Redis, concurrency: int, env: dict[str, str], name: str = "bench@host"
+    client: redis.Redis,
+    concurrency: int,
+    env: dict[str, str],
+    name: str = "bench@host",
+    processes: int = 1,
 ) -> subprocess.Popen[bytes]:
+    """`evalrelay worker`, once it serves: with `processes` > 1, once each of its processes
+    (`NAME-1@host`, ...) does; with 0, as many as it has by default."""
+    chosen = ["--processes", str(processes)] if processes else []
     worker = start(
-        [
-            sys.executable,
-            "-m",
-            "bridge.cli.main",
-            "worker",
-            "-c",
-            str(concurrency),
-            "-n",
-            name,
-            "-l",
-            "WARNING",
-        ],
+        [sys.executable, "-m", "bridge.cli.main", "worker", "-c", str(concurrency), *chosen,
+         "-n", name, "-l", "WARNING"],
         env,
-    )
-    wait(lambda: client.hexists(workers_key(), name), 60)
+    )  # fmt: skip
+    count = worker_processes(concurrency, processes)
+    left, _, host = name.partition("@")
+    names = [name] if count == 1 else [f"{left}-{n}@{host}" for n in range(1, count + 1)]
+    wait(lambda: all(client.hexists(workers_key(), n) for n in names), 60)
     return worker
 
 

@@ -32,6 +32,7 @@ from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def collect_command(
             return folder
 
         consumer = name or f"collect@{socket.gethostname()}"
+        import_in_background()  # a service: its summaries' libraries at once, on a thread
         collector = Collector(
             runtime.client,
             consumer,

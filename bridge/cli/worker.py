@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 
 import click
 
@@ -14,6 +15,21 @@ from bridge.queue.connection import URL_VARIABLE, configured_url, connect
 
 DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2}
 """API calls wait on the network, so one process runs many; agents run a few at a time."""
+
+
+CALLS_PER_PROCESS = 64
+"""API calls at once that one process's event loop keeps up with: at 128 it is bound by
+one core, mostly the vendors' SDKs (`bench/api.py`, against a bare `AsyncOpenAI` loop:
+0.96 at 32 and 0.74 at 128 in one process; 1.04 at 128 as two processes of 64)."""
+
+
+def default_processes(queues: list[str], pool: str, concurrency: int) -> int:
+    """An api worker (threads pool) gets one process per `CALLS_PER_PROCESS` calls at once,
+    at most one per core it may run on; any other worker, one process (an agent's work is
+    done by its own processes)."""
+    if queues != ["api"] or pool != "threads":
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), concurrency // CALLS_PER_PROCESS))
 
 
 def default_concurrency(queue: str) -> int:
@@ -48,6 +64,13 @@ def default_concurrency(queue: str) -> int:
     show_default=True,
     help="prefork runs each job in a child process.",
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    help="Worker processes, each with its own event loop and a share of --concurrency "
+    f"(default: for an api worker, one per {CALLS_PER_PROCESS} jobs at once, at most one per "
+    "core; else 1).",
+)
 @click.option("--name", "-n", help="Worker name (default: evalrelay-<queues>-<pid>@<host>).")
 @click.option(
     "--loglevel",
@@ -67,6 +90,7 @@ def worker_command(
     queues: str,
     concurrency: int | None,
     pool: str,
+    processes: int | None,
     name: str | None,
     loglevel: str,
     task_events: bool,
@@ -83,6 +107,19 @@ def worker_command(
     if unknown:
         raise click.BadParameter(f"unknown queue(s) {', '.join(unknown)}", param_hint="--queues")
     connect(url)
+    count = concurrency or sum(default_concurrency(q) for q in chosen)
+    processes = processes or default_processes(chosen, pool, count)
+    if processes > 1:
+        from worker.processes import run_processes
+
+        click.echo(
+            f"evalrelay worker: {processes} processes, {count} jobs at once in all "
+            "(--processes 1 for one)",
+            err=True,
+        )
+        shared = ["--queues", ",".join(chosen), "--pool", pool, "--loglevel", loglevel]
+        sys.exit(run_processes([*shared, *(["-E"] if task_events else [])], count, processes,
+                               name))  # fmt: skip
     logging.getLogger().setLevel(loglevel.upper())
     from celery import signals
 
@@ -94,7 +131,6 @@ def worker_command(
     signals.worker_shutting_down.connect(
         lambda **_: stop_if_redis_stays_away(url), weak=False, dispatch_uid="stop-watch"
     )
-    count = concurrency or sum(default_concurrency(q) for q in chosen)
     hostname = name or f"evalrelay-{'+'.join(chosen)}-{os.getpid()}@{socket.gethostname()}"
     app.worker_main(
         [

@@ -54,6 +54,7 @@ from bridge.queue.rebuild import CampaignRecord, current_epoch, records_in, rest
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ class Watcher:
         self.infos: dict[str, CampaignInfo] = {}
         """The campaigns collected, as Redis had them (or their records, once Redis lost
         them): their results folder and size, which a file being finished still needs."""
+        import_in_background()  # a service: its summaries' libraries at once, on a thread
         self.collector = Collector(
             client,
             f"watch-{self.inbox_id}@{socket.gethostname()}",

@@ -32,7 +32,7 @@ PR_SET_PDEATHSIG = 1
 
 
 def main(data_dir: Path, command: list[str]) -> int:
-    server = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+    server = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     with (data_dir / USERS_LOCK).open("a+") as users:
         while server.poll() is None:
             if _unused(users) and _still_unused_at_start_lock(data_dir, users):
@@ -71,9 +71,10 @@ def exclusive(path: Path) -> Iterator[None]:
         yield
 
 
-def _die_with_parent() -> None:
-    """In the server, before it starts: SIGTERM when the keeper dies (Linux only). The
-    keeper has one thread, so "the parent" cannot be a thread that ends early."""
+def die_with_parent() -> None:
+    """In a child, before it starts: SIGTERM when its parent dies (Linux only). "The
+    parent" is the thread that started it: start children from a thread that lives as
+    long as its process (the keeper has only one)."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 

@@ -54,7 +54,6 @@ from bridge.results.results_file import (
 from bridge.results.retention import compact
 from bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
 from bridge.results.set_aside import set_aside
-from bridge.results.statistics import import_in_background
 from bridge.results.summary import write_atomically
 from bridge.results.write_errors import can_write, cannot_write, describe
 
@@ -121,8 +120,9 @@ class Collector:
     ) -> None:
         """`on_complete` gets the JSONL path of each complete campaign this collector finishes,
         maybe more than once (the commands pass the HTML report writer, which writes only a
-        missing or stale report; results know nothing of reports)."""
-        import_in_background()  # what its summaries need, before a signal can cut it
+        missing or stale report; results know nothing of reports). Its summaries import
+        the statistics' libraries on a thread when first needed; the commands start that
+        import earlier, each when it suits them (`import_in_background`)."""
         self.client = client
         self.consumer = consumer
         self.out_dir_for = out_dir_for

@@ -117,6 +117,8 @@ def test_worker_cut_mid_handoff_and_mid_job_loses_and_doubles_nothing(fleet: Fle
     running = detach(submitter, project(submitter, 80, 500, "running"), out)
     waiting_file = project(submitter, 40, 200, "handoff")
     wait_for(lambda: line_count(out / f"{running}.jsonl") >= 8, 60, "jobs under way")
+    # Cut while worker-2 runs jobs (worker-1 may take a batch or two of them all first).
+    wait_for(lambda: leased_by(redis, "worker-2"), 60, "worker-2 running jobs")
     fleet.cut(second)
     # Redis keeps the cut worker's connection, so its blocking pop may still take a message.
     cut_mid_job = leased_by(redis, "worker-2")

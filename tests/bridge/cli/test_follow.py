@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import redis
 from rich.console import Console
 
-from bridge.cli.follow import pause_line, warn_without_workers
+from bridge.cli.follow import pause_line, statistics_due, warn_without_workers
 from bridge.keys import workers_key
 from bridge.queue.campaigns import CampaignInfo
 from bridge.queue.steering import Paused
@@ -62,3 +62,11 @@ def test_the_pause_line_says_why_and_how_to_go_on() -> None:
     by_hand = Paused(reason="too slow", at=0.0, by="me@here")
     assert "(too slow, by me@here): `evalrelay unpause c`" in pause_line("c", by_hand)
     assert pause_line("c", None) == "[green]campaign c goes on[/]"
+
+
+def test_the_statistics_are_imported_at_once_for_a_small_campaign_else_near_its_end() -> None:
+    assert statistics_due(0, 200, 0.0)  # small: at once, overlapping its few jobs
+    assert not statistics_due(0, 3000, 0.0)  # nothing done yet: no rate to judge by
+    assert not statistics_due(2000, 3000, 400.0)  # 2.5 s of jobs left
+    assert statistics_due(2700, 3000, 400.0)  # under a second left
+    assert statistics_due(3000, 3000, 400.0)

@@ -1,7 +1,9 @@
-"""`evalrelay worker`: task events stay off until asked for, as Flower asks."""
+"""`evalrelay worker`: task events stay off until asked for, as Flower asks; an api worker
+of many jobs at once is a process per core."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import threading
@@ -11,6 +13,7 @@ import pytest
 import redis
 from celery import Celery
 
+from bridge.cli.worker import default_processes
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import inflight_key, results_stream_key, workers_key
 from bridge.queue.campaigns import plan_jobs, store_jobs
@@ -100,3 +103,25 @@ def test_a_worker_told_to_stop_while_redis_is_away_stops_and_its_jobs_run_later(
         60,
         "both jobs' results from the second worker",
     )
+
+
+def test_an_api_worker_gets_a_process_per_64_jobs_at_once_and_at_most_one_per_core() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert default_processes(["api"], "threads", 32) == 1
+    assert default_processes(["api"], "threads", 128) == min(2, cores)
+    assert default_processes(["api"], "threads", 64 * 1000) == cores
+    assert default_processes(["api", "agent.cli"], "threads", 512) == 1
+    assert default_processes(["api"], "prefork", 512) == 1
+
+
+def test_a_worker_of_128_api_jobs_starts_its_default_processes(
+    processes: Processes, client: redis.Redis
+) -> None:
+    count = default_processes(["api"], "threads", 128)
+    names = [f"big-{n}@test" for n in range(1, count + 1)] if count > 1 else ["big@test"]
+    parent = processes.start("worker", "-c", "128", "-n", "big@test", name="big")
+    wait_for(lambda: all(client.hexists(workers_key(), n) for n in names), 60, f"{names}")
+    parent.send_signal(signal.SIGTERM)
+    assert parent.wait(30) == 0
+    if count > 1:
+        assert f"{count} processes, 128 jobs at once in all" in processes.log("big")
