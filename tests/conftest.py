@@ -27,6 +27,8 @@ from pathlib import Path
 import psutil
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from bridge.keys import epoch_key, workers_key
 from bridge.prompt.build import PromptRequest
@@ -201,16 +203,26 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def unretried_client(url: str) -> redis.Redis:
+    """A client that tries each command once: a Redis away for a moment is already longer
+    than its retries, so what rides out an outage is the code under test."""
+    return redis.Redis.from_url(url, decode_responses=True, retry=Retry(NoBackoff(), 0))
+
+
 class HoldingRelay:
     """A TCP relay to Redis that stops passing commands on once it has passed the first
     that holds `marker`: a client is left waiting for a reply halfway through what it was
     doing, at the point the test chose, to be killed there (replies to what was passed
-    still come back). A real process's timing no longer decides where it is cut."""
+    still come back). A real process's timing no longer decides where it is cut.
 
-    def __init__(self, redis_url: str, marker: bytes) -> None:
+    With `later_pass`, connections made after that pass everything: the ones held went
+    silent with no word, as to a Redis moved to another host, and the new ones reach it."""
+
+    def __init__(self, redis_url: str, marker: bytes, later_pass: bool = False) -> None:
         parsed = urllib.parse.urlsplit(redis_url)
         self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 6379)
         self.marker = marker
+        self.later_pass = later_pass
         self.held = threading.Event()
         self._closing = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -229,7 +241,8 @@ class HoldingRelay:
             except OSError:
                 return
             server = socket.create_connection(self.upstream)
-            threading.Thread(target=self._pass, args=(client, server, True), daemon=True).start()
+            held = not (self.later_pass and self.held.is_set())
+            threading.Thread(target=self._pass, args=(client, server, held), daemon=True).start()
             threading.Thread(target=self._pass, args=(server, client, False), daemon=True).start()
 
     def _pass(self, source: socket.socket, sink: socket.socket, commands: bool) -> None:
@@ -246,10 +259,15 @@ class HoldingRelay:
                 end.close()
 
 
+PROBE_SECONDS = 10.0
+
+
 @contextlib.contextmanager
 def loopback_server(argv: list[str], ready_url: str, log: Path, seconds: float) -> Iterator[None]:
     """A server process of the test's own, until `ready_url` answers; stopped afterwards.
-    Its output goes to `log`, quoted when it does not start."""
+    Its output goes to `log`, quoted when it does not start. Each probe waits up to
+    `PROBE_SECONDS` for the answer: a server that answers after a delay of its own (the
+    slow benchmark server's 2 s) is not taken for one that is not up."""
     with log.open("wb") as out:
         server = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -259,7 +277,7 @@ def loopback_server(argv: list[str], ready_url: str, log: Path, seconds: float) 
         deadline = time.monotonic() + seconds
         while True:
             try:
-                urllib.request.urlopen(ready_url, timeout=2).close()
+                urllib.request.urlopen(ready_url, timeout=PROBE_SECONDS).close()
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:

@@ -23,12 +23,9 @@ from typing import Any, TypeVar
 
 import redis
 from celery import Celery, Task
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from bridge.keys import holders_key
 from bridge.queue.celery_queue import RUN_BATCH, JobQueue
-from bridge.queue.connection import OUTAGE_BACKOFF
 from bridge.queue.holders import LET_GO_LUA, let_go
 from bridge.queue.jobs import Job
 from bridge.queue.payloads import jobs_of
@@ -38,7 +35,7 @@ from worker.heap import settle_once
 from worker.holds import take_hold
 from worker.lease import BEGIN, LeaseBegin
 from worker.providers.base import NoCapacity
-from worker.publish import PUBLISH, PUBLISH_TRIES, Publication
+from worker.publish import PUBLISH, Publication
 from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
 from worker.tasks import JOB_TASK, spend, wait_for_capacity
@@ -206,7 +203,7 @@ async def run_job(
         queue=job.target.queue,
     )
     try:
-        outcome = str(await rounds.run(BEGIN, begin.keys, begin.args))
+        outcome = str(await rounds.ride_out(BEGIN, begin.keys, begin.args, begin.waiting))
     except BaseException:
         if noted:
             noted[0].put_back(job.job_id, noted[1])  # still held: written later
@@ -241,15 +238,7 @@ async def publish(
     """`worker.publish.publish` through the loop's round trips, tried again as long while
     Redis is out of reach."""
     call = Publication.of(result, queue, lease_token, message_id)
-    for failures in range(1, PUBLISH_TRIES + 1):
-        try:
-            return bool(await rounds.run(PUBLISH, call.keys, call.args))
-        except (RedisConnectionError, RedisTimeoutError) as error:
-            if failures == PUBLISH_TRIES:
-                raise
-            call.waiting(error)
-            await asyncio.sleep(OUTAGE_BACKOFF.compute(failures))
-    raise AssertionError("unreachable")
+    return bool(await rounds.ride_out(PUBLISH, call.keys, call.args, call.waiting))
 
 
 _loops: dict[int, WorkerLoop] = {}

@@ -39,7 +39,10 @@ class PendingHolds:
         self.client = client
         self.process = process
         self._pending: dict[str, str] = {}
-        # Held while a flush writes, so that `take` never misses a record on its way.
+        self._writing: dict[str, str] = {}
+        """The records a flush is writing now, outside the lock: a Redis out of reach keeps
+        a write retrying for seconds, and `take` runs on the event loop, `add` on the
+        consumer's thread, neither of which may wait that long."""
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -51,13 +54,16 @@ class PendingHolds:
                 self._thread.start()
 
     def take(self, job_id: str, message_id: str) -> str | None:
-        """The record of `message_id`, if not yet written, for the caller to write."""
+        """The record of `message_id`, if not yet written, for the caller to write. One a
+        flush is writing now is given too: written twice, it is the same record, and the
+        job does not start before its holder is known to Redis."""
         with self._lock:
-            value = self._pending.get(job_id)
-            if value is None or value.partition(" ")[0] != message_id:
-                return None
-            del self._pending[job_id]
-            return value
+            for records in (self._pending, self._writing):
+                value = records.get(job_id)
+                if value is not None and value.partition(" ")[0] == message_id:
+                    del records[job_id]
+                    return value
+            return None
 
     def put_back(self, job_id: str, value: str) -> None:
         """A record taken and not written (Redis failed): the thread writes it."""
@@ -70,12 +76,17 @@ class PendingHolds:
             with self._lock:
                 if not self._pending:
                     continue
-                try:
-                    records: Mapping[Any, Any] = self._pending  # redis-py's types want bytes too
-                    self.client.hset(holders_key(), mapping=records)
-                    self._pending.clear()
-                except redis.RedisError as exc:  # kept, and tried again on the next turn
-                    log.warning("could not record %d held messages: %s", len(self._pending), exc)
+                self._writing, self._pending = self._pending, {}
+                records: Mapping[Any, Any] = dict(self._writing)  # redis-py wants bytes too
+            try:
+                self.client.hset(holders_key(), mapping=records)
+            except redis.RedisError as exc:  # kept, and tried again on the next turn
+                log.warning("could not record %d held messages: %s", len(records), exc)
+                with self._lock:
+                    for job_id, value in self._writing.items():  # those no job took meanwhile
+                        self._pending.setdefault(job_id, value)
+            with self._lock:
+                self._writing = {}
 
 
 _holds: dict[tuple[int, str], PendingHolds] = {}

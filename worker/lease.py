@@ -28,6 +28,7 @@ from bridge.keys import (
     outstanding_key,
     paused_key,
 )
+from bridge.queue.connection import ride_out
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,9 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   return 'paused'
 end
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
-if not redis.call('SET', KEYS[3], ARGV[2], 'NX', 'PX', ARGV[3]) then return 'running-elsewhere' end
+local holder = redis.call('GET', KEYS[3])
+if holder and holder ~= ARGV[2] then return 'running-elsewhere' end
+redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[4])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[5]) end
 return 'leased'
@@ -56,7 +59,9 @@ return 'leased'
 (and write that this worker holds its message, when that is still to be written). A job
 skipped because its campaign is cancelled or paused leaves the jobs sent (`outstanding`)
 in the same step, so `unpause` and `resume` find it to send again. The lease's
-expiry in `inflight`, which the reaper on any host compares, is on Redis's clock."""
+expiry in `inflight`, which the reaper on any host compares, is on Redis's clock. Safe to
+repeat: a second run with the same token (its first reply lost with the connection) finds
+the lease its own."""
 
 _RENEW = (
     NOW_MS_LUA
@@ -119,6 +124,10 @@ class LeaseBegin:
     def lease(self, client: redis.Redis, outcome: str) -> Lease | None:
         return Lease(client, self.job_id, self.token, self.seconds) if outcome == "leased" else None
 
+    def waiting(self, error: Exception) -> None:
+        log.warning("job %s: Redis out of reach to take its lease (%s); retrying",
+                    self.job_id, error)  # fmt: skip
+
 
 class Lease:
     def __init__(self, client: redis.Redis, job_id: str, token: str, seconds: float) -> None:
@@ -155,7 +164,11 @@ class Lease:
         written with the lease; a job that does not run needs none.
         """
         begin = LeaseBegin.of(job_id, owner, campaign_id, attempt, seconds, holder, queue)
-        outcome = str(client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args))
+        outcome = str(
+            ride_out(
+                lambda: client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args), begin.waiting
+            )
+        )
         return outcome, begin.lease(client, outcome)
 
     def renew(self) -> bool:

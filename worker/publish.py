@@ -8,7 +8,6 @@ import logging
 from dataclasses import dataclass
 
 import redis
-from redis.retry import Retry
 
 from bridge.keys import (
     done_key,
@@ -21,17 +20,13 @@ from bridge.keys import (
     target_tally_key,
 )
 from bridge.masking import masked_json
-from bridge.queue.connection import OUTAGE_BACKOFF
+from bridge.queue.connection import ride_out
 from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
 
 log = logging.getLogger(__name__)
 
 DONE_TTL_SECONDS = 30 * 24 * 3600
-
-PUBLISH_TRIES = 120
-"""About ten minutes of tries, 5 s apart, before a result is given up for lost (and its
-job sent again by the reaper): a result paid for is not dropped for a Redis restart."""
 
 PUBLISH = (
     LET_GO_LUA
@@ -68,11 +63,8 @@ def publish(
     Tried again while Redis is out of reach: the script is safe to repeat."""
     call = Publication.of(result, queue, lease_token, message_id)
 
-    def waiting(error: Exception) -> None:
-        call.waiting(error)
-
-    added = Retry(OUTAGE_BACKOFF, PUBLISH_TRIES).call_with_retry(
-        lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), waiting
+    added = ride_out(
+        lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), call.waiting
     )
     return bool(added)
 

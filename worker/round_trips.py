@@ -10,13 +10,18 @@ never waits on Redis, and at hundreds of jobs a second each round trip carries m
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 from redis.commands.core import Script
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from bridge.queue.connection import OUTAGE_BACKOFF, OUTAGE_TRIES
 
 NO_SCRIPT_TRIES = 3
 """How often the calls Redis answered "no such script" are sent again: a Redis restarted
@@ -53,6 +58,25 @@ class RoundTrips:
             self._sending = True
             self._sender = loop.create_task(self._send())
         return await call.reply
+
+    async def ride_out(
+        self,
+        script: str,
+        keys: tuple[str, ...],
+        args: tuple[str | int, ...],
+        waiting: Callable[[Exception], object],
+    ) -> Any:
+        """`run`, tried again while Redis is out of reach: `bridge.queue.connection.ride_out`
+        on the loop (which sleeps between tries, not waits)."""
+        for failures in range(1, OUTAGE_TRIES + 1):
+            try:
+                return await self.run(script, keys, args)
+            except (RedisConnectionError, RedisTimeoutError) as error:
+                if failures == OUTAGE_TRIES:
+                    raise
+                waiting(error)
+                await asyncio.sleep(OUTAGE_BACKOFF.compute(failures))
+        raise AssertionError("unreachable")
 
     async def _send(self) -> None:
         loop = asyncio.get_running_loop()

@@ -25,6 +25,13 @@ URL_VARIABLE = "EVALRELAY_REDIS_URL"
 RECONNECT_TRIES = 10
 """About ten seconds of retries before a Redis outage becomes an error."""
 
+REPLY_TIMEOUT_SECONDS = 10.0
+"""How long a command waits for its reply before its connection is taken for dead and the
+command is sent again on a new one. Without it, a connection whose far end vanished with
+no word (a partition that does not heal, a Redis moved to another host, a frozen one)
+keeps its thread waiting for ever, and with it every job that thread serves. Far above
+any command evalrelay sends: the collector blocks 1 s at most."""
+
 
 def configured_url() -> str | None:
     """The cluster's Redis, or None for the embedded default."""
@@ -58,7 +65,7 @@ def shown(url: str) -> str:
     return joined
 
 
-def client_for(url: str) -> redis.Redis:
+def client_for(url: str, reply_timeout: float = REPLY_TIMEOUT_SECONDS) -> redis.Redis:
     """A client that rides out a short Redis outage (a restart) by retrying with backoff.
 
     Every script evalrelay runs is safe to repeat: it checks before it writes.
@@ -67,6 +74,7 @@ def client_for(url: str) -> redis.Redis:
         url,
         decode_responses=True,
         socket_connect_timeout=5,
+        socket_timeout=reply_timeout,
         health_check_interval=30,
         retry=Retry(ExponentialBackoff(cap=2.0, base=0.1), RECONNECT_TRIES),
         retry_on_error=[redis.ConnectionError, redis.TimeoutError],
@@ -88,6 +96,17 @@ def connect(url: str) -> redis.Redis:
 
 OUTAGE_BACKOFF = ExponentialBackoff(cap=5.0, base=0.5)
 """Between two tries of a step while Redis is out of reach: soon, then every 5 s."""
+
+OUTAGE_TRIES = 120
+"""About ten minutes of tries, 5 s apart, of a worker's step that must not fail for an
+outage: reading a job, taking its lease, publishing its result. A worker that gave one up
+would still hold the job's message, and nobody would send it again while it lives."""
+
+
+def ride_out(step: Callable[[], T], waiting: Callable[[Exception], object]) -> T:
+    """`step`, tried again while Redis is out of reach (`OUTAGE_TRIES`); `waiting` is told
+    of each failure. The step must be safe to repeat."""
+    return Retry(OUTAGE_BACKOFF, OUTAGE_TRIES).call_with_retry(step, waiting)
 
 
 class RideOut:

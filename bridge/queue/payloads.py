@@ -18,18 +18,14 @@ import logging
 from typing import Any
 
 import redis
-from redis.retry import Retry
 
 from bridge.keys import job_key
-from bridge.queue.connection import OUTAGE_BACKOFF
+from bridge.queue.connection import ride_out
 from bridge.queue.jobs import Job
 from bridge.queue.stored import encoded, read_jobs
 from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
-
-READ_TRIES = 120
-"""About ten minutes of tries, 5 s apart, to read a job while Redis is out of reach."""
 
 REFERENCE_FIELDS = ("campaign_id", "job_id", "attempt", "waiting_since")
 """What a message carries of its job; the rest is read from the stored job."""
@@ -66,9 +62,7 @@ def jobs_of(client: redis.Redis, payloads: list[dict[str, Any]]) -> list[Job | N
     def waiting(error: Exception) -> None:
         log.warning("job %s: Redis out of reach to read the job (%s); retrying", ids[0], error)
 
-    read = Retry(OUTAGE_BACKOFF, READ_TRIES).call_with_retry(
-        lambda: read_jobs(client, ids), waiting
-    )
+    read = ride_out(lambda: read_jobs(client, ids), waiting)
     stored = dict(zip(ids, read, strict=True))
     found: list[Job | None] = []
     for payload in payloads:

@@ -6,6 +6,7 @@ measured (docs/guarantees.md quotes these lines)."""
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -61,6 +62,22 @@ def ran_twice(*workers: HostProcess) -> int:
     """Jobs a worker ran to the end and found published already (paid twice); the workers
     log each job's end at `-v`."""
     return sum(w.log().count("(already published)") for w in workers)
+
+
+def exit_code(process: HostProcess, seconds: float, *workers: HostProcess) -> int:
+    """The process's exit code; when it has not exited within `seconds`, a failure that
+    quotes its log and each worker's, after asking the workers for their threads' stacks
+    (Celery logs them on SIGUSR1): what a stall waits on is then in the report."""
+    try:
+        return process.popen.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        for worker in workers:
+            worker.signal(signal.SIGUSR1)
+        time.sleep(2)
+        logs = "\n".join(
+            f"--- {p.host.name}/{p.name}:\n{p.log()[-20000:]}" for p in (process, *workers)
+        )
+        pytest.fail(f"{process.name} still running after {seconds:.0f} s\n{logs}")
 
 
 class Cluster:
@@ -225,7 +242,7 @@ def test_redis_stopped_then_killed_run_and_collect_ride_it_out(fleet: Fleet) -> 
     time.sleep(20)
     redis.start()
     back = time.monotonic()
-    assert foreground.popen.wait(timeout=180) in (0, 1), foreground.log()
+    assert exit_code(foreground, 180, runner) in (0, 1), foreground.log()
     wait_for(lambda: line_count(out / f"{detached}.jsonl") == 200, 120, "the detached one")
     finished = time.monotonic() - back
     (own,) = [p for p in own_out.glob("*.jsonl") if ".attempts." not in p.name]

@@ -4,8 +4,10 @@ killed mid-batch loses none of them and runs none twice."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,12 +21,16 @@ from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job
 from tests.conftest import (
     FAST_RECOVERY,
+    PrivateRedis,
     Processes,
     WriteFiles,
     one_turn_cases,
+    unretried_client,
     wait_for,
 )
 from tests.worker.test_tasks import collect_all
+from worker.batches import run_job
+from worker.round_trips import RoundTrips
 
 
 def one_batch(
@@ -65,6 +71,35 @@ def most_at_once(lines: list[dict[str, object]]) -> int:
         running += step
         most = max(most, running)
     return most
+
+
+def test_a_job_that_begins_while_redis_is_away_runs_when_it_is_back(
+    project: WriteFiles, private_redis: PrivateRedis
+) -> None:
+    """Redis goes away, longer than the client's own retries, as a job of a batch is to
+    take its lease: the job waits, then runs and is published once. Given up, it would
+    stay held by its live worker, and nobody would send it again."""
+    root = project_of(project, 1, 0)
+    client = unretried_client(private_redis.url)
+    (job,) = plan_jobs("away", [load_eval_file(root / "evals.yaml")], "slow", None)
+    store_jobs(client, [job])
+    queue = JobQueue.connect(private_redis.url)
+    private_redis.stop()
+    ran: list[object] = []
+
+    def run() -> None:
+        try:
+            ran.append(asyncio.run(run_job(RoundTrips(client), client, queue, job, "w@test", "m1")))
+        except Exception as exc:  # the test says what it was
+            ran.append(exc)
+
+    running = threading.Thread(target=run)
+    running.start()
+    time.sleep(2)
+    private_redis.start()
+    running.join(30)
+    assert ran == ["ok"]
+    assert client.xlen(results_stream_key(job.campaign_id)) == 1
 
 
 def test_a_batch_runs_no_more_jobs_at_once_than_the_workers_slots(

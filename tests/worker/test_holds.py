@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import redis
 
 from bridge.keys import done_key, holders_key
+from bridge.queue.connection import client_for
 from bridge.queue.holders import messages_held
-from tests.conftest import wait_for
-from worker.holds import note_hold, take_hold
+from tests.conftest import PrivateRedis, wait_for
+from worker.holds import PendingHolds, note_hold, take_hold
 from worker.lease import Lease
 
 
@@ -41,3 +46,28 @@ def test_a_note_put_back_is_written_by_the_thread(client: redis.Redis) -> None:
     assert noted is not None
     noted[0].put_back("job-d", noted[1])  # its lease could not be taken: Redis failed
     wait_for(lambda: messages_held(client, ["job-d"]) == ["msg-d"], 2, "the hold written")
+
+
+def test_a_flush_waiting_on_redis_keeps_neither_a_job_nor_a_receipt_waiting(
+    private_redis: PrivateRedis,
+) -> None:
+    """Redis frozen while the thread writes a record: the job of that record takes it at
+    once (to write with its lease) and a new message is noted at once, instead of both
+    waiting, on the event loop and the consumer's thread, for as long as Redis is away."""
+    client = client_for(private_redis.url)
+    holds = PendingHolds(client, "w5/host/1/x")
+    assert private_redis.process is not None
+    os.killpg(private_redis.process.pid, signal.SIGSTOP)
+    try:
+        holds.add("job-e", "msg-e")
+        time.sleep(0.5)  # the thread's write of it is under way, and waits on Redis
+        started = time.monotonic()
+        taken = holds.take("job-e", "msg-e")
+        holds.add("job-f", "msg-f")
+        waited = time.monotonic() - started
+    finally:
+        os.killpg(private_redis.process.pid, signal.SIGCONT)
+    assert taken is not None and taken.startswith("msg-e ")
+    assert waited < 0.2, f"take and add waited {waited:.1f} s on the write"
+    wait_for(lambda: messages_held(client, ["job-f"]) == ["msg-f"], 5, "the next record written")
+    assert messages_held(client, ["job-e"]) == ["msg-e"]  # the write under way landed too

@@ -20,8 +20,15 @@ from bridge.keys import done_key, holders_key, inflight_key, lease_key, outstand
 from bridge.queue.campaigns import cancel
 from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
-from worker.lease import Lease, keep_renewed, renewals
+from tests.conftest import (
+    PrivateRedis,
+    Processes,
+    WriteFiles,
+    one_turn_cases,
+    unretried_client,
+    wait_for,
+)
+from worker.lease import BEGIN, Lease, LeaseBegin, keep_renewed, renewals
 
 
 def test_second_holder_is_refused_until_release(client: redis.Redis) -> None:
@@ -162,6 +169,33 @@ def test_a_job_leased_by_another_worker_is_running_elsewhere(client: redis.Redis
     assert first is not None
     assert Lease.begin(client, "e1", "w2") == ("running-elsewhere", None)
     assert client.get(lease_key("e1")) == first.token
+
+
+def test_begin_sent_again_with_its_token_finds_the_lease_its_own(client: redis.Redis) -> None:
+    """A BEGIN whose reply was lost with its connection is sent again: the lease it took
+    then is its own, not another worker's, and the job runs."""
+    begin = LeaseBegin.of("e2", "w1", seconds=5)
+    first = client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args)
+    again = client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args)
+    assert (first, again) == ("leased", "leased")
+    assert Lease.begin(client, "e2", "w2") == ("running-elsewhere", None)
+
+
+def test_begin_waits_for_a_redis_away_longer_than_its_clients_own_retries(
+    private_redis: PrivateRedis,
+) -> None:
+    """Redis is away when a job is to begin: its lease is taken once Redis is back. Given
+    up, the job would stay held by its live worker, and nobody would send it again."""
+    client = unretried_client(private_redis.url)
+    private_redis.stop()
+    began: list[object] = []
+    beginning = threading.Thread(target=lambda: began.append(Lease.begin(client, "e3", "w1")[0]))
+    beginning.start()
+    time.sleep(2)
+    private_redis.start()
+    beginning.join(30)
+    assert began == ["leased"]
+    assert client.get(lease_key("e3")) is not None
 
 
 def test_a_renewal_gives_the_lease_its_whole_life_again(client: redis.Redis) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from bridge.errors import PrerequisiteError
-from bridge.queue.connection import connect, shown
+from bridge.queue.connection import client_for, connect, shown
+from tests.conftest import HoldingRelay
 
 
 @pytest.mark.parametrize(
@@ -33,3 +37,29 @@ def test_an_unreachable_redis_is_named_without_its_query_password() -> None:
         connect("redis://127.0.0.1:1/0?password=s3cret-pw")
     assert "redis://127.0.0.1:1/0?password=***" in str(raised.value)
     assert "s3cret" not in str(raised.value)
+
+
+def test_a_connection_gone_silent_is_given_up_and_the_command_sent_on_a_new_one(
+    redis_url: str,
+) -> None:
+    """The connection a client holds stops answering, with no word (Redis moved to another
+    host, a partition that does not heal): the next command waits its reply timeout, not
+    for ever, and is answered on a new connection."""
+    relay = HoldingRelay(redis_url, b"evalrelay-test-silence", later_pass=True)
+    try:
+        client = client_for(relay.url, reply_timeout=1.0)
+        client.set("evalrelay-test-silent-key", "answered")
+        client.get("evalrelay-test-silence")  # passed, answered; then the connection is held
+        got: list[object] = []
+        started = time.monotonic()
+        asking = threading.Thread(
+            target=lambda: got.append(client.get("evalrelay-test-silent-key"))
+        )
+        asking.start()
+        asking.join(20)
+        took = time.monotonic() - started
+    finally:
+        relay.close()
+    assert not asking.is_alive(), "the command waited on the silent connection for ever"
+    assert got == ["answered"]
+    assert 1.0 <= took < 5, f"answered after {took:.1f} s"
