@@ -8,9 +8,12 @@ gets: every command prints through `TerminalConsole` or `echo`.
 
 from __future__ import annotations
 
+import io
+import logging
 import re
+import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TextIO
 
 import click
 from rich.console import Console, ConsoleOptions, RenderableType
@@ -46,6 +49,38 @@ class TerminalConsole(Console):
                 yield segment
             else:
                 yield Segment(printable(segment.text), segment.style, segment.control)
+
+
+class PrintableFormatter(logging.Formatter):
+    """A log line as plain text, its control characters as escapes."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+def plain_logs() -> None:
+    """Log to stderr as plain lines, written straight to its file descriptor. A prefork
+    worker forks its pool children while its other threads log: whatever lock such a
+    thread holds at that instant stays held in the child, by a thread the child does not
+    have, and the child's first log line waits for ever (one fork in five, with a thread
+    logging all the time). rich's console lock and the imports it makes as it renders, and
+    the buffer of `sys.stderr`, are such locks; an unbuffered file has none, and `logging`
+    makes its own anew in a forked child."""
+    try:
+        stream: TextIO = io.TextIOWrapper(
+            io.FileIO(sys.stderr.fileno(), "w", closefd=False),
+            encoding="utf-8",
+            errors="backslashreplace",
+            write_through=True,
+        )
+    except (AttributeError, OSError, ValueError):  # a stderr with no descriptor of its own
+        stream = sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(PrintableFormatter("[%(asctime)s] %(levelname)-8s %(message)s", "%X"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
 
 
 def echo(message: str, err: bool = False) -> None:

@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from bridge.cli.terminal import plain_logs
 from bridge.errors import PrerequisiteError
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.connection import URL_VARIABLE, configured_url, connect
@@ -120,6 +121,7 @@ def worker_command(
         shared = ["--queues", ",".join(chosen), "--pool", pool, "--loglevel", loglevel]
         sys.exit(run_processes([*shared, *(["-E"] if task_events else [])], count, processes,
                                name))  # fmt: skip
+    plain_logs()
     logging.getLogger().setLevel(loglevel.upper())
     from celery import signals
 

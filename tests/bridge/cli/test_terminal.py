@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import io
+import logging
+import os
 import re
+import signal
+import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
 from rich.table import Table
 from rich.text import Text
 
-from bridge.cli.terminal import TerminalConsole, counted, printable
+from bridge.cli.terminal import PrintableFormatter, TerminalConsole, counted, plain_logs, printable
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import WriteFiles, embedded_env
 
@@ -67,3 +74,50 @@ def test_the_console_shows_control_characters_however_they_are_printed() -> None
 
 def test_a_count_says_its_noun_in_the_singular_only_for_one() -> None:
     assert [counted(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]
+
+
+def test_a_process_forked_while_another_thread_logs_logs_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A prefork worker forks its pool children while its other threads log: each child
+    can log at once. Through rich, one fork in five hung on its first line, on a lock the
+    logging thread held at the fork."""
+    root = logging.getLogger()
+    kept = list(root.handlers), root.level
+    monkeypatch.setattr(sys, "stderr", open(os.devnull, "w"))  # noqa: SIM115
+    plain_logs()
+    root.setLevel(logging.INFO)
+    stop = threading.Event()
+
+    def logging_all_the_time() -> None:
+        while not stop.is_set():
+            logging.getLogger("evalrelay.test").info("the reaper sends job %s again", "j1")
+
+    logger = threading.Thread(target=logging_all_the_time)
+    logger.start()
+    hung = 0
+    try:
+        for _ in range(100):
+            pid = os.fork()
+            if pid == 0:
+                logging.getLogger("evalrelay.test").info("a pool child starts a job")
+                os._exit(0)
+            deadline = time.monotonic() + 5
+            while not os.waitpid(pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    hung += 1
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    break
+                time.sleep(0.005)
+    finally:
+        stop.set()
+        logger.join()
+        root.handlers[:], root.level = kept
+    assert hung == 0, f"{hung} of 100 forked children hung on their first log line"
+
+
+def test_plain_log_lines_show_control_characters_as_escapes() -> None:
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "case %s", ("a\x1b[2Jb",), None)
+    line = PrintableFormatter("%(levelname)s %(message)s").format(record)
+    assert line == "WARNING case a\\x1b[2Jb"
