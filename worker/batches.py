@@ -203,7 +203,7 @@ async def run_job(
         queue=job.target.queue,
     )
     try:
-        outcome = str(await rounds.ride_out(BEGIN, begin.keys, begin.args, begin.waiting))
+        outcome = str(await rounds.run_through_outage(BEGIN, begin.keys, begin.args, begin.waiting))
     except BaseException:
         if noted:
             noted[0].put_back(job.job_id, noted[1])  # still held: written later
@@ -238,7 +238,7 @@ async def publish(
     """`worker.publish.publish` through the loop's round trips, tried again as long while
     Redis is out of reach."""
     call = Publication.of(result, queue, lease_token, message_id)
-    return bool(await rounds.ride_out(PUBLISH, call.keys, call.args, call.waiting))
+    return bool(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))
 
 
 _loops: dict[int, WorkerLoop] = {}

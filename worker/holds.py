@@ -80,12 +80,13 @@ class PendingHolds:
                 records: Mapping[Any, Any] = dict(self._writing)  # redis-py wants bytes too
             try:
                 self.client.hset(holders_key(), mapping=records)
+                unwritten: dict[str, str] = {}
             except redis.RedisError as exc:  # kept, and tried again on the next turn
                 log.warning("could not record %d held messages: %s", len(records), exc)
-                with self._lock:
-                    for job_id, value in self._writing.items():  # those no job took meanwhile
-                        self._pending.setdefault(job_id, value)
+                unwritten = self._writing
             with self._lock:
+                for job_id, value in unwritten.items():  # those no job took meanwhile
+                    self._pending.setdefault(job_id, value)
                 self._writing = {}
 
 

@@ -28,7 +28,7 @@ from bridge.keys import (
     outstanding_key,
     paused_key,
 )
-from bridge.queue.connection import ride_out
+from bridge.queue.connection import through_outage
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class Lease:
         """
         begin = LeaseBegin.of(job_id, owner, campaign_id, attempt, seconds, holder, queue)
         outcome = str(
-            ride_out(
+            through_outage(
                 lambda: client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args), begin.waiting
             )
         )

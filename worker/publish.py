@@ -20,7 +20,7 @@ from bridge.keys import (
     target_tally_key,
 )
 from bridge.masking import masked_json
-from bridge.queue.connection import ride_out
+from bridge.queue.connection import through_outage
 from bridge.queue.holders import LET_GO_LUA
 from bridge.results.result import Result
 
@@ -63,7 +63,7 @@ def publish(
     Tried again while Redis is out of reach: the script is safe to repeat."""
     call = Publication.of(result, queue, lease_token, message_id)
 
-    added = ride_out(
+    added = through_outage(
         lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), call.waiting
     )
     return bool(added)

@@ -59,14 +59,14 @@ class RoundTrips:
             self._sender = loop.create_task(self._send())
         return await call.reply
 
-    async def ride_out(
+    async def run_through_outage(
         self,
         script: str,
         keys: tuple[str, ...],
         args: tuple[str | int, ...],
         waiting: Callable[[Exception], object],
     ) -> Any:
-        """`run`, tried again while Redis is out of reach: `bridge.queue.connection.ride_out`
+        """`run`, tried again while Redis is out of reach: `bridge.queue.connection.through_outage`
         on the loop (which sleeps between tries, not waits)."""
         for failures in range(1, OUTAGE_TRIES + 1):
             try:

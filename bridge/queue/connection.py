@@ -29,7 +29,8 @@ REPLY_TIMEOUT_SECONDS = 10.0
 """How long a command waits for its reply before its connection is taken for dead and the
 command is sent again on a new one. Without it, a connection whose far end vanished with
 no word (a partition that does not heal, a Redis moved to another host, a frozen one)
-keeps its thread waiting for ever, and with it every job that thread serves. Far above
+keeps its thread waiting for ever (redis-py before 8 waits so unless told), and with it
+every job that thread serves. Far above
 any command evalrelay sends: the collector blocks 1 s at most."""
 
 
@@ -103,7 +104,7 @@ outage: reading a job, taking its lease, publishing its result. A worker that ga
 would still hold the job's message, and nobody would send it again while it lives."""
 
 
-def ride_out(step: Callable[[], T], waiting: Callable[[Exception], object]) -> T:
+def through_outage(step: Callable[[], T], waiting: Callable[[Exception], object]) -> T:
     """`step`, tried again while Redis is out of reach (`OUTAGE_TRIES`); `waiting` is told
     of each failure. The step must be safe to repeat."""
     return Retry(OUTAGE_BACKOFF, OUTAGE_TRIES).call_with_retry(step, waiting)

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from bridge.keys import job_key
-from bridge.queue.connection import ride_out
+from bridge.queue.connection import through_outage
 from bridge.queue.jobs import Job
 from bridge.queue.stored import encoded, read_jobs
 from bridge.results.retention import RETENTION_SECONDS
@@ -62,7 +62,7 @@ def jobs_of(client: redis.Redis, payloads: list[dict[str, Any]]) -> list[Job | N
     def waiting(error: Exception) -> None:
         log.warning("job %s: Redis out of reach to read the job (%s); retrying", ids[0], error)
 
-    read = ride_out(lambda: read_jobs(client, ids), waiting)
+    read = through_outage(lambda: read_jobs(client, ids), waiting)
     stored = dict(zip(ids, read, strict=True))
     found: list[Job | None] = []
     for payload in payloads:
