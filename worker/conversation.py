@@ -161,6 +161,11 @@ def _graded(job: Job, answer: str, client: redis.Redis | None, facts: RunFacts) 
         )
 
 
+def _threshold(job: Job) -> float:
+    """A conversation under promptfoo grading with no threshold passes at a full score."""
+    return job.pass_threshold if job.pass_threshold is not None else 1.0
+
+
 def aggregate(turns: list[TurnResult], whole: Grade | None, job: Job) -> Grade:
     """The case's score: the turns' scores and the transcript's, by `aggregation` (mean,
     min or max), passed at the case's threshold; null when an evaluator could not judge."""
@@ -174,7 +179,7 @@ def aggregate(turns: list[TurnResult], whole: Grade | None, job: Job) -> Grade:
         labelled.append(("conversation", whole.hits, whole.misses, whole.reasoning))
     return Grade(
         score=score,
-        passed=None if score is None else score >= job.pass_threshold,
+        passed=None if score is None else score >= _threshold(job),
         hits=[f"{label}: {h}" for label, hits, _, _ in labelled for h in hits],
         misses=[f"{label}: {m}" for label, _, misses, _ in labelled for m in misses],
         reasoning=" | ".join(f"{label}: {r}" for label, _, _, r in labelled if r) or None,

@@ -161,7 +161,7 @@ def graded_result(
             facts = RunFacts(
                 tool_calls=output.tool_calls if output else [],
                 usage=output.usage if output else None,
-                cost_usd=output.cost_usd if output else None,
+                cost_usd=priced.usd if (priced := _cost(job, output)) else None,
                 duration_ms=duration_ms,
                 llm_calls=output.llm_calls if output else None,
                 workspace=output.workspace if output else None,

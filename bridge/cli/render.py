@@ -42,7 +42,11 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
     settings = None
     if target_name is not None:
         settings = Targets.load(loaded.project.root, loaded.path).get(target_name).settings()
-    request = request_for(case, settings.system_prompt if settings else None)
+    request = request_for(
+        case,
+        settings.system_prompt if settings else None,
+        default_system=loaded.spec.grading != "promptfoo",
+    )
     messages = api_messages(request)
     return {
         "case_id": case.id,

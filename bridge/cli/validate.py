@@ -17,12 +17,15 @@ from bridge.evalfile.cases import (
     Loc,
     eval_document,
     eval_files_under,
+    load_document,
     load_eval_file,
     written_evaluators,
     written_judge_targets,
 )
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
+from bridge.evalfile.promptfoo.config import judged_differently
+from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
 from bridge.evalfile.yaml_source import YamlDocument
 from bridge.queue.jobs import judge_of, needs_judge, no_judge
 from bridge.targets.targets_file import Targets
@@ -82,6 +85,9 @@ def check_file(path: Path) -> FileCheck:
     doc = eval_document(path, project).document
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
+    if loaded.format == PROMPTFOO_FORMAT:
+        written = load_document(path, project.config.load_limits)
+        notes += [written.diagnostic(loc, why) for loc, why in judged_differently(written)]
     for loc, name, case_id in target_references(loaded):
         try:
             targets.get(name)

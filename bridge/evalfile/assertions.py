@@ -128,7 +128,7 @@ def _one(
             )
         ]
         threshold = rest.get("threshold")
-        aggregator = (
+        aggregator = rest.get("aggregator") or (  # a dialect's own (promptfoo's)
             {"type": "threshold", "threshold": threshold}
             if threshold is not None
             else {"type": "weighted_average"}

@@ -253,6 +253,11 @@ class EvalFile(UserModel):
     timeout_seconds: Seconds | None = None
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     """The score at which a case passes (default: `pass_threshold` of evalrelay.yaml)."""
+    grading: Literal["evalrelay", "promptfoo"] = "evalrelay"
+    """`promptfoo`: graded as promptfoo grades a test. A case passes when every evaluator
+    passes (each by its own rule: a judge's `pass`, a script's returned number above 0),
+    or, when the case or file sets `threshold`, when the weighted score reaches it; API
+    targets get no default system prompt. promptfoo configs are read this way."""
     evalcases: list[EvalCase] = Field(min_length=1)
 
     def target_names(self) -> list[str]:

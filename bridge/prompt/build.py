@@ -30,6 +30,9 @@ class PromptRequest(BaseModel):
     chat_prompt: list[ChatMessage] | None = None
     guidelines: str = ""
     system_prompt: str | None = None
+    default_system: bool = True
+    """Whether API targets get evalrelay's default system prompt when neither the case nor
+    the target gives one; false for promptfoo configs, whose prompts are sent as written."""
     tools: list[ToolDefinition] | None = None
     """Functions an API target may call; agents have their own tools and never see these."""
     tool_choice: ToolChoice | None = None
@@ -52,11 +55,14 @@ def build_request(
     )
 
 
-def request_for(case: LoadedCase, target_system_prompt: str | None = None) -> PromptRequest:
+def request_for(
+    case: LoadedCase, target_system_prompt: str | None = None, default_system: bool = True
+) -> PromptRequest:
     """A loaded case's request; its own system prompt (case, then file) beats the target's."""
-    return build_request(
+    request = build_request(
         case.messages, case.system_prompt or target_system_prompt, case.tools, case.tool_choice
     )
+    return request if default_system else request.model_copy(update={"default_system": False})
 
 
 def render(message: ResolvedMessage) -> str:
@@ -143,9 +149,11 @@ def _with_guidelines(base: str, guidelines_text: str) -> str:
 
 def api_messages(request: PromptRequest) -> list[ChatMessage]:
     """The neutral messages an API provider sends (spec §6)."""
-    default = request.system_prompt or DEFAULT_SYSTEM_PROMPT
+    default = request.system_prompt or (DEFAULT_SYSTEM_PROMPT if request.default_system else "")
     if request.chat_prompt is not None:
         if request.chat_prompt and request.chat_prompt[0].role == "system":
             return list(request.chat_prompt)
-        return [system(default), *request.chat_prompt]
-    return [system(_with_guidelines(default, request.guidelines)), user(request.question)]
+        return [system(default), *request.chat_prompt] if default else list(request.chat_prompt)
+    instructions = _with_guidelines(default, request.guidelines)
+    asked = user(request.question)
+    return [system(instructions), asked] if instructions else [asked]

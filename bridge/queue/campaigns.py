@@ -265,14 +265,19 @@ class FilePlanner:
             targets=self.targets,
             eval_dir=self.eval_dir,
             pass_threshold=self._threshold(case),
+            grading=self.loaded.spec.grading,
             project_judge=self.loaded.project.config.default_judge,
             ref=ref,
         )
 
-    def _threshold(self, case: LoadedCase) -> float:
+    def _threshold(self, case: LoadedCase) -> float | None:
+        """The case's, the file's, else the project's; none under promptfoo grading, where
+        a test without `threshold` passes when every assertion does."""
         for value in (case.case.threshold, self.loaded.spec.threshold):
             if value is not None:
                 return value
+        if self.loaded.spec.grading == "promptfoo":
+            return None
         return self.loaded.project.config.pass_threshold
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +40,10 @@ DEFAULT_TIMEOUT_SECONDS = {
 """Per-queue time limit of one job when neither the case nor the target sets one."""
 
 DEFAULT_PASS_THRESHOLD = 0.8
+
+Grading = Literal["evalrelay", "promptfoo"]
+"""Whose rules decide an evaluator's pass and the case's: evalrelay's (the weighted score
+at the threshold) or promptfoo's (every assertion passes, unless a threshold is set)."""
 
 
 class AttachedFile(BaseModel):
@@ -82,7 +86,11 @@ class Job(BaseModel):
     """The judge targets the evaluators name, as written in targets.yaml."""
     default_judge: str | None = None
     """The target's `judge_target`: grades a case that names no evaluator."""
-    pass_threshold: float = DEFAULT_PASS_THRESHOLD
+    pass_threshold: float | None = DEFAULT_PASS_THRESHOLD
+    """The score at which the case passes; None (promptfoo grading only): when every
+    evaluator passes."""
+    grading: Grading = "evalrelay"
+    """`promptfoo`: graded as promptfoo grades a test (`worker.grading.promptfoo_rule`)."""
     timeout_seconds: float
     conversation_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -146,7 +154,8 @@ def build_job(
     timeout_seconds: float | None = None,
     targets: Targets | None = None,
     eval_dir: Path | None = None,
-    pass_threshold: float = DEFAULT_PASS_THRESHOLD,
+    pass_threshold: float | None = DEFAULT_PASS_THRESHOLD,
+    grading: Grading = "evalrelay",
     project_judge: str | None = None,
     ref: TargetRef | None = None,
 ) -> Job:
@@ -183,7 +192,11 @@ def build_job(
         dataset=dataset,
         repeat=repeat,
         target=ref or target_ref(target),
-        request=request_for(case, system_prompt if isinstance(system_prompt, str) else None),
+        request=request_for(
+            case,
+            system_prompt if isinstance(system_prompt, str) else None,
+            default_system=grading != "promptfoo",
+        ),
         outcome=spec.success_criteria(),
         reference_answer=render(expected) if expected else None,
         files=[attached(f) for f in case.files()],
@@ -191,6 +204,7 @@ def build_job(
         judges=judges,
         default_judge=default_judge,
         pass_threshold=pass_threshold,
+        grading=grading,
         timeout_seconds=(
             spec.timeout_seconds
             or timeout_seconds

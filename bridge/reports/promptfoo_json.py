@@ -94,7 +94,9 @@ def _row(index: int, result: Result) -> dict[str, Any]:
 def _component(evaluator: EvaluatorResult) -> dict[str, Any]:
     score = evaluator.score or 0.0
     return {
-        "pass": evaluator.score is not None and score >= PASSING,
+        "pass": evaluator.passed
+        if evaluator.passed is not None
+        else (evaluator.score is not None and score >= PASSING),
         "score": score,
         "reason": evaluator.error or evaluator.reasoning or "; ".join(evaluator.misses),
         "assertion": {"type": evaluator.type, "metric": evaluator.name},

@@ -81,6 +81,9 @@ class EvaluatorResult(BaseModel):
     score: float | None
     """Null when the evaluator could not judge the answer (see `error`)."""
     weight: float = 1.0
+    passed: bool | None = None
+    """The evaluator's own pass, where it reports one apart from its score (a script's or
+    judge's `pass`, a promptfoo assertion set's threshold); promptfoo grading reads it."""
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
     reasoning: str | None = None

@@ -9,6 +9,7 @@ worker reads, as `api_key` does in a targets file.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,12 @@ OPENAI_COMPATIBLE = {
 }
 """Vendors promptfoo reaches through their OpenAI-compatible endpoints."""
 MODES = ("chat", "completion", "messages", "responses")
+SAMPLING_DEFAULTS = {"max_tokens": 1024, "temperature": 0}
+"""What promptfoo's OpenAI-style and Anthropic providers send when the config sets
+neither (its OPENAI_/ANTHROPIC_MAX_TOKENS and _TEMPERATURE variables are not read)."""
+SAMPLED = ("openai", "anthropic", "azure", "azureopenai", *OPENAI_COMPATIBLE)
+REASONING = re.compile(r"^(o\d|gpt-5|codex)", re.IGNORECASE)
+"""Reasoning models, to which promptfoo sends neither default."""
 
 
 def target_for(provider_id: str, config: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -48,8 +55,12 @@ def target_for(provider_id: str, config: dict[str, Any], name: str) -> dict[str,
         common["api_key"] = "${" + config["apiKeyEnvar"] + "}"
     if provider_id == "echo":
         return {"name": name, "provider": "mock", "echo": True}
+    if vendor in SAMPLED and not REASONING.match(model):
+        common = {**SAMPLING_DEFAULTS, **common}
     if vendor == "openai" and model:
         api = "responses" if mode == "responses" else "chat"
+        if api == "chat" and "max_tokens" in common:  # promptfoo's name for it, not
+            common["extra_body"] = {"max_tokens": common.pop("max_tokens")}  # OpenAI's newer
         return {"provider": "openai", "model": model, "api": api, **common} | (
             {"base_url": base_url} if base_url else {}
         )

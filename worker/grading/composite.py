@@ -20,6 +20,7 @@ from worker.agents.runner import run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.judge import REPLY_FORMAT, Spent, ask
+from worker.grading.passes import set_passes
 from worker.grading.verdict import Verdict, parse_verdict
 from worker.providers.failures import tail
 
@@ -56,15 +57,19 @@ def composite(
     hits = [f"[{r.name}] {h}" for r in results for h in r.hits]
     misses = [f"[{r.name}] {m}" for r in results for m in r.misses]
     reasoning = "; ".join(f"{r.name}: {r.reasoning}" for r in results if r.reasoning) or None
+    passed: bool | None = None
     if aggregator.type == "weighted_average":
         weights = [aggregator.weights.get(r.name, r.weight) for r in results]
         total = sum(weights)
         score = sum((r.score or 0.0) * w for r, w in zip(results, weights, strict=True))
         score = score / total if total else 0.0
+        if job.grading == "promptfoo":  # promptfoo's assert-set: a test of its own
+            passed = set_passes(results, score, aggregator.threshold)
     elif aggregator.type == "threshold":
-        passing = [r for r in results if (r.score or 0.0) >= job.pass_threshold]
+        member_floor = job.pass_threshold if job.pass_threshold is not None else 1.0
+        passing = [r for r in results if (r.score or 0.0) >= member_floor]
         score = len(passing) / len(results)
-        needed = aggregator.threshold if aggregator.threshold is not None else job.pass_threshold
+        needed = aggregator.threshold if aggregator.threshold is not None else member_floor
         reasoning = (
             f"{len(passing)} of {len(results)} members passed "
             f"({'at or above' if score >= needed else 'below'} the {needed:g} required)"
@@ -78,6 +83,7 @@ def composite(
         type=spec.type,
         score=round(score, 6),
         weight=spec.weight,
+        passed=passed,
         hits=hits,
         misses=misses,
         reasoning=reasoning,

@@ -34,6 +34,7 @@ from worker.grading.errors import GradingError
 from worker.grading.fields import field_accuracy
 from worker.grading.judge import judge
 from worker.grading.metrics import run_metrics
+from worker.grading.passes import set_passes, weighted_score
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
 from worker.grading.trajectory import trajectory, trajectory_assertion
@@ -96,7 +97,9 @@ def grade(
         evaluate_or_fail(spec, name, job, answer, client, run, deadline)
         for spec, name in zip(specs, evaluator_names(specs), strict=True)
     ]
-    return combine(results, job.pass_threshold, specs)
+    if job.grading == "promptfoo":
+        return combine_as_promptfoo(results, job.pass_threshold)
+    return combine(results, job.pass_threshold if job.pass_threshold is not None else 1.0, specs)
 
 
 def evaluate_or_fail(
@@ -133,6 +136,7 @@ def negated(result: EvaluatorResult) -> EvaluatorResult:
     return result.model_copy(
         update={
             "score": round(1.0 - result.score, 6),
+            "passed": None if result.passed is None else not result.passed,
             "hits": [f"not so, as required: {m}" for m in result.misses],
             "misses": [f"must not hold, but does: {h}" for h in result.hits],
         }
@@ -211,6 +215,18 @@ def combine(
         misses=[*unmet, *items_unmet, *(label(r, m) for r in results for m in r.misses)],
         reasoning=" | ".join(reasons) or None,
         evaluator_results=results,
+    )
+
+
+def combine_as_promptfoo(results: list[EvaluatorResult], threshold: float | None) -> Grade:
+    """promptfoo's verdict on a test (`worker.grading.passes`); findings and failures
+    kept as `combine` keeps them."""
+    grade = combine(results, 0.0)
+    if grade.score is None:
+        return grade
+    score = round(weighted_score(results), 6)
+    return grade.model_copy(
+        update={"score": score, "passed": set_passes(results, score, threshold)}
     )
 
 

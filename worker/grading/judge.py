@@ -25,7 +25,7 @@ from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import Cost, EvaluatorResult, Usage
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
-from worker.grading.verdict import parse_rubric_verdict, parse_verdict
+from worker.grading.verdict import Verdict, parse_rubric_verdict, parse_verdict
 from worker.providers.base import ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
 
@@ -38,12 +38,19 @@ Reply with one JSON object and nothing else:
 got right>], "misses": [<up to 4 short strings: what it missed or got wrong>], \
 "reasoning": "<one or two sentences>"}"""
 
-SYSTEM_PROMPT = f"""\
+PASS_REPLY_FORMAT = """\
+Reply with one JSON object and nothing else:
+{"pass": <true when the answer achieves the expected outcome, else false>, "score": <a \
+number from 0.0 to 1.0>, "reason": "<one or two sentences>"}"""
+"""The reply asked for under promptfoo grading: promptfoo's graders answer with a pass of
+their own, which decides the assertion (the score decides it only against a threshold)."""
+
+INSTRUCTIONS = """\
 You are an expert evaluator. Grade the candidate answer by how well it achieves the \
 expected outcome for the original task. When a reference answer is given, treat it as \
-the gold standard for content, but do not require the same wording. Be concise.
+the gold standard for content, but do not require the same wording. Be concise."""
 
-{REPLY_FORMAT}"""
+SYSTEM_PROMPT = f"{INSTRUCTIONS}\n\n{REPLY_FORMAT}"
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 """AgentV's `{{ name }}`; a name it does not know stays as written."""
@@ -78,6 +85,7 @@ def judge(
         type=spec.type,
         score=verdict.score,
         weight=spec.weight,
+        passed=judged_pass(verdict, spec) if job.grading == "promptfoo" else verdict.passed,
         hits=verdict.hits[:4],
         misses=verdict.misses[:4],
         reasoning=verdict.reasoning,
@@ -250,6 +258,13 @@ class Spent(BaseModel):
             self.cost = Cost(usd=usd, source=cost.source if same else "genai-prices")
 
 
+def judged_pass(verdict: Verdict, spec: LlmJudgeEvaluator) -> bool:
+    """promptfoo's reading of a grader's reply: its `pass` (true when it gives none), and
+    with a `threshold` the score must reach it too."""
+    passed = True if verdict.passed is None else verdict.passed
+    return passed and (spec.min_score is None or verdict.score >= spec.min_score)
+
+
 def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
     """(system, user). A custom prompt with placeholders (`{{ candidate_answer }}`, or
     `${candidate_answer}`) is the user prompt, filled in; one without is the judge's
@@ -268,15 +283,17 @@ def prompts(spec: LlmJudgeEvaluator, job: Job, answer: str) -> tuple[str, str]:
         ("candidate_answer", answer),
     ]
     user = sectioned(sections)
+    reply = PASS_REPLY_FORMAT if job.grading == "promptfoo" else REPLY_FORMAT
+    system = f"{INSTRUCTIONS}\n\n{reply}"
     if spec.prompt is None:
-        return SYSTEM_PROMPT, user
+        return system, user
     known = [n for n in PLACEHOLDER.findall(spec.prompt) if n in values]
     if known:
         filled = PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), spec.prompt)
-        return SYSTEM_PROMPT, filled
+        return system, filled
     if "${" in spec.prompt:
-        return SYSTEM_PROMPT, Template(spec.prompt).safe_substitute(values)
-    return f"{spec.prompt}\n\n{REPLY_FORMAT}", user
+        return system, Template(spec.prompt).safe_substitute(values)
+    return f"{spec.prompt}\n\n{reply}", user
 
 
 def sectioned(sections: list[tuple[str, str]]) -> str:

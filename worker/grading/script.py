@@ -71,6 +71,7 @@ def run_script(
         type=spec.type,
         score=verdict.score,
         weight=spec.weight,
+        passed=verdict.passed,
         hits=verdict.hits,
         misses=verdict.misses,
         reasoning=verdict.reasoning,
@@ -98,6 +99,7 @@ def script_verdict(stdout: str) -> Verdict:
         score = float(reply.passed)
     return Verdict(
         score=min(max(score, 0.0), 1.0),
+        passed=reply.passed,
         hits=reply.hits + [c.text for c in checks if c.passed],
         misses=reply.misses + [c.text for c in checks if not c.passed],
         reasoning=reply.reason or reply.reasoning,

@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import json
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 M = TypeVar("M", bound=BaseModel)
 
 
 class Verdict(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """A judge's or script's reply. promptfoo's shape (`pass`, `score`, `reason`) is read
+    too: a `pass` without a score scores 1 or 0, as promptfoo scores it."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     score: float = Field(ge=0.0, le=1.0)
+    passed: bool | None = Field(default=None, alias="pass")
     hits: list[str] = Field(default_factory=list)
     misses: list[str] = Field(default_factory=list)
-    reasoning: str | None = None
+    reasoning: str | None = Field(
+        default=None, validation_alias=AliasChoices("reasoning", "reason")
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_from_pass(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "score" not in data and isinstance(data.get("pass"), bool):
+            return {**data, "score": float(data["pass"])}
+        return data
 
 
 class RubricCheck(BaseModel):

@@ -42,7 +42,9 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
     if kind in CODE_TYPES:
         return code_assertion(entry, folder)
     if kind == "assert-set":
-        return {**entry, "assert": promptfoo_asserts(entry.get("assert"), folder)}
+        return _assert_set(entry, folder)
+    if kind in ("cost", "latency") and "threshold" in entry:
+        return _run_limit(entry, kind)
     if kind.startswith("not-") and kind.removeprefix("not-") in RENAMED:
         return {**entry, "type": kind.removeprefix("not-"), "negate": True}
     if kind.removeprefix("not-") in ("contains-json", "levenshtein"):
@@ -54,6 +56,27 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
         rest = {k: v for k, v in entry.items() if k not in ("type", "value")}
         return {"type": "llm-rubric", "value": JUDGED[kind].format(value=value), **rest}
     return entry
+
+
+def _assert_set(entry: dict[str, Any], folder: str) -> dict[str, Any]:
+    """promptfoo's `assert-set`: its members' weighted mean is its score; it passes when
+    each member passes, or at its own `threshold` when it has one."""
+    threshold = entry.get("threshold")
+    rest = {k: v for k, v in entry.items() if k not in ("threshold", "assert")}
+    aggregator: dict[str, Any] = {"type": "weighted_average"}
+    if threshold is not None:
+        aggregator["threshold"] = threshold
+    members = promptfoo_asserts(entry.get("assert"), folder)
+    return {**rest, "assert": members, "aggregator": aggregator}
+
+
+def _run_limit(entry: dict[str, Any], kind: str) -> dict[str, Any]:
+    """`cost` and `latency` take their limit as `threshold` in promptfoo (dollars,
+    milliseconds); a `value` is not read there."""
+    rest = {k: v for k, v in entry.items() if k not in ("threshold", "value")}
+    if kind == "cost":
+        return {**rest, "budget": entry["threshold"]}
+    return {**rest, "threshold": entry["threshold"]}
 
 
 def _own_check(entry: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 The worker runs the script as it runs any grading script (its own process, the job's time
 limit, no shell). The runner below gives the code what promptfoo gives it, `output` and a
 `context` with `vars` and `prompt`, and reads its return as promptfoo does: a boolean, a
-number (a pass when above 0, or at least `threshold`), or a grading result with `pass`.
-It prints the pass as a score of 1 or 0, so the case passes exactly when promptfoo's would.
+number (the score, a pass when above 0 or at least `threshold`), or a grading result
+with its own `pass` and `score`. It prints both; promptfoo grading counts the pass.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def code_assertion(entry: dict[str, Any], folder: str) -> dict[str, Any]:
     if entry.get("threshold") is not None:
         out["pf_threshold"] = entry["threshold"]
     if kind.startswith("not-"):
-        out["negate"] = True
+        out["pf_inverse"] = True  # the pass turned around, the score kept, as promptfoo does
     for key in ("weight", "metric", "transforms"):
         if key in entry:
             out[key] = entry[key]

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bridge.errors import Diagnostic, InvalidFileError
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.assertions import promptfoo_asserts
+from bridge.evalfile.promptfoo.assertions import JUDGED, promptfoo_asserts
 from bridge.evalfile.promptfoo.functions import (
     FunctionError,
     call_function,
@@ -122,7 +122,9 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
         derive_ids=True,
         adapt_asserts=lambda entries, options: promptfoo_asserts(entries, str(folder), options),
     )
-    return SuiteDocument(translated.document, notes + translated.notes)
+    document = translated.document
+    graded = document._replace(data={**document.data, "grading": "promptfoo"})
+    return SuiteDocument(graded, notes + translated.notes)
 
 
 def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
@@ -219,6 +221,29 @@ def _scenarios(raw: Any) -> list[dict[str, Any]]:
                     merged["description"] = f"{scenario['description']} {k + 1}"
                 tests.append(merged)
     return tests
+
+
+def judged_differently(doc: YamlDocument) -> list[tuple[Loc, str]]:
+    """Where a model-graded assertion is asked with evalrelay's judge prompt, not
+    promptfoo's (the verdict rule is promptfoo's, the question put differs): `validate`
+    says so at each."""
+    holders: list[tuple[Loc, Any]] = [(("defaultTest",), doc.data.get("defaultTest"))]
+    tests = doc.data.get("tests")
+    holders += [(("tests", i), t) for i, t in enumerate(tests)] if isinstance(tests, list) else []
+    found: list[tuple[Loc, str]] = []
+    for where, holder in holders:
+        entries = holder.get("assert") if isinstance(holder, dict) else None
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            kind = entry.get("type") if isinstance(entry, dict) else None
+            if kind in JUDGED:
+                found.append(
+                    (
+                        (*where, "assert", i),
+                        f"{kind} is asked of the grader with evalrelay's judge prompt, not "
+                        "promptfoo's; its pass and threshold decide as in promptfoo",
+                    )
+                )
+    return found
 
 
 def _name_graders(data: dict[str, Any]) -> None:

@@ -239,3 +239,21 @@ def test_judge_tokens_and_dollars_are_kept_apart_from_the_targets_and_summed() -
     written = summary.as_json()
     assert abs(float(written["judge_cost_usd"]) - 2 * usd) < 1e-12  # type: ignore[arg-type]
     assert written["cost_usd"] == 0.0
+
+
+def test_under_promptfoo_grading_the_graders_pass_decides_and_a_threshold_too() -> None:
+    """promptfoo's llm-rubric: the grader's `pass` (true when it gives none), failed below
+    the assertion's threshold; the judge is asked for that reply."""
+    cases = [
+        ({"pass": True, "score": 0.6, "reason": "ok"}, None, (0.6, True)),
+        ({"pass": False, "score": 0.9, "reason": "no"}, None, (0.9, False)),
+        ({"pass": True, "score": 0.6, "reason": "ok"}, 0.7, (0.6, False)),
+        ({"pass": True, "reason": "ok"}, None, (1.0, True)),
+        ({"score": 0.2, "reason": "ok"}, None, (0.2, True)),
+    ]
+    for verdict, threshold, expected in cases:
+        with serving(reply(verdict)) as server:
+            spec = LlmJudgeEvaluator(type="llm_judge", min_score=threshold)
+            graded = judge(spec, "judge", judged_job(server.url, grading="promptfoo"), "x", None)
+        assert (graded.score, graded.passed) == expected, verdict
+        assert '"pass": <true' in sent(server, 0)[0]["content"]

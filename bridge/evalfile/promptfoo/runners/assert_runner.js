@@ -1,5 +1,9 @@
 // promptfoo's javascript assertion, run by evalrelay's worker as a script evaluator:
 // the case on standard input, a {pass, score, reason} verdict on standard output.
+// Its return is read as promptfoo reads it: a boolean, a number (the score; a pass
+// above 0, or at `threshold`), or a grading result {pass, score, reason} (its own pass
+// and score). `not-javascript` turns the pass around and keeps the score; code that
+// throws, or returns anything else, fails with score 0.
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));
 process.stdin.on("end", async () => {
@@ -9,6 +13,9 @@ process.stdin.on("end", async () => {
   const vars = cfg.pf_vars && typeof cfg.pf_vars === "object" ? cfg.pf_vars : {};
   const prompt = (data.input || []).map((m) => String(m.content)).join(" ");
   const context = { vars, prompt, test: { vars } };
+  const inverse = Boolean(cfg.pf_inverse);
+  const threshold = cfg.pf_threshold === null ? undefined : cfg.pf_threshold;
+  const say = (v) => process.stdout.write(JSON.stringify(v));
   let result;
   try {
     if (cfg.pf_file) {
@@ -24,14 +31,21 @@ process.stdin.on("end", async () => {
       result = await new Function("output", "context", code)(output, context);
     }
   } catch (err) {
-    process.stdout.write(JSON.stringify({ pass: false, score: 0, reason: `the code threw: ${err.message}` }));
+    say({ pass: false, score: 0, reason: `the code threw: ${err.message}` });
     return;
   }
-  const threshold = cfg.pf_threshold;
-  let pass;
-  if (typeof result === "boolean") pass = result;
-  else if (typeof result === "number") pass = threshold === undefined || threshold === null ? result > 0 : result >= threshold;
-  else if (result && typeof result === "object" && "pass" in result) pass = Boolean(result.pass);
-  else pass = false;
-  process.stdout.write(JSON.stringify({ pass, score: pass ? 1 : 0, reason: `returned ${JSON.stringify(result)}` }));
+  if (typeof result === "boolean") {
+    const pass = result !== inverse;
+    say({ pass, score: pass ? 1 : 0, reason: `returned ${result}` });
+  } else if (typeof result === "number") {
+    const raw = threshold === undefined ? result > 0 : result >= threshold;
+    say({ pass: raw !== inverse, score: result, reason: `returned ${result}` });
+  } else if (
+    result && typeof result === "object" && typeof result.pass === "boolean" &&
+    typeof result.score === "number" && typeof result.reason === "string"
+  ) {
+    say({ pass: result.pass !== inverse, score: result.score, reason: result.reason });
+  } else {
+    say({ pass: false, score: 0, reason: `returned ${JSON.stringify(result)}: not a boolean, number or grading result` });
+  }
 });

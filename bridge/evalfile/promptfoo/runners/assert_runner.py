@@ -23,32 +23,45 @@ def result_of(data: dict[str, Any]) -> Any:
     return scope["main"](output, context)
 
 
-def verdict(result: Any, threshold: Any) -> dict[str, Any]:
-    """promptfoo's reading: a boolean, a number (> 0, or >= threshold), or a grading
-    result's `pass`."""
+def verdict(result: Any, threshold: Any, inverse: bool) -> dict[str, Any]:
+    """promptfoo's reading of a Python assertion's return: true or false (also as text),
+    a number (the score; a pass above 0, or at `threshold`), or a grading result (its own
+    pass and score, failed below `threshold`), also as JSON text. `not-python` turns the
+    pass around and keeps the score; a return it cannot read fails with score 0."""
+    if isinstance(result, str) and result.lower() in ("true", "false"):
+        result = result.lower() == "true"
+    elif isinstance(result, str) and result.startswith("{"):
+        result = json.loads(result)
     if isinstance(result, bool):
-        passed, reason = result, f"returned {result}"
-    elif isinstance(result, (int, float)):
-        passed = result > 0 if threshold is None else result >= threshold
-        reason = f"returned {result}"
-    elif isinstance(result, dict) and ("pass" in result or "pass_" in result):
-        passed = bool(result.get("pass", result.get("pass_")))
-        reason = str(result.get("reason") or f"returned pass={passed}")
-    else:
-        passed = False
-        reason = f"returned {type(result).__name__}: not a boolean, number or grading result"
-    return {"pass": passed, "score": 1 if passed else 0, "reason": reason}
+        passed = result != inverse
+        return {"pass": passed, "score": 1 if passed else 0, "reason": f"returned {result}"}
+    if isinstance(result, dict):
+        if "pass_" in result and "pass" not in result:
+            result = {**result, "pass": result["pass_"]}
+        if not (
+            isinstance(result.get("pass"), bool)
+            and isinstance(result.get("score"), (int, float))
+            and isinstance(result.get("reason"), str)
+        ):
+            raise ValueError("a grading result needs pass, score and reason")
+        passed = result["pass"]
+        if threshold is not None and result["score"] < threshold:
+            passed = False
+        return {"pass": passed != inverse, "score": result["score"], "reason": result["reason"]}
+    score = float(str(result))  # a number, or text promptfoo reads as one
+    raw = score > 0 if threshold is None else score >= threshold
+    return {"pass": raw != inverse, "score": score, "reason": f"returned {result}"}
 
 
 def main() -> None:
     data = json.loads(sys.stdin.read())
+    cfg = data.get("config") or {}
     try:
-        result = result_of(data)
+        found = verdict(result_of(data), cfg.get("pf_threshold"), bool(cfg.get("pf_inverse")))
     except Exception as exc:
-        reason = f"the code raised {type(exc).__name__}: {exc}"
-        print(json.dumps({"pass": False, "score": 0, "reason": reason}))
-        return
-    print(json.dumps(verdict(result, (data.get("config") or {}).get("pf_threshold"))))
+        reason = f"the code failed: {type(exc).__name__}: {exc}"
+        found = {"pass": False, "score": 0, "reason": reason}
+    print(json.dumps(found))
 
 
 main()

@@ -8,6 +8,8 @@ import pytest
 from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
+from bridge.prompt.build import api_messages, request_for
+from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 
@@ -190,3 +192,56 @@ def test_a_key_of_the_wrong_shape_is_named_at_its_line(project: WriteFiles) -> N
         (1, 14, "Input should be a valid string, as promptfoo's reference defines it"),
         (4, 12, "Input should be a valid list, as promptfoo's reference defines it"),
     ]
+
+
+def test_promptfoo_prompts_go_out_as_written_with_promptfoos_defaults(
+    project: WriteFiles,
+) -> None:
+    """No system message of evalrelay's; `max_tokens` 1024 and temperature 0 unless the
+    config sets them, under promptfoo's name for the field; none for reasoning models."""
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            prompts: ["Hi {{ who }}"]
+            providers:
+              - openai:chat:gpt-4o-mini
+              - {id: openai:chat:o3-mini, label: reasoning}
+              - {id: anthropic:messages:claude-sonnet-4-5, config: {temperature: 0.5}}
+            tests: [{vars: {who: there}}]
+            """
+        }
+    )
+    path = root / "promptfooconfig.yaml"
+    loaded = load_eval_file(path)
+    assert loaded.spec.grading == "promptfoo"
+    request = request_for(loaded.cases[0], default_system=False)
+    assert api_messages(request) == [ChatMessage(role="user", content="Hi there")]
+    targets = Targets.load(root, path)
+    gpt = targets.get("openai:chat:gpt-4o-mini").raw
+    assert (gpt["temperature"], gpt["extra_body"]) == (0, {"max_tokens": 1024})
+    assert "temperature" not in targets.get("reasoning").raw
+    claude = targets.get("anthropic:messages:claude-sonnet-4-5").raw
+    assert (claude["temperature"], claude["max_tokens"]) == (0.5, 1024)
+
+
+def test_validate_names_each_assertion_graded_by_evalrelays_judge_prompt(
+    project: WriteFiles,
+) -> None:
+    root = project(
+        {
+            "promptfooconfig.yaml": """\
+            prompts: ["Hi"]
+            providers: [echo]
+            tests:
+              - assert:
+                  - {type: llm-rubric, value: kind, provider: echo}
+                  - {type: factuality, value: Hi, provider: echo}
+            """
+        }
+    )
+    checked = check_file(root / "promptfooconfig.yaml")
+    judged = [(n.line, n.column, n.message) for n in checked.notes if "judge" in n.message]
+    assert judged == [
+        (6, 9, "factuality is asked of the grader with evalrelay's judge prompt, not "
+         "promptfoo's; its pass and threshold decide as in promptfoo")
+    ]  # fmt: skip
