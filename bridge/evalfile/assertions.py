@@ -36,7 +36,7 @@ RENAMED = {
 }
 """AgentV's type to ours, where only the spelling differs."""
 
-OWN_CHECKS = ("contains_json", "levenshtein")
+OWN_CHECKS = ("contains_json", "levenshtein", "embedding_similar")
 """evalrelay's spelling of checks promptfoo configs use (bridge/evalfile/promptfoo), taken
 as written."""
 

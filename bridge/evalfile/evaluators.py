@@ -170,6 +170,24 @@ class LevenshteinEvaluator(_EvaluatorBase):
     threshold: NonNegativeInt = 5
 
 
+class EmbeddingSimilarEvaluator(_EvaluatorBase):
+    """promptfoo's `similar`: the cosine similarity of the answer's embedding and each
+    value's, asked of an OpenAI-compatible embeddings endpoint (the `target`). It passes
+    when one value reaches `threshold`; its score is that value's similarity, else the
+    highest."""
+
+    type: Literal["embedding_similar"]
+    value: list[str] = Field(min_length=1)
+    threshold: float = 0.75
+    target: str | None = None
+    """The embedding target (an OpenAI or OpenAI-compatible one): its `model` embeds."""
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class SimilarityEvaluator(_EvaluatorBase):
     """Similarity of the answer to the reference answer from `expected_messages`."""
 
@@ -585,6 +603,7 @@ EvaluatorSpec = Annotated[
     | CodeEvaluator
     | LlmJudgeEvaluator
     | RubricEvaluator
+    | EmbeddingSimilarEvaluator
     | ToolTrajectoryEvaluator
     | TrajectoryAssertion
     | FieldAccuracyEvaluator

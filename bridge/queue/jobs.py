@@ -19,6 +19,7 @@ from bridge.evalfile.cases import LoadedCase
 from bridge.evalfile.evaluators import (
     CodeEvaluator,
     CompositeEvaluator,
+    EmbeddingSimilarEvaluator,
     EvaluatorSpec,
     LlmJudgeEvaluator,
     RubricEvaluator,
@@ -83,7 +84,7 @@ class Job(BaseModel):
     files: list[AttachedFile] = Field(default_factory=list)
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     judges: dict[str, TargetRef] = Field(default_factory=dict)
-    """The judge targets the evaluators name, as written in targets.yaml."""
+    """The judge (and embedding) targets the evaluators name, as written in targets.yaml."""
     default_judge: str | None = None
     """The target's `judge_target`: grades a case that names no evaluator."""
     pass_threshold: float | None = DEFAULT_PASS_THRESHOLD
@@ -184,6 +185,11 @@ def build_job(
     judge_names = {t for e in judging if (t := getattr(e, "target", None))}
     if default_judge and (not specs or judging):
         judge_names.add(default_judge)
+    judge_names |= {
+        e.target
+        for e in all_evaluators(specs)
+        if isinstance(e, EmbeddingSimilarEvaluator) and e.target
+    }  # the embedding targets `similar` asks travel with the judges
     judges = {name: target_ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
     return Job(
         campaign_id=campaign_id,

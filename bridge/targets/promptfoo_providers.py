@@ -9,12 +9,19 @@ worker reads, as `api_key` does in a targets file.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from bridge.evalfile.promptfoo.detect import is_promptfoo
-from bridge.evalfile.promptfoo.providers import provider_entries, spelled_out, target_name
+from bridge.evalfile.promptfoo.providers import (
+    DEFAULT_EMBEDDING,
+    by_kind,
+    provider_entries,
+    spelled_out,
+    target_name,
+)
 from bridge.evalfile.yaml_source import load_yaml
 
 OPENAI_COMPATIBLE = {
@@ -40,10 +47,12 @@ def target_for(provider_id: str, config: dict[str, Any], name: str) -> dict[str,
     evalrelay derives (the targets file must define `name` then)."""
     vendor, _, rest = provider_id.partition(":")
     mode, _, model = rest.partition(":")
+    base_url = config.get("apiBaseUrl") or config.get("baseUrl") or config.get("baseURL")
+    if mode in ("embedding", "embeddings") and model and vendor in ("openai", *OPENAI_COMPATIBLE):
+        return _embedder(vendor, model, base_url, config, name)
     if mode not in MODES or not model:
         model = rest
         mode = "chat"
-    base_url = config.get("apiBaseUrl") or config.get("baseUrl") or config.get("baseURL")
     if isinstance(config.get("apiHost"), str) and not base_url:
         base_url = f"https://{config['apiHost']}/v1"
     common: dict[str, Any] = {"name": name}
@@ -85,6 +94,20 @@ def target_for(provider_id: str, config: dict[str, Any], name: str) -> dict[str,
     return None
 
 
+def _embedder(
+    vendor: str, model: str, base_url: Any, config: dict[str, Any], name: str
+) -> dict[str, Any]:
+    """An embedding provider (`openai:embedding:<model>`) as the target `similar` asks."""
+    target: dict[str, Any] = {"name": name, "model": model}
+    if isinstance(config.get("apiKeyEnvar"), str):
+        target["api_key"] = "${" + config["apiKeyEnvar"] + "}"
+    if vendor == "openai":
+        return {**target, "provider": "openai"} | ({"base_url": base_url} if base_url else {})
+    url, key = OPENAI_COMPATIBLE[vendor]
+    keyed = {"api_key": "${" + key + "}"} if key and "api_key" not in target else {}
+    return {**target, **keyed, "provider": "openai-compatible", "base_url": base_url or url}
+
+
 def config_targets(path: Path, root: Path) -> dict[str, dict[str, Any]]:
     """Targets for the providers (and grading providers) of the promptfoo config at
     `path`, by the name the loader gives each: its `label`, else its `id`."""
@@ -121,5 +144,8 @@ def _provider_entries(data: dict[str, Any], folder: Path, root: Path) -> list[An
         if isinstance(test, dict):
             graders.append((test.get("options") or {}).get("provider"))
             graders += [a.get("provider") for a in test.get("assert") or [] if isinstance(a, dict)]
+    kinds = [by_kind(g, kind) for g in graders for kind in ("text", "embedding")]
+    if "similar" in json.dumps(data, default=str):  # promptfoo's default embedder, if used
+        kinds.append(DEFAULT_EMBEDDING)
     raw = data.get("providers", data.get("targets"))
-    return provider_entries(raw, folder, root) + [spelled_out(g) for g in graders if g]
+    return provider_entries(raw, folder, root) + [spelled_out(g) for g in kinds if g]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from bridge.evalfile.evaluators import (
     CodeEvaluator,
     CompositeEvaluator,
+    EmbeddingSimilarEvaluator,
     EvaluatorSpec,
     FieldAccuracyEvaluator,
     LlmJudgeEvaluator,
@@ -37,6 +38,7 @@ from worker.grading.metrics import run_metrics
 from worker.grading.passes import set_passes, weighted_score
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_script
+from worker.grading.similar import similar
 from worker.grading.trajectory import trajectory, trajectory_assertion
 from worker.grading.transform import transformed
 from worker.grading.workspace import workspace_command, workspace_file
@@ -62,6 +64,7 @@ WAITING_EVALUATORS = (
     WorkspaceCommandEvaluator,
     WorkspaceFileEvaluator,
     CompositeEvaluator,
+    EmbeddingSimilarEvaluator,
 )
 """Evaluators that wait on something (a model, a process, files) or may run until their
 deadline (a regex); the others compute in bounded time."""
@@ -156,6 +159,8 @@ def evaluate(
         return judge(spec, name, job, answer, client, deadline)
     if isinstance(spec, CodeEvaluator):
         return run_script(spec, name, job, answer, run, deadline)
+    if isinstance(spec, EmbeddingSimilarEvaluator):
+        return similar(spec, name, job, answer, deadline)
     if isinstance(spec, ToolTrajectoryEvaluator):
         return trajectory(spec, name, run)
     if isinstance(spec, TrajectoryAssertion):

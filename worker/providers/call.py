@@ -10,7 +10,7 @@ import os
 import redis
 
 from bridge.errors import TargetError
-from bridge.queue.jobs import Job
+from bridge.queue.jobs import Job, TargetRef
 from bridge.results.result import Status
 from bridge.targets.targets_file import OneTarget, interpolate
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
@@ -29,9 +29,14 @@ async def call_provider_async(
 
 def _provider(job: Job, client: redis.Redis | None) -> Provider:
     """The job's provider, its settings read with this worker's environment."""
+    return target_provider(job.target, client)
+
+
+def target_provider(target: TargetRef, client: redis.Redis | None = None) -> Provider:
+    """A target's provider, its settings read with this worker's environment."""
     try:
         settings = OneTarget.model_validate(
-            {"target": interpolate(job.target.settings, _Environment())}
+            {"target": interpolate(target.settings, _Environment())}
         ).target
     except TargetError as exc:
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None

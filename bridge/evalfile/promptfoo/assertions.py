@@ -12,6 +12,7 @@ import yaml
 
 from bridge.evalfile.assertions import RENAMED
 from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+from bridge.evalfile.promptfoo.providers import DEFAULT_EMBEDDING
 from bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
 
 JUDGED = {
@@ -31,10 +32,11 @@ def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None 
     if not isinstance(entries, list):
         return entries
     before = options_transforms(options or {})
-    return [_one(entry, folder, before) for entry in entries]
+    embedder = (options or {}).get("embedding_provider") or DEFAULT_EMBEDDING
+    return [_one(entry, folder, before, embedder) for entry in entries]
 
 
-def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
+def _one(entry: Any, folder: str, before: list[dict[str, Any]], embedder: str) -> Any:
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return entry
     entry = with_transforms(entry, before)
@@ -42,7 +44,9 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
     if kind in CODE_TYPES:
         return code_assertion(entry, folder)
     if kind == "assert-set":
-        return _assert_set(entry, folder)
+        return _assert_set(entry, folder, embedder)
+    if kind in ("similar", "similar:cosine", "not-similar", "not-similar:cosine"):
+        return _similar(entry, kind, embedder)
     if kind in ("cost", "latency") and "threshold" in entry:
         return _run_limit(entry, kind)
     if kind.startswith("not-") and kind.removeprefix("not-") in RENAMED:
@@ -58,7 +62,7 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]]) -> Any:
     return entry
 
 
-def _assert_set(entry: dict[str, Any], folder: str) -> dict[str, Any]:
+def _assert_set(entry: dict[str, Any], folder: str, embedder: str) -> dict[str, Any]:
     """promptfoo's `assert-set`: its members' weighted mean is its score; it passes when
     each member passes, or at its own `threshold` when it has one."""
     threshold = entry.get("threshold")
@@ -66,8 +70,19 @@ def _assert_set(entry: dict[str, Any], folder: str) -> dict[str, Any]:
     aggregator: dict[str, Any] = {"type": "weighted_average"}
     if threshold is not None:
         aggregator["threshold"] = threshold
-    members = promptfoo_asserts(entry.get("assert"), folder)
+    members = entry.get("assert")
+    if isinstance(members, list):
+        members = [_one(member, folder, [], embedder) for member in members]
     return {**rest, "assert": members, "aggregator": aggregator}
+
+
+def _similar(entry: dict[str, Any], kind: str, embedder: str) -> dict[str, Any]:
+    """`similar` (cosine, the only measure read), against the test's embedding provider
+    (`options.provider.embedding`), else the assertion's own `provider`, else promptfoo's
+    default, OpenAI's text-embedding-3-large."""
+    rest = {k: v for k, v in entry.items() if k not in ("type", "provider")}
+    out = {**rest, "type": "embedding_similar", "target": entry.get("provider") or embedder}
+    return {**out, "negate": True} if kind.startswith("not-") else out
 
 
 def _run_limit(entry: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -26,7 +26,12 @@ from bridge.evalfile.promptfoo.functions import (
     is_function_file,
     split_reference,
 )
-from bridge.evalfile.promptfoo.providers import provider_entries, target_name
+from bridge.evalfile.promptfoo.providers import (
+    by_kind,
+    embedding_name,
+    provider_entries,
+    target_name,
+)
 from bridge.evalfile.suite_format import SuiteDocument, translate_suite
 from bridge.evalfile.yaml_source import Loc, YamlDocument
 
@@ -247,7 +252,8 @@ def judged_differently(doc: YamlDocument) -> list[tuple[Loc, str]]:
 
 
 def _name_graders(data: dict[str, Any]) -> None:
-    """`options.provider` and an assertion's `provider` as target names."""
+    """`options.provider` and an assertion's `provider` as target names; a provider map's
+    `embedding` (for `similar`) as `embedding_provider`."""
     holders = [data.get("defaultTest")]
     holders += data["tests"] if isinstance(data.get("tests"), list) else []
     for holder in holders:
@@ -255,7 +261,14 @@ def _name_graders(data: dict[str, Any]) -> None:
             continue
         options = holder.get("options")
         if isinstance(options, dict) and "provider" in options:
-            holder["options"] = {**options, "provider": target_name(options["provider"])}
+            written = options["provider"]
+            holder["options"] = {
+                **options,
+                "provider": target_name(by_kind(written, "text")),
+                "embedding_provider": embedding_name(written),
+            }
         for entry in holder.get("assert") or []:
             if isinstance(entry, dict) and "provider" in entry:
-                entry["provider"] = target_name(entry["provider"])
+                embeds = str(entry.get("type", "")).removeprefix("not-").startswith("similar")
+                name = embedding_name if embeds else target_name
+                entry["provider"] = name(entry["provider"])

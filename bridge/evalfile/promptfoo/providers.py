@@ -44,3 +44,30 @@ def target_name(entry: Any) -> Any:
     if isinstance(entry, dict):
         return entry.get("label") if isinstance(entry.get("label"), str) else entry.get("id")
     return entry
+
+
+DEFAULT_EMBEDDING = "openai:embedding:text-embedding-3-large"
+"""promptfoo's embedding provider when a config names none."""
+
+
+def by_kind(entry: Any, kind: str) -> Any:
+    """From promptfoo's `{text: ..., embedding: ...}` provider map, the one for `kind`;
+    a single provider serves text, and embeddings when its id is an embedding model's."""
+    if (
+        isinstance(entry, dict)
+        and "id" not in entry
+        and any(k in entry for k in ("text", "embedding", "classification"))
+    ):
+        return entry.get(kind)
+    if kind == "embedding":
+        spelled = spelled_out(entry)
+        named = spelled.get("id") if isinstance(spelled, dict) else None
+        return entry if isinstance(named, str) and ":embedding" in named else None
+    return entry
+
+
+def embedding_name(entry: Any) -> str:
+    """The target that embeds for `similar`: the provider map's `embedding`, else
+    promptfoo's default."""
+    found = target_name(by_kind(entry, "embedding"))
+    return found if isinstance(found, str) else DEFAULT_EMBEDDING

@@ -113,6 +113,12 @@ def whole_numbers(value: Any) -> Any:
     return value
 
 
+def embedded(seen: list[Seen]) -> set[str]:
+    """The texts sent to be embedded, each with its model (promptfoo embeds the answer
+    once per value of a `similar`, evalrelay once per assertion: the same requests)."""
+    return {json.dumps(s.body, sort_keys=True) for s in seen if s.path.endswith("/embeddings")}
+
+
 def project(tmp_path: Path, url: str) -> Path:
     folder = tmp_path / "project"
     shutil.copytree(CONFIGS, folder)
@@ -129,9 +135,11 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
         folder = project(tmp_path, model.url)
         expected_tests, expected_components = promptfoo_run(folder)
         promptfoo_asked = asked_of_the_model(model.seen)
+        promptfoo_embedded = embedded(model.seen)
         model.seen.clear()
         got_tests, got_components = evalrelay_run(folder, processes, client)
         evalrelay_asked = asked_of_the_model(model.seen)
+        evalrelay_embedded = embedded(model.seen)
 
     assert set(got_tests) == set(expected_tests)
     for description, (passed, score) in expected_tests.items():
@@ -140,6 +148,7 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
         assert got_score == pytest.approx(score, abs=0.001), (description, got_score, score)
     assert got_components == expected_components
     assert evalrelay_asked == promptfoo_asked
+    assert evalrelay_embedded == promptfoo_embedded and len(promptfoo_embedded) == 4
 
     # The cases the issue found, as promptfoo decides them.
     assert expected_tests["weighted contains"][0] is False  # any assertion failing fails
@@ -147,6 +156,8 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
     assert expected_tests["weighted with threshold"][0] is True
     assert expected_tests["rubric grader passes a low score"][0] is True  # the grader's pass
     assert expected_components[("script numbers are scores", "js-point-three")] is True
+    assert expected_components[("similar answers", "similar-same")] is True  # was unsupported
+    assert expected_components[("similar answers", "similar-far")] is False
     assert all('"role": "system"' not in body for body in promptfoo_asked)  # none added
     assert len(expected_components) > 80
     assert False in expected_components.values() and True in expected_components.values()

@@ -1,0 +1,102 @@
+"""`embedding_similar` (promptfoo's `similar`): the cosine similarity of the answer's and
+each value's embeddings, from the OpenAI-compatible `/embeddings` endpoint of the target
+the evaluator names. Each text is embedded in a request of its own, as promptfoo sends
+them; the answer once."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
+from bridge.queue.jobs import Job
+from bridge.results.result import EvaluatorResult
+from worker.grading.deadline import Deadline
+from worker.grading.errors import GradingError
+from worker.providers.base import ProviderFailure
+from worker.providers.call import target_provider
+from worker.providers.openai import OpenAIProvider
+
+EMBEDDING_SECONDS = 60.0
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
+
+
+def similar(
+    spec: EmbeddingSimilarEvaluator,
+    name: str,
+    job: Job,
+    answer: str,
+    deadline: Deadline | None = None,
+) -> EvaluatorResult:
+    """Passes when one value's similarity reaches the threshold (that value's similarity
+    is the score), else scores the highest; `negate` (promptfoo's `not-similar`) is the
+    grader's, as for any evaluator."""
+    embed = _embedder(spec, name, job, deadline)
+    answered = embed(answer)
+    best = -math.inf
+    for value in spec.value:
+        similarity = cosine(embed(value), answered)
+        if similarity >= spec.threshold:
+            return _result(spec, name, similarity, True, value)
+        best = max(best, similarity)
+    return _result(spec, name, best, False, None)
+
+
+def _result(
+    spec: EmbeddingSimilarEvaluator, name: str, similarity: float, passed: bool, to: str | None
+) -> EvaluatorResult:
+    said = f"similarity {similarity:.3f} {'>=' if passed else '<'} {spec.threshold:g}"
+    return EvaluatorResult(
+        name=name,
+        type=spec.type,
+        score=round(min(max(similarity, 0.0), 1.0), 6),
+        weight=spec.weight,
+        passed=passed,
+        hits=[f"{said} to {to!r}"] if passed else [],
+        misses=[] if passed else [f"{said} to every value"],
+        details={"similarity": similarity, "target": spec.target},
+    )
+
+
+def _embedder(
+    spec: EmbeddingSimilarEvaluator, name: str, job: Job, deadline: Deadline | None
+) -> Any:
+    ref = job.judges.get(spec.target or "")
+    if ref is None:
+        raise GradingError(f"evaluator {name}: no embedding target '{spec.target}' in the job")
+    try:
+        provider = target_provider(ref)
+    except ProviderFailure as failure:
+        raise GradingError(f"evaluator {name}: {failure.message}") from None
+    if not isinstance(provider, OpenAIProvider):
+        raise GradingError(
+            f"evaluator {name}: target '{ref.name}' ({ref.kind}) has no OpenAI-style "
+            "embeddings endpoint; name an openai or openai-compatible target"
+        )
+    try:
+        client = provider.connect()
+    except ProviderFailure as failure:
+        raise GradingError(f"evaluator {name}: {failure.message}") from None
+
+    def embed(text: str) -> list[float]:
+        seconds = deadline.within(EMBEDDING_SECONDS, name) if deadline else EMBEDDING_SECONDS
+        try:
+            # The body promptfoo sends: the SDK's own method adds `encoding_format`.
+            made = client.post(
+                "/embeddings",
+                body={"input": text, "model": provider.model_name()},
+                cast_to=object,
+                options={"timeout": seconds},
+            )
+            return [float(x) for x in made["data"][0]["embedding"]]
+        except Exception as exc:  # the SDK's errors: the grading fails, saying why
+            raise GradingError(
+                f"evaluator {name}: embedding target '{ref.name}' failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+
+    return embed
