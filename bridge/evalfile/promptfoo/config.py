@@ -97,14 +97,16 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
     tests = data.get("tests")
     if isinstance(tests, str) and is_function_file(tests):
         tests = _generated(tests, folder, project, ("tests",), fail)
-    elif isinstance(tests, list):
+    elif isinstance(tests, list) and any(
+        isinstance(entry, str) and is_function_file(entry) for entry in tests
+    ):
         expanded: list[Any] = []
         for j, entry in enumerate(tests):
             if isinstance(entry, str) and is_function_file(entry):
                 expanded += _generated(entry, folder, project, ("tests", j), fail)
             else:
                 expanded.append(entry)
-        tests = expanded if len(expanded) != len(tests) else tests
+        tests = expanded
     if "scenarios" in data:
         tests = (tests if isinstance(tests, list) else []) + _scenarios(data.pop("scenarios"))
     if tests is None and "redteam" in data:

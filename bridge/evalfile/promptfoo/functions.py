@@ -26,16 +26,28 @@ def python_runner(name: str) -> str:
 
 PYTHON_CALL = python_runner("function_runner.py")
 NODE_CALL = """
+const { pathToFileURL } = require("url");
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));
 process.stdin.on("end", async () => {
   const [path, name, args] = JSON.parse(Buffer.concat(chunks).toString());
-  const mod = require(path);
-  const fn = name ? mod[name] : (typeof mod === "function" ? mod : mod.default);
+  const imported = await import(pathToFileURL(path).href);
+  // promptfoo's reading of a module: its default export's default, its default, itself
+  const layers = [imported?.default?.default, imported?.default, imported].filter(Boolean);
+  const fn = name
+    ? layers.map((m) => m[name]).find((f) => f !== undefined)
+    : layers[0];
+  if (typeof fn !== "function") {
+    throw new Error(`${name || "the default export"} is not a function`);
+  }
   const value = await fn(...args);
   process.stdout.write(JSON.stringify(value === undefined ? null : value));
 });
 """
+"""Loads the module as promptfoo does, by `import()` (CommonJS and ES modules alike);
+TypeScript through `tsx`, as promptfoo registers it."""
+
+TYPESCRIPT = (".ts", ".mts", ".cts")
 
 
 class FunctionError(Exception):
@@ -46,13 +58,23 @@ def split_reference(reference: str) -> tuple[str, str | None]:
     """`file://a/b.py:fn` → (`a/b.py`, `fn`); no function name → (path, None)."""
     path = reference.removeprefix("file://")
     head, sep, tail = path.rpartition(":")
-    if sep and tail.isidentifier() and head.endswith((".py", ".js", ".cjs", ".mjs", ".ts")):
+    if sep and tail.isidentifier() and head.endswith((".py", ".js", ".cjs", ".mjs", *TYPESCRIPT)):
         return head, tail
     return path, None
 
 
 def is_function_file(reference: str) -> bool:
-    return split_reference(reference)[0].endswith((".py", ".js", ".cjs", ".mjs"))
+    return split_reference(reference)[0].endswith((".py", ".js", ".cjs", ".mjs", *TYPESCRIPT))
+
+
+def tsx_for(path: Path) -> str | None:
+    """`tsx` (npm's TypeScript runner, which promptfoo loads TypeScript with): the
+    project's own, in a `node_modules/.bin` above the file, else one on PATH."""
+    for folder in path.parents:
+        found = folder / "node_modules" / ".bin" / "tsx"
+        if found.is_file():
+            return str(found)
+    return shutil.which("tsx")
 
 
 def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLimits) -> Any:
@@ -69,6 +91,13 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
         node = shutil.which("node")
         if node is None:
             raise FunctionError(f"{path.name}: JavaScript functions need Node.js on this machine")
+        if path.suffix in TYPESCRIPT:
+            node = tsx_for(path) or ""
+            if not node:
+                raise FunctionError(
+                    f"{path.name}: TypeScript runs through tsx, as promptfoo runs it; "
+                    "install it (npm install tsx) beside the config or on PATH"
+                )
         argv = [node, f"--max-old-space-size={limits.memory_mb}", "-e", NODE_CALL]
 
     def bounded() -> None:

@@ -12,6 +12,7 @@ from bridge.prompt.build import api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
+from tests.promptfoo_cli import promptfoo_bin
 
 
 def test_tests_without_ids_are_named_by_place_and_description(project: WriteFiles) -> None:
@@ -245,3 +246,44 @@ def test_validate_names_each_assertion_graded_by_evalrelays_judge_prompt(
         (6, 9, "factuality is asked of the grader with evalrelay's judge prompt, not "
          "promptfoo's; its pass and threshold decide as in promptfoo")
     ]  # fmt: skip
+
+
+def test_typescript_generators_and_es_module_prompts_load_as_promptfoo_loads_them(
+    project: WriteFiles,
+) -> None:
+    """A `.ts` test generator runs through the project's tsx (npm's, which promptfoo
+    uses), its default export or a named one; an ES module's default export is the
+    prompt function; a Python string where a function is named fails as in promptfoo."""
+    root = project(
+        {
+            "tests.ts": """\
+            interface Test { vars: Record<string, string> }
+            export default async function (): Promise<Test[]> {
+              return [{ vars: { who: "Ann" } }];
+            }
+            export function more(): Test[] { return [{ vars: { who: "Bo" } }]; }
+            """,
+            "prompt.mjs": """\
+            export default ({ vars }) => [{ role: "user", content: `Hi ${vars.who}` }];
+            """,
+            "prompts.py": 'TEXT = "Hi {{ who }}"\n',
+            "promptfooconfig.yaml": """\
+            prompts: [file://prompt.mjs]
+            providers: [echo]
+            tests: [file://tests.ts, "file://tests.ts:more"]
+            """,
+            "py/promptfooconfig.yaml": """\
+            prompts: ["file://../prompts.py:TEXT"]
+            providers: [echo]
+            tests: [{vars: {who: Cy}}]
+            """,
+        }
+    )
+    (root / "node_modules" / ".bin").mkdir(parents=True)
+    (root / "node_modules" / ".bin" / "tsx").symlink_to(promptfoo_bin() / "tsx")
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    said = [c.messages[0].parts[0].value for c in loaded.cases]  # type: ignore[union-attr]
+    assert said == ["Hi Ann", "Hi Bo"]
+    with pytest.raises(InvalidFileError) as caught:
+        load_eval_file(root / "py" / "promptfooconfig.yaml")
+    assert "TEXT is a str, not a function; promptfoo calls it and fails too" in str(caught.value)
