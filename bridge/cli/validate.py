@@ -28,6 +28,7 @@ from bridge.evalfile.promptfoo.config import judged_differently
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
 from bridge.evalfile.yaml_source import YamlDocument
 from bridge.queue.jobs import judge_of, needs_judge, no_judge
+from bridge.targets.settings import batch_notes
 from bridge.targets.targets_file import Targets
 
 
@@ -94,6 +95,9 @@ def check_file(path: Path) -> FileCheck:
         except TargetError as exc:
             hint = f"{exc}; run it with --target NAME, or define the target"
             notes.append(doc.diagnostic(loc, hint, case_id))
+    for name, target in sorted(targets.by_name.items()):
+        where = targets.path or path
+        notes += [Diagnostic(where, 1, 1, note) for note in batch_notes(name, target.raw)]
     problems += missing_judges(loaded, targets, doc) + unknown_judges(targets, doc)
     problems.sort(key=lambda d: (d.line, d.column))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)

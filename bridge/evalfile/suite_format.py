@@ -26,6 +26,7 @@ from bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
 from bridge.evalfile.files import FileRefError, resolve_file
 from bridge.evalfile.limits import how_to_raise
 from bridge.evalfile.project import CONFIG_NAME, Project
+from bridge.evalfile.scenarios import scenario_tests
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
@@ -217,15 +218,15 @@ def translate_suite(
     cases: list[dict[str, Any]] = []
     most = project.config.load_limits.cases
     taken: set[str] = set()
-    for n, (j, raw_test) in enumerate(_tests(t), 1):
+    for n, (test_loc, raw_test) in enumerate(_all_tests(t), 1):
         if derive_ids and raw_test.get("id") is None:
             raw_test = {**raw_test, "id": _derived_id(n, raw_test, taken)}
         taken.add(str(raw_test.get("id")))
         if (len(cases) + len(prompts)) * max(len(providers), 1) > most:
-            t.fail(("tests", j), _too_many_cases(most))
+            t.fail(test_loc, _too_many_cases(most))
             raise InvalidFileError(t.sorted_problems())
         for prompt_id, prompt, prompt_loc in prompts:
-            case = _case(t, j, raw_test, default_test, prompt, prompt_loc, suite_metadata)
+            case = _case(t, test_loc, raw_test, default_test, prompt, prompt_loc, suite_metadata)
             if case is None:
                 continue
             if len(prompts) > 1:
@@ -233,7 +234,7 @@ def translate_suite(
             index = len(cases)
             for loc, source in case.pop("_origin").items():
                 t.origin[("evalcases", index, *loc)] = source
-            t.origin[("evalcases", index)] = ("tests", j)
+            t.origin[("evalcases", index)] = test_loc
             cases.append(case)
     if len(providers) == 1:
         out["target"] = providers[0]
@@ -351,19 +352,24 @@ def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and "role" in value and "content" in value
 
 
-def _tests(t: _Translation) -> Iterator[tuple[int, dict[str, Any]]]:
-    raw = t.data.get("tests")
+def _all_tests(t: _Translation) -> Iterator[tuple[Loc, dict[str, Any]]]:
+    """The tests, then the tests the scenarios make, each with where it was written."""
+    if "tests" in t.data:
+        yield from _tests(t)
     if "scenarios" in t.data:
-        t.fail(("scenarios",), "scenarios (config x test matrices) are not supported; "
-               "write each combination as a test")  # fmt: skip
+        yield from scenario_tests(t.data["scenarios"], t.doc.path.parent, t.inside, t.fail)
+
+
+def _tests(t: _Translation) -> Iterator[tuple[Loc, dict[str, Any]]]:
+    raw = t.data.get("tests")
     entries = raw if isinstance(raw, list) else [raw]
     for j, entry in enumerate(entries):
         loc: Loc = ("tests", j) if isinstance(raw, list) else ("tests",)
         if isinstance(entry, dict):
-            yield j, entry
+            yield loc, entry
         elif isinstance(entry, str):
             for case in _external_cases(t, entry, loc):
-                yield j, case
+                yield loc, case
         elif entry is not None:
             t.fail(loc, "a test is a mapping (id, vars, assert) or a path to a file of tests")
 
@@ -425,14 +431,13 @@ def _suite_metadata(data: dict[str, Any]) -> dict[str, Any]:
 
 def _case(
     t: _Translation,
-    j: int,
+    loc: Loc,
     raw: dict[str, Any],
     default_test: dict[str, Any],
     prompt: Any,
     prompt_loc: Loc,
     suite_metadata: dict[str, Any],
 ) -> dict[str, Any] | None:
-    loc: Loc = ("tests", j)
     case_id = raw.get("id")
     vars_ = {**(default_test.get("vars") or {}), **(raw.get("vars") or {})}
     if "input" in raw:  # external cases may carry their input directly

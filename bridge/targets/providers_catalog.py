@@ -23,7 +23,12 @@ KINDS = {
 """AgentV's provider ids that are another name for a kind evalrelay runs."""
 BASE_URLS = {"openrouter": "https://openrouter.ai/api/v1"}
 
-KEYS = {"grader_target": "judge_target", "api_format": "api", "stream_log": None}
+KEYS = {
+    "grader_target": "judge_target",
+    "api_format": "api",
+    "providerBatching": "provider_batching",
+    "stream_log": None,
+}
 """AgentV's setting names that evalrelay spells otherwise. None: not read. `stream_log` is
 how AgentV echoes an agent's log to its console; evalrelay keeps that log in the job's
 workspace whatever it says."""

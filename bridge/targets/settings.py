@@ -62,7 +62,25 @@ class TargetBase(BaseModel):
     provider_batching: bool | None = None
     """AgentV's option to send several cases in one provider call. Here every job is its
     own call, whatever it says: the results are the same, only the number of calls
-    differs."""
+    differs. AgentV removed it in July 2026 (batching is the provider's own business):
+    `validate` warns (`batch_notes`); a catalog's `providerBatching` is read as it."""
+    batch_requests: bool | None = None
+    """AgentV's later name for `provider_batching`, removed with it; read the same way."""
+
+
+BATCH_KEYS = ("provider_batching", "providerBatching", "batch_requests")
+"""AgentV's runner-level batching settings, read and warned about."""
+
+
+def batch_notes(name: str, raw: dict[str, Any]) -> list[str]:
+    """A warning for each runner-level batching setting a target carries."""
+    return [
+        f"target '{name}': {key} is AgentV's runner-level batching, which AgentV removed in "
+        "July 2026 (a provider batches on its own, behind one call per case); evalrelay "
+        "sends each case as its own call whatever it says: remove it"
+        for key in BATCH_KEYS
+        if key in raw
+    ]
 
 
 SANDBOX_IMAGE = "evalrelay-sandbox:bookworm"

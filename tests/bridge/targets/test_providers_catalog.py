@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError, TargetError
 from bridge.evalfile.cases import load_eval_file
 from bridge.queue.campaigns import plan_jobs
@@ -93,3 +94,24 @@ def test_a_catalog_error_points_at_the_key_as_written(project: WriteFiles) -> No
     (problem,) = caught.value.diagnostics
     assert (problem.line, problem.column) == (6, 7)
     assert "unknown key 'tempreture'" in problem.message
+
+
+def test_runner_level_batching_settings_load_and_validate_warns(project: WriteFiles) -> None:
+    """AgentV removed `batch_requests` and `provider_batching` in July 2026 and refuses
+    them; evalrelay reads them (each case is its own call anyway) and says so."""
+    root = project(
+        {
+            ".agentv/providers.yaml": """\
+            - {id: mock, label: batched, batch_requests: true}
+            - {id: mock, label: older, provider_batching: false}
+            - {id: mock, label: camel, providerBatching: false}
+            """,
+            "suite.yaml": "prompts: ['{{ x }}']\ntests: [{id: a, vars: {x: hi}}]\n",
+        }
+    )
+    targets = Targets.load(root, root / "suite.yaml")
+    assert targets.get("batched").settings().batch_requests is True
+    checked = check_file(root / "suite.yaml")
+    assert checked.problems == []
+    warned = sorted(n.message.split(":")[0] for n in checked.notes if "batching" in n.message)
+    assert warned == ["target 'batched'", "target 'camel'", "target 'older'"]
