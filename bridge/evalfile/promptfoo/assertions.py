@@ -49,6 +49,8 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]], embedder: str) -
         return _similar(entry, kind, embedder)
     if kind in ("cost", "latency") and "threshold" in entry:
         return _run_limit(entry, kind)
+    if kind.removeprefix("not-") == "regex":  # promptfoo's `new RegExp(value)`: no flags,
+        entry = {**entry, "flags": ""}  # `^` and `$` at the ends of the whole answer
     if kind.startswith("not-") and kind.removeprefix("not-") in RENAMED:
         return {**entry, "type": kind.removeprefix("not-"), "negate": True}
     if kind.removeprefix("not-") in ("contains-json", "levenshtein"):

@@ -3,9 +3,10 @@ speaking OpenAI's chat completions and embeddings, answering from what it is sen
 that both tools, sending the same request, get the same answer.
 
 - A prompt holding `ANSWER: text` is answered `text`; any other prompt is echoed back.
-- A prompt holding `GRADE[pass=true score=0.6]` is a grader's: it is answered with
-  promptfoo's grading reply `{"pass": true, "score": 0.6, "reason": ...}` (`score` left
-  out when not written), whichever tool's grading prompt carries it.
+- A prompt holding `GRADE[pass=true score=0.6]` is a grader's: it is answered in the
+  form its grading prompt asks for (`graded`), `{"pass": true, "score": 0.6, "reason":
+  ...}` for promptfoo's rubric prompt and evalrelay's judge alike (`score` left out when
+  not written).
 - A prompt holding `SLOW` is answered after `SLOW_SECONDS`, for the latency limits.
 - Embeddings are letter counts (26 numbers per text), so cosine similarity is a fixed
   function of the two texts.
@@ -55,16 +56,27 @@ def answer_for(seen: Seen) -> tuple[Any, dict[str, str]]:
     everything = "\n".join(_text(m.get("content")) for m in messages)
     grade = GRADE.search(everything)
     if grade:
-        reply: dict[str, Any] = {"pass": grade.group(1) == "true"}
-        if grade.group(2):
-            reply["score"] = float(grade.group(2))
-        reply["reason"] = "as the marker says"
-        return openai_chat(json.dumps(reply)) | {"model": body.get("model")}, {}
+        return openai_chat(graded(grade, everything)) | {"model": body.get("model")}, {}
     if "SLOW" in everything:
         time.sleep(SLOW_SECONDS)
     last = _text(messages[-1].get("content")) if messages else ""
     text = last.split("ANSWER:", 1)[1].strip() if "ANSWER:" in last else last
     return openai_chat(text) | {"model": body.get("model")}, {}
+
+
+def graded(grade: re.Match[str], asked: str) -> str:
+    """The grade in the form the grading prompt asks for: promptfoo's factuality
+    category (A: consistent, D: contradicts), model-graded-closedqa's closing Y or N, else
+    the `{pass, score, reason}` JSON promptfoo's rubric prompt and evalrelay's judge ask."""
+    passed = grade.group(1) == "true"
+    if '"pass"' in asked or "pass:" in asked:
+        reply: dict[str, Any] = {"pass": passed}
+        if grade.group(2):
+            reply["score"] = float(grade.group(2))
+        return json.dumps({**reply, "reason": "as the marker says"})
+    if "category" in asked:
+        return json.dumps({"category": "A" if passed else "D", "reason": "as the marker says"})
+    return "As the marker says.\n" + ("Y" if passed else "N")
 
 
 @contextmanager

@@ -158,6 +158,8 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
     assert expected_components[("script numbers are scores", "js-point-three")] is True
     assert expected_components[("similar answers", "similar-same")] is True  # was unsupported
     assert expected_components[("similar answers", "similar-far")] is False
+    assert expected_components[("regex on lines", "regex-start-of-answer-only")] is False
+    assert expected_components[("closed questions and facts", "closedqa-yes")] is True
     assert all('"role": "system"' not in body for body in promptfoo_asked)  # none added
     assert len(expected_components) > 80
     assert False in expected_components.values() and True in expected_components.values()
