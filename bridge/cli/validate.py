@@ -24,7 +24,7 @@ from bridge.evalfile.cases import (
 )
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.config import judged_differently
+from bridge.evalfile.promptfoo.config import read_differently
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
 from bridge.evalfile.yaml_source import YamlDocument
 from bridge.queue.jobs import judge_of, needs_judge, no_judge
@@ -88,7 +88,7 @@ def check_file(path: Path) -> FileCheck:
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     if loaded.format == PROMPTFOO_FORMAT:
         written = load_document(path, project.config.load_limits)
-        notes += [written.diagnostic(loc, why) for loc, why in judged_differently(written)]
+        notes += [written.diagnostic(loc, why) for loc, why in read_differently(written)]
     for loc, name, case_id in target_references(loaded):
         try:
             targets.get(name)

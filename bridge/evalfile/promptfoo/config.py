@@ -230,10 +230,11 @@ def _scenarios(raw: Any) -> list[dict[str, Any]]:
     return tests
 
 
-def judged_differently(doc: YamlDocument) -> list[tuple[Loc, str]]:
-    """Where a model-graded assertion is asked with evalrelay's judge prompt, not
-    promptfoo's (the verdict rule is promptfoo's, the question put differs): `validate`
-    says so at each."""
+def read_differently(doc: YamlDocument) -> list[tuple[Loc, str]]:
+    """Where an assertion is read otherwise than a reader of promptfoo's reference might
+    expect: a model-graded one asked with evalrelay's judge prompt, not promptfoo's (the
+    verdict rule is promptfoo's, the question put differs); a regex's `flags`, which
+    promptfoo does not read either. `validate` says so at each."""
     holders: list[tuple[Loc, Any]] = [(("defaultTest",), doc.data.get("defaultTest"))]
     tests = doc.data.get("tests")
     holders += [(("tests", i), t) for i, t in enumerate(tests)] if isinstance(tests, list) else []
@@ -242,14 +243,18 @@ def judged_differently(doc: YamlDocument) -> list[tuple[Loc, str]]:
         entries = holder.get("assert") if isinstance(holder, dict) else None
         for i, entry in enumerate(entries if isinstance(entries, list) else []):
             kind = entry.get("type") if isinstance(entry, dict) else None
+            loc: Loc = (*where, "assert", i)
             if kind in JUDGED:
-                found.append(
-                    (
-                        (*where, "assert", i),
-                        f"{kind} is asked of the grader with evalrelay's judge prompt, not "
-                        "promptfoo's; its pass and threshold decide as in promptfoo",
-                    )
-                )
+                found.append((loc, f"{kind} is asked of the grader with evalrelay's judge "
+                              "prompt, not promptfoo's; its pass and threshold decide as in "
+                              "promptfoo"))  # fmt: skip
+            if (
+                isinstance(kind, str)
+                and kind.removeprefix("not-") == "regex"
+                and (isinstance(entry, dict) and "flags" in entry)
+            ):
+                found.append(((*loc, "flags"), "promptfoo's regex takes no flags "
+                              "(new RegExp(value)), so they are not read here either"))  # fmt: skip
     return found
 
 

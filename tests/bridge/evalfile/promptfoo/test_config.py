@@ -225,7 +225,7 @@ def test_promptfoo_prompts_go_out_as_written_with_promptfoos_defaults(
     assert (claude["temperature"], claude["max_tokens"]) == (0.5, 1024)
 
 
-def test_validate_names_each_assertion_graded_by_evalrelays_judge_prompt(
+def test_validate_names_each_assertion_read_otherwise_at_its_line(
     project: WriteFiles,
 ) -> None:
     root = project(
@@ -237,14 +237,17 @@ def test_validate_names_each_assertion_graded_by_evalrelays_judge_prompt(
               - assert:
                   - {type: llm-rubric, value: kind, provider: echo}
                   - {type: factuality, value: Hi, provider: echo}
+                  - {type: regex, value: "^hi", flags: i}
             """
         }
     )
     checked = check_file(root / "promptfooconfig.yaml")
-    judged = [(n.line, n.column, n.message) for n in checked.notes if "judge" in n.message]
-    assert judged == [
+    said = [(n.line, n.column, n.message) for n in checked.notes if "promptfoo's" in n.message]
+    assert said == [
         (6, 9, "factuality is asked of the grader with evalrelay's judge prompt, not "
-         "promptfoo's; its pass and threshold decide as in promptfoo")
+         "promptfoo's; its pass and threshold decide as in promptfoo"),
+        (7, 44, "promptfoo's regex takes no flags (new RegExp(value)), so they are not "
+         "read here either"),
     ]  # fmt: skip
 
 
