@@ -87,11 +87,14 @@ def grade(
     run: RunFacts | None = None,
     deadline: Deadline | None = None,
 ) -> Grade | None:
-    """The answer's grade, None when the case has nothing to grade it with. Grading stops
+    """The answer's grade, None when the case has nothing to grade it with (under promptfoo
+    grading, a pass with score 1, as promptfoo has it). Grading stops
     at `deadline` (default: the job's `timeout_seconds` from now)."""
     specs: list[EvaluatorSpec] = list(job.evaluators)
     if not specs and job.default_judge:
         specs = [LlmJudgeEvaluator(type="llm_judge")]
+    if not specs and job.grading == "promptfoo":  # promptfoo passes a test with no assertion
+        return Grade(score=1.0, passed=True, reasoning="No assertions", evaluator_results=[])
     if not specs:
         return None
     run = run or RunFacts()

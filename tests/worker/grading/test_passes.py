@@ -5,7 +5,8 @@ neither the score nor the pass; weights adding up to 0 score 0."""
 from __future__ import annotations
 
 from bridge.results.result import EvaluatorResult
-from worker.grading.grade import combine_as_promptfoo
+from tests.conftest import direct_job
+from worker.grading.grade import combine_as_promptfoo, grade
 from worker.grading.passes import own_pass, set_passes
 
 
@@ -52,3 +53,9 @@ def test_a_failed_evaluator_leaves_no_score_and_no_pass() -> None:
     grade = combine_as_promptfoo([result(1.0), EvaluatorResult(name="x", type="llm_judge",
                                  score=None, error="judge down")], None)  # fmt: skip
     assert (grade.score, grade.passed, grade.failures) == (None, None, ["judge down"])
+
+
+def test_a_test_without_assertions_passes_with_score_one() -> None:
+    graded = grade(direct_job(grading="promptfoo", pass_threshold=None), "anything")
+    assert graded is not None and (graded.score, graded.passed) == (1.0, True)
+    assert grade(direct_job(), "anything") is None  # evalrelay's own: nothing to grade
