@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from bridge.evalfile.assertions import RENAMED
-from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion
+from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion, provider_graded
+from bridge.evalfile.promptfoo.functions import split_reference
 from bridge.evalfile.promptfoo.providers import DEFAULT_EMBEDDING
 from bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
 
@@ -33,10 +34,13 @@ def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None 
         return entries
     before = options_transforms(options or {})
     embedder = (options or {}).get("embedding_provider") or DEFAULT_EMBEDDING
-    return [_one(entry, folder, before, embedder) for entry in entries]
+    grader = (options or {}).get("provider")
+    return [_one(entry, folder, before, embedder, grader) for entry in entries]
 
 
-def _one(entry: Any, folder: str, before: list[dict[str, Any]], embedder: str) -> Any:
+def _one(
+    entry: Any, folder: str, before: list[dict[str, Any]], embedder: str, grader_file: Any = None
+) -> Any:
     if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
         return entry
     entry = with_transforms(entry, before)
@@ -44,7 +48,7 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]], embedder: str) -
     if kind in CODE_TYPES:
         return code_assertion(entry, folder)
     if kind == "assert-set":
-        return _assert_set(entry, folder, embedder)
+        return _assert_set(entry, folder, embedder, grader_file)
     if kind in ("similar", "similar:cosine", "not-similar", "not-similar:cosine"):
         return _similar(entry, kind, embedder)
     if kind in ("cost", "latency") and "threshold" in entry:
@@ -55,16 +59,27 @@ def _one(entry: Any, folder: str, before: list[dict[str, Any]], embedder: str) -
         return {**entry, "type": kind.removeprefix("not-"), "negate": True}
     if kind.removeprefix("not-") in ("contains-json", "levenshtein"):
         return _own_check(entry, kind)
-    if kind in JUDGED:
+    if kind in JUDGED or kind == "llm-rubric":
         value = entry.get("value")
         if isinstance(value, list):
             value = "; ".join(str(v) for v in value)
+        rubric = JUDGED[kind].format(value=value) if kind in JUDGED else value
+        grader = entry.get("provider") or grader_file
+        if isinstance(grader, str) and _is_provider_file(grader) and isinstance(rubric, str):
+            return provider_graded(entry, rubric, grader, folder)
+        if kind == "llm-rubric":
+            return entry
         rest = {k: v for k, v in entry.items() if k not in ("type", "value")}
-        return {"type": "llm-rubric", "value": JUDGED[kind].format(value=value), **rest}
+        return {"type": "llm-rubric", "value": rubric, **rest}
     return entry
 
 
-def _assert_set(entry: dict[str, Any], folder: str, embedder: str) -> dict[str, Any]:
+def _is_provider_file(name: str) -> bool:
+    """A grader given as a JavaScript provider file (`file://providers/judge.js`)."""
+    return name.startswith("file://") and split_reference(name)[0].endswith((".js", ".cjs", ".mjs"))
+
+
+def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) -> dict[str, Any]:
     """promptfoo's `assert-set`: its members' weighted mean is its score; it passes when
     each member passes, or at its own `threshold` when it has one."""
     threshold = entry.get("threshold")
@@ -74,7 +89,7 @@ def _assert_set(entry: dict[str, Any], folder: str, embedder: str) -> dict[str, 
         aggregator["threshold"] = threshold
     members = entry.get("assert")
     if isinstance(members, list):
-        members = [_one(member, folder, [], embedder) for member in members]
+        members = [_one(member, folder, [], embedder, grader) for member in members]
     return {**rest, "assert": members, "aggregator": aggregator}
 
 

@@ -49,3 +49,28 @@ def code_assertion(entry: dict[str, Any], folder: str) -> dict[str, Any]:
         if key in entry:
             out[key] = entry[key]
     return out
+
+
+GRADER_RUNNER = (RUNNERS / "provider_grader.js").read_text(encoding="utf-8")
+
+
+def provider_graded(entry: dict[str, Any], rubric: str, provider: str, folder: str) -> Any:
+    """A model-graded assertion whose grader is a JavaScript provider file of the config's
+    (`provider: file://providers/judge.js`), as a `script` evaluator that loads and asks
+    it on the worker (`runners/provider_grader.js`): code run as any script evaluator is,
+    so a file dropped in the inbox needs `--allow-code` for it."""
+    path, _ = split_reference(provider)
+    out: dict[str, Any] = {
+        "type": "script",
+        "command": ["node", "-e", GRADER_RUNNER],
+        "cwd": folder,
+        "pf_vars": "{{ vars }}",
+        "pf_rubric": rubric,
+        "pf_provider": path if path.startswith("/") else f"{folder}/{path}",
+    }
+    if entry.get("threshold") is not None:
+        out["pf_threshold"] = entry["threshold"]
+    for key in ("weight", "metric", "transforms"):
+        if key in entry:
+            out[key] = entry[key]
+    return out

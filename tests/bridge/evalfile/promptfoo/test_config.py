@@ -8,6 +8,7 @@ import pytest
 from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
+from bridge.inbox.trust import InboxTrust
 from bridge.prompt.build import api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
@@ -290,3 +291,29 @@ def test_typescript_generators_and_es_module_prompts_load_as_promptfoo_loads_the
     with pytest.raises(InvalidFileError) as caught:
         load_eval_file(root / "py" / "promptfooconfig.yaml")
     assert "TEXT is a str, not a function; promptfoo calls it and fails too" in str(caught.value)
+
+
+def test_a_grader_provider_file_runs_as_code_the_inbox_refuses_without_allow_code(
+    project: WriteFiles,
+) -> None:
+    """`provider: file://judge.js` on a model-graded assertion is a script evaluator that
+    loads the provider on the worker: code, so the watcher's existing gate applies."""
+    root = project(
+        {
+            "judge.js": "module.exports = { callApi: async () => ({ output: '{}' }) };\n",
+            "promptfooconfig.yaml": """\
+            prompts: ["{{ x }}"]
+            providers: [echo]
+            defaultTest: {options: {provider: file://judge.js}}
+            tests:
+              - vars: {x: hi}
+                assert: [{type: llm-rubric, value: says hi}, {type: factuality, value: hi}]
+            """,
+        }
+    )
+    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    specs = loaded.cases[0].case.evaluator_specs() or []
+    assert [s.type for s in specs] == ["script", "script"]
+    with pytest.raises(InvalidFileError, match="--allow-code"):
+        InboxTrust().check(loaded)
+    InboxTrust(allow_code=True).check(loaded)
