@@ -1,6 +1,9 @@
 """promptfoo's assertion types, as the entries the shared `assert` reader takes
 (bridge/evalfile/assertions.py): code assertions become script evaluators, `not-` forms
-of deterministic checks the check negated, and the model-graded types a judge's criteria.
+of deterministic checks the check negated, the model-graded types a judge's criteria (or
+a script asking the config's own grader provider file), `similar` an embedding check,
+`assert-set` a composite graded as promptfoo grades a set, and each read as promptfoo
+reads it (a regex without flags, `cost` and `latency` limits as `threshold`).
 """
 
 from __future__ import annotations
@@ -94,8 +97,8 @@ def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) 
 
 
 def _similar(entry: dict[str, Any], kind: str, embedder: str) -> dict[str, Any]:
-    """`similar` (cosine, the only measure read), against the test's embedding provider
-    (`options.provider.embedding`), else the assertion's own `provider`, else promptfoo's
+    """`similar` (cosine, the only measure read), asked of the assertion's own `provider`,
+    else the test's embedding provider (`options.provider.embedding`), else promptfoo's
     default, OpenAI's text-embedding-3-large."""
     rest = {k: v for k, v in entry.items() if k not in ("type", "provider")}
     out = {**rest, "type": "embedding_similar", "target": entry.get("provider") or embedder}
