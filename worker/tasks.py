@@ -20,7 +20,7 @@ from worker.execute import execute, never_started
 from worker.holds import take_hold
 from worker.lease import Lease
 from worker.providers.base import NoCapacity
-from worker.publish import publish
+from worker.publish import PUBLISHED, publish
 from worker.stopping import hand_back, released, stopping
 
 log = logging.getLogger(__name__)
@@ -123,12 +123,7 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
         lease.release()
         raise
     spent = result.spent_usd()  # the answer and its judges, in one charge
-    if published and spent is not None:
+    if published == PUBLISHED and spent is not None:
         spend(client, job.campaign_id, spent, worker)
-    log.info(
-        "job %s: %s (%s)",
-        job.job_id,
-        result.status.value,
-        "published" if published else "already published",
-    )
+    log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
     return result.status.value
