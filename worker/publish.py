@@ -16,6 +16,7 @@ from bridge.keys import (
     inflight_key,
     lease_key,
     outstanding_key,
+    paid_again_key,
     results_stream_key,
     tallied_targets_key,
     target_tally_key,
@@ -38,11 +39,12 @@ _OUTCOMES = {1: PUBLISHED, 0: ALREADY_PUBLISHED, 2: LATE_COPY}
 PUBLISH = (
     LET_GO_LUA
     + """
-local added = 0
+local added, paid_again = 0, 'duplicate'
 if redis.call('EXISTS', KEYS[9]) == 1 then
-  added = 2
+  added, paid_again = 2, 'late copy'
   redis.call('ZREM', KEYS[5], ARGV[2])
 elseif tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  paid_again = tonumber(ARGV[1]) > 1 and 'retry' or nil
   redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
   added = 1
@@ -60,6 +62,10 @@ if ARGV[5] ~= '' then
   end
 end
 if ARGV[6] ~= '' then let_go(KEYS[6], ARGV[2], ARGV[6]) end
+if paid_again and ARGV[10] == '1' then
+  redis.call('HINCRBY', KEYS[10], paid_again, 1)
+  if redis.call('TTL', KEYS[10]) < 0 then redis.call('EXPIRE', KEYS[10], ARGV[4]) end
+end
 return added
 """
 )
@@ -67,17 +73,23 @@ return added
 outstanding, and the target's tally counts it), release the lease if ours (or run out),
 and forget that this worker holds the message. A result of a compacted campaign is a late
 copy: it reaches neither the stream (nobody reads it any more) nor the tally, and leaves
-no `done` mark behind."""
+no `done` mark behind. A result that called its target (`ARGV[10]`) and is not its job's
+first is counted in the campaign's calls paid again (`bridge.queue.paid`), by why."""
 
 
 def publish(
-    client: redis.Redis, result: Result, queue: str, lease_token: str = "", message_id: str = ""
+    client: redis.Redis,
+    result: Result,
+    queue: str,
+    lease_token: str = "",
+    message_id: str = "",
+    called: bool = True,
 ) -> str:
     """Append the result unless this attempt (or a later one) is already published, or its
     campaign is compacted; say which (`PUBLISHED`...). In the same round trip, forget that
     the worker holds `message_id` (`bridge.queue.holders`). Tried again while Redis is out
     of reach: the script is safe to repeat."""
-    call = Publication.of(result, queue, lease_token, message_id)
+    call = Publication.of(result, queue, lease_token, message_id, called)
 
     added = through_outage(
         lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), call.waiting
@@ -100,8 +112,15 @@ class Publication:
 
     @classmethod
     def of(
-        cls, result: Result, queue: str, lease_token: str = "", message_id: str = ""
+        cls,
+        result: Result,
+        queue: str,
+        lease_token: str = "",
+        message_id: str = "",
+        called: bool = True,
     ) -> Publication:
+        """`called`: whether making the result called the target (a job that never started
+        did not; nor does a regrade, which grades a recorded answer)."""
         keys = (
             done_key(result.job_id),
             results_stream_key(result.campaign_id),
@@ -112,6 +131,7 @@ class Publication:
             target_tally_key(result.target),
             tallied_targets_key(),
             compacted_key(result.campaign_id),
+            paid_again_key(result.campaign_id),
         )
         args = (
             result.attempt,
@@ -123,6 +143,7 @@ class Publication:
             result.target,
             result.status.value,
             repr(result.cost.usd) if result.cost else "",
+            "1" if called and result.regraded_from is None else "0",
         )
         return cls(result.job_id, keys, args)
 

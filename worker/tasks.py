@@ -73,7 +73,7 @@ def wait_for_capacity(
     if now - since >= job.timeout_seconds:
         why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
         timeout = never_started(job, worker, Status.TIMEOUT, why, since)
-        publish(client, timeout, job.target.queue, message_id=message)
+        publish(client, timeout, job.target.queue, message_id=message, called=False)
         log.warning("job %s: %s", job.job_id, why)
         return Status.TIMEOUT.value
     log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)

@@ -5,6 +5,7 @@ of target calls per job besides one line per job in the results file."""
 from __future__ import annotations
 
 import re
+import shutil
 import signal
 import sys
 import time
@@ -203,4 +204,55 @@ def test_a_redis_killed_under_running_jobs_costs_no_call_twice(fleet: Fleet) -> 
     print(
         f"\nRedis SIGKILLed {back - killed:.0f} s under running jobs: {cases} jobs, one line "
         f"and one call each; done {finished:.0f} s after Redis came back"
+    )
+
+
+def test_a_campaign_lost_with_an_empty_redis_recovers_with_the_command_status_prints(
+    fleet: Fleet,
+) -> None:
+    """A detached campaign's eval files are on the submitter, its results on the collector's
+    host. Redis restarts empty mid-campaign: the collector, which cannot plan the jobs,
+    makes the campaign known again with the results it kept; `status` on the submitter says
+    what to run there, and that command sends only the jobs without a line."""
+    redis = fleet.add_redis()
+    vendor = Vendor(fleet)
+    worker = fleet.add_host("worker")
+    submitter, collector = fleet.add_host("submitter"), fleet.add_host("collector")
+    redis.start()
+    vendor.start(delay=0.5)
+    runner = worker.start("-v", "worker", "--name", "worker", "-c", "8", name="worker")
+    out = collector.folder / "results"
+    collect = collector.start("collect", "--out", str(out), name="collect")
+    fleet.wait_for_worker("worker")
+
+    cases = 120
+    campaign = detach(submitter, vendor.project(submitter, cases, "lost"), out)
+    path = out / f"{campaign}.jsonl"
+    wait_for(lambda: line_count(path) >= 40, 60, "a third of the results")
+    redis.kill()
+    shutil.rmtree(redis.data)  # restarted empty: no append-only file left
+    redis.start()
+    kept = line_count(path)
+    fleet.wait_for_worker("worker")
+
+    def told() -> str:
+        said = submitter.run("status", env={"COLUMNS": "400"}).stdout
+        return said if f"evalrelay resume {campaign}" in said else ""
+
+    wait_for(told, 60, "status on the submitter to say what to run")
+    command = re.search(rf"`evalrelay resume {campaign}` in (\S+),", " ".join(told().split()))
+    assert command is not None, told()
+    assert command[1] == str(submitter.work), command[1]
+    resumed = submitter.run("resume", campaign, timeout=240)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    wait_for(lambda: line_count(path) == cases, 120, "every job's line on the collector's host")
+    assert_once_each(path, cases)
+    paid = vendor.calls()
+    twice = sorted(q for q, n in paid.items() if n > 1)
+    assert len(paid) == cases and len(twice) <= 8, twice  # at most those running at the loss
+    assert collect.alive() and runner.alive()
+    print(
+        f"\nRedis restarted empty mid-campaign ({kept} of {cases} lines kept on the collector's "
+        f"host): `status` on the submitter named the command; `resume` there sent the rest; "
+        f"{len(twice)} jobs called twice (8 were running at the loss)"
     )

@@ -25,10 +25,12 @@ from bridge.keys import (
     inflight_key,
     lease_key,
     outstanding_key,
+    paid_again_key,
     results_stream_key,
     target_tally_key,
     workers_key,
 )
+from bridge.queue.paid import paid_again
 from bridge.results.result import Result, Status
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for
@@ -195,3 +197,21 @@ def test_a_late_copy_of_a_compacted_campaign_reaches_no_stream_no_tally_no_mark(
     assert client.get(lease_key("p2")) is None and client.zscore(inflight_key(), "p2") is None
     assert client.hget(holders_key(), "p2") is None
     assert client.zscore(outstanding_key("api"), "p2") is None
+
+
+def test_calls_past_one_per_job_are_counted_by_why(client: redis.Redis) -> None:
+    """A second copy that ran to its end, a retry, a late copy: each paid for a call the
+    campaign did not need once; a job that never reached its target paid for none."""
+    first = a_result("paying", "p3")
+    assert publish(client, first, "api") == PUBLISHED
+    assert paid_again(client, "paying") == {}
+    assert publish(client, first, "api") == ALREADY_PUBLISHED
+    retried = first.model_copy(update={"attempt": 2})
+    assert publish(client, retried, "api") == PUBLISHED
+    never = a_result("paying", "p4")
+    assert publish(client, never, "api", called=False) == PUBLISHED
+    assert publish(client, never, "api", called=False) == ALREADY_PUBLISHED
+    client.set(compacted_key("paying"), "{}")
+    assert publish(client, a_result("paying", "p5"), "api") == LATE_COPY
+    assert paid_again(client, "paying") == {"duplicate": 1, "retry": 1, "late copy": 1}
+    assert client.ttl(paid_again_key("paying")) > 0  # kept with the campaign's record

@@ -57,6 +57,37 @@ def test_collect_says_when_a_campaign_is_complete_and_where(
     assert len(read_jsonl(results)) == 3
 
 
+def test_a_fresh_collector_leaves_alone_a_campaign_another_one_finished(
+    project: WriteFiles, processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    """A collector started after a campaign was finished by another, on another host (its
+    file is not here), neither says it complete nor keeps a record of it in its folder;
+    it collects a campaign started after it as usual."""
+    root = project({"evals.yaml": one_turn_cases(3)})
+    first, second = tmp_path / "first", tmp_path / "second"
+    processes.worker(client, "w@test")
+    processes.start("collect", "--out", str(first), name="first")
+
+    def submit() -> str:
+        submitted = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "mock",
+             "--detach"],
+            env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        return submitted.stdout.strip()
+
+    done = submit()
+    wait_for(lambda: f"campaign {done} complete" in processes.log("first"), 60, "the first")
+    processes.start("collect", "--out", str(second), name="second")
+    later = submit()
+    wait_for(lambda: f"campaign {later} complete" in processes.log("first") + processes.log(
+        "second"), 60, "the later campaign")  # fmt: skip
+    time.sleep(1)  # a round of the second collector after it saw both
+    assert done not in processes.log("second")
+    assert not (second / f"{done}.campaign.json").exists()
+    assert not (second / f"{done}.jsonl").exists()
+
+
 def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
     project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
