@@ -63,7 +63,7 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             record = record_of(campaign, exc)
             campaign = record.campaign_id
         if record is not None and not client.exists(campaign_key(campaign)):
-            if not eval_files_here(record.info):
+            if record.dropped is None and not eval_files_here(record.info):
                 restored(client, record, console)
                 return
             info = rebuilt(client, queue, record, console)
