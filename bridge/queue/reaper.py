@@ -133,13 +133,14 @@ def reap_expired(
     expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
-    # lease's own expiry sends that one.
-    orphans = [j for j in take_from_dead(client) if not client.exists(lease_key(j))]
+    # lease's own expiry sends that one (in this pass, when it ran out: not twice).
+    orphans = [
+        j for j in take_from_dead(client) if j not in expired and not client.exists(lease_key(j))
+    ]
     resent += _resend(client, send, orphans, "the worker holding it is gone")
     lost = find_lost(client, queues, LOST_AFTER_MS)
-    return resent + _resend(
-        client, send, list(lost), "taken off its queue but held by no worker", lost
-    )
+    again = [j for j in lost if j not in expired and j not in orphans]
+    return resent + _resend(client, send, again, "taken off its queue but held by no worker", lost)
 
 
 def _resend(

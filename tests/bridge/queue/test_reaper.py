@@ -12,7 +12,7 @@ from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import done_key, inflight_key, unseen_key
 from bridge.queue.campaigns import cancel, plan_jobs, store_jobs
-from bridge.queue.holders import ALIVE_SECONDS
+from bridge.queue.holders import ALIVE_SECONDS, hold
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Outages, reap_expired
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
@@ -116,3 +116,18 @@ def test_a_reaper_stopped_or_waiting_longer_than_a_heartbeat_takes_it_for_an_out
     outages.looked()
     time.sleep(0.1 + ALIVE_SECONDS / 3 + 0.2)
     assert not outages.calm(client)
+
+
+def test_a_job_whose_lease_ran_out_and_whose_holder_died_is_sent_once(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """Its lease ran out and its holder's `alive` key too: both say it is to be sent again,
+    in the same pass; it goes once."""
+    (job,) = jobs(project, 1)
+    store_jobs(client, [job])
+    assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
+    hold(client, [job.job_id], "m1", "dead-worker/host/1/x")  # no `alive` key: dead
+    wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
+    sent: list[Job] = []
+    assert reap_expired(client, sent.append) == [job.job_id]
+    assert sent == [job]
