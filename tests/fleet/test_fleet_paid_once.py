@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from bridge.keys import compacted_key, holders_key, results_stream_key, target_tally_key
+from bridge.keys import (
+    compacted_key,
+    holders_key,
+    paid_again_key,
+    results_stream_key,
+    target_tally_key,
+)
 from tests.conftest import one_turn_cases, wait_for
 from tests.fleet.netns import Fleet, Host, HostProcess, RedisServer
 from tests.fleet.test_fleet_faults import assert_once_each, leased_by, line_count
@@ -148,6 +154,9 @@ def test_a_stopped_workers_copies_call_no_target_after_compaction(fleet: Fleet) 
     assert after <= mid_call, after
     twice = {q for q, n in paid.items() if n > 1}
     assert twice <= mid_call, twice
+    counted = redis.cli("HGETALL", paid_again_key(campaign)).splitlines()
+    paid_again = dict(zip(counted[::2], map(int, counted[1::2]), strict=True))
+    assert sum(paid_again.values()) == sum(paid.values()) - cases, paid_again
     assert redis.cli("XLEN", results_stream_key(campaign)).strip() == "0"
     assert redis.cli("HGET", target_tally_key(TARGET), "ok").strip() == str(cases)
     assert not any(re.search(rf"job {job}: \w+ \(published\)", log) for job in held)
@@ -200,6 +209,10 @@ def test_a_redis_killed_under_running_jobs_costs_no_call_twice(fleet: Fleet) -> 
     logs = " ".join(w.log() for w in workers)
     assert "sending it again" not in logs, "a reaper sent a running job again"
     assert "Redis is back" in logs
+    assert redis.cli("HLEN", paid_again_key(campaign)).strip() == "0"
+    # The broker's record of the messages the workers took while Redis went away: their
+    # jobs done, the sweep of a reaper drops what no live worker holds.
+    wait_for(lambda: redis.cli("HLEN", "unacked").strip() == "0", 60, "`unacked` to empty")
     assert collect.alive() and all(w.alive() for w in workers)
     print(
         f"\nRedis SIGKILLed {back - killed:.0f} s under running jobs: {cases} jobs, one line "
