@@ -111,15 +111,7 @@ def remove_orphans(client: redis.Redis) -> int:
         if gone:
             client.delete(*gone)
             removed += len(gone)
-    for key_of in (manifest_key, job_dictionary_key):
-        prefix, suffix = key_of("\0").split("\0")
-        keys = [str(k) for k in client.scan_iter(match=key_of("*"), count=DELETE_CHUNK)]
-        owners = {k: k[len(prefix) : len(k) - len(suffix)] for k in keys}
-        known = _known(client, set(owners.values()))
-        gone = _settled(client, [k for k, c in owners.items() if c not in known])
-        if gone:
-            client.delete(*gone)
-            removed += len(gone)
+    removed += _remove_job_lists(client)
     marks = client.scan_iter(match=done_key("*"), count=DELETE_CHUNK)
     for chunk in _chunked(marks):
         prefix = len(done_key(""))
@@ -127,6 +119,21 @@ def remove_orphans(client: redis.Redis) -> int:
         for key in chunk:
             pipe.exists(job_key(key[prefix:]))
         gone = [k for k, stored in zip(chunk, pipe.execute(), strict=True) if not stored]
+        if gone:
+            client.delete(*gone)
+            removed += len(gone)
+    return removed
+
+
+def _remove_job_lists(client: redis.Redis) -> int:
+    """The job lists and job dictionaries of campaigns Redis does not know."""
+    removed = 0
+    for key_of in (manifest_key, job_dictionary_key):
+        start, end = key_of("\0").split("\0")
+        keys = [str(k) for k in client.scan_iter(match=key_of("*"), count=DELETE_CHUNK)]
+        campaigns = {k: k[len(start) : len(k) - len(end)] for k in keys}
+        known = _known(client, set(campaigns.values()))
+        gone = _settled(client, [k for k, c in campaigns.items() if c not in known])
         if gone:
             client.delete(*gone)
             removed += len(gone)
