@@ -26,6 +26,7 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import not_sent
+from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
 from bridge.queue.rebuilt_apart import (
     eval_files_here,
@@ -91,7 +92,10 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             console.print(resumed_text(campaign, info.total, len(missing), len(unsent)))
             summary = follow_campaign(client, info, console)
         where = results_location(client, info)
+        paid = paid_again(client, info.campaign_id)
     print_summary(console, info, summary, where)
+    if paid:
+        console.print(paid_again_text(paid))
     code, why = exit_status(summary, None)
     if why:
         console.print(why)
