@@ -93,8 +93,7 @@ class Outages:
         """Whether to reap now; the records of jobs found nowhere (`unseen`) start over
         after an outage: their first look may be from before it."""
         asked = time.monotonic()
-        info = client.info("server")
-        run_id, uptime = str(info["run_id"]), float(info["uptime_in_seconds"])
+        run_id, uptime = server_life(client)
         now = time.monotonic()
         restarted = self.run_id is not None and run_id != self.run_id
         # The client's own retries hid an outage, or this process was stopped a while.
@@ -115,6 +114,17 @@ class Outages:
             self.calm_from = now + max(0.0, self.grace - uptime)
         self.run_id, self.away = run_id, False
         return now >= self.calm_from
+
+
+def server_life(client: redis.Redis) -> tuple[str, float]:
+    """Redis's `run_id` (new at each start) and uptime in seconds. A Redis that refuses
+    INFO (a managed service may) tells neither: a restart is then seen by the errors it
+    caused."""
+    try:
+        info = client.info("server")
+    except redis.ResponseError:
+        return "", float("inf")
+    return str(info.get("run_id", "")), float(info.get("uptime_in_seconds", float("inf")))
 
 
 LOST_AFTER_MS = int(ALIVE_SECONDS * 1000)
