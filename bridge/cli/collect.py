@@ -16,6 +16,7 @@ import redis
 
 from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
+from bridge.clock import now_seconds
 from bridge.errors import EvalrelayError
 from bridge.keys import collectors_key
 from bridge.queue.campaigns import (
@@ -28,12 +29,20 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.connection import RideOut
 from bridge.queue.holders import ALIVE_SECONDS, beat
-from bridge.queue.rebuild import current_epoch, read_record, rebuild, record_path, write_record
+from bridge.queue.rebuild import (
+    current_epoch,
+    lost_campaigns,
+    read_record,
+    rebuild,
+    record_path,
+    write_record,
+)
 from bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.results.retention import RETENTION_SECONDS
 from bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
@@ -147,6 +156,13 @@ def collect_command(
                 collector.redis_lost()
                 lost = [infos[c] for c in sorted(set(infos) - finished)]
                 rebuild_all(runtime, lost, out_dir_for, consumer)
+            elif epoch_seen is None and out is not None and not campaign_ids:
+                # Started after Redis lost its data: the campaigns whose record is here.
+                kept = lost_here(runtime.client, out)
+                infos.update((i.campaign_id, i) for i in kept)
+                recorded.update(i.campaign_id for i in kept)
+                if kept:
+                    rebuild_all(runtime, kept, out_dir_for, consumer)
             epoch_seen = epoch
             infos.update((i.campaign_id, i) for i in found)
             finished.update(finished_elsewhere([i for i in found if i.campaign_id not in seen]))
@@ -174,6 +190,21 @@ def collect_command(
             collector.close()
             with contextlib.suppress(redis.RedisError):
                 runtime.client.hdel(collectors_key(), consumer)
+
+
+def lost_here(client: redis.Redis, folder: Path) -> list[CampaignInfo]:
+    """The unfinished campaigns of `collect` services whose record is in `folder` and that
+    Redis does not know though they are within the retention: it lost them. (One older than
+    the retention was removed on purpose.)"""
+    known = [i.campaign_id for i in list_campaigns(client, limit=None)]
+    oldest = now_seconds(client) - RETENTION_SECONDS
+    return [
+        lost.record.info
+        for lost in lost_campaigns(folder, known)
+        if lost.record.dropped is None
+        and lost.record.info.collector == "service"
+        and lost.record.info.created_at.timestamp() > oldest
+    ]
 
 
 def restore_here(runtime: Runtime, info: CampaignInfo, results: Path, consumer: str) -> None:
