@@ -38,7 +38,7 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
-from bridge.queue.paid import paid_again, paid_again_text
+from bridge.queue.paid import paid_again, paid_again_many, paid_again_text
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, Paused, audit, paused, paused_many
@@ -112,7 +112,8 @@ def print_campaigns(
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
         stopped = paused_many(client, [i.campaign_id for i in shown])
-        print_fitted(console, *campaign_tables(shown, states, homes, stopped))
+        paid = paid_again_many(client, [i.campaign_id for i in shown])
+        print_fitted(console, *campaign_tables(shown, states, homes, stopped, paid))
         unfinished = [i for i in shown if not states[i.campaign_id].finished]
         print_lost_jobs(console, unfinished)
         print_uncollected(console, client, unfinished, embedded)
@@ -139,6 +140,7 @@ def campaign_tables(
     states: dict[str, Progress],
     homes: dict[str, ResultsHome | None],
     stopped: set[str],
+    paid: dict[str, dict[str, int]] | None = None,
 ) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
     for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
@@ -151,7 +153,8 @@ def campaign_tables(
                 info.campaign_id,
                 f"{state.done}/{state.total}"
                 + (" rebuilt" if info.rebuilt else "")
-                + (" paused" if info.campaign_id in stopped else ""),
+                + (" paused" if info.campaign_id in stopped else "")
+                + paid_again_mark((paid or {}).get(info.campaign_id, {})),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
@@ -159,6 +162,12 @@ def campaign_tables(
             )
             table.add_row(*row[:count])
         yield table
+
+
+def paid_again_mark(counts: dict[str, int]) -> str:
+    """In the `done` column: the calls paid past one per job (`status CAMPAIGN` says why)."""
+    total = sum(counts.values())
+    return f" +{total} paid again" if total else ""
 
 
 def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
