@@ -103,9 +103,10 @@ def test_after_an_outage_nothing_is_reaped_until_the_grace_has_passed(
     private_redis.stop()
     private_redis.start()
     assert not outages.calm(client)  # restarted: a new run_id
-    fresh = Outages(interval=0.1, grace=1.0)
+    fresh = Outages(interval=0.1, grace=10.0)
     assert not fresh.calm(client)  # up for less than the grace
-    wait_for(lambda: outages.calm(client) and fresh.calm(client), 5, "the grace to pass")
+    wait_for(lambda: outages.calm(client), 5, "the grace to pass")
+    wait_for(lambda: fresh.calm(client), 15, "the fresh reaper's grace to pass")
 
 
 def test_a_reaper_stopped_or_waiting_longer_than_a_heartbeat_takes_it_for_an_outage(
