@@ -112,6 +112,12 @@ def target_tally_key(target: str) -> str:
     return f"{PREFIX}:tally:target:{target}"
 
 
+def paid_again_key(campaign_id: str) -> str:
+    """Hash: the campaign's target calls past one per job, by why (`bridge.queue.paid`):
+    `duplicate`, `late copy`, `retry`; kept with its record."""
+    return f"{PREFIX}:campaign:{campaign_id}:paid-again"
+
+
 def tallied_targets_key() -> str:
     """Set: the targets that have a tally."""
     return f"{PREFIX}:tally:targets"

@@ -35,7 +35,7 @@ from worker.heap import settle_once
 from worker.holds import take_hold
 from worker.lease import BEGIN, LeaseBegin
 from worker.providers.base import NoCapacity
-from worker.publish import PUBLISH, Publication
+from worker.publish import PUBLISH, PUBLISHED, Publication, outcome_of
 from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
 from worker.tasks import JOB_TASK, spend, wait_for_capacity
@@ -225,20 +225,20 @@ async def run_job(
             await asyncio.to_thread(lease.release)
         raise
     spent = result.spent_usd()  # the answer and its judges, in one charge
-    if published and spent is not None:
+    if published == PUBLISHED and spent is not None:
         await asyncio.to_thread(spend, client, job.campaign_id, spent, worker)
-    log.info("job %s: %s (%s)", job.job_id, result.status.value,
-             "published" if published else "already published")  # fmt: skip
+    log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
+
     return result.status.value
 
 
 async def publish(
     rounds: RoundTrips, result: Result, queue: str, lease_token: str, message_id: str
-) -> bool:
+) -> str:
     """`worker.publish.publish` through the loop's round trips, tried again as long while
     Redis is out of reach."""
     call = Publication.of(result, queue, lease_token, message_id)
-    return bool(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))
+    return outcome_of(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))
 
 
 _loops: dict[int, WorkerLoop] = {}

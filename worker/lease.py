@@ -21,6 +21,7 @@ import redis
 from bridge.clock import NOW_MS_LUA
 from bridge.keys import (
     cancel_key,
+    compacted_key,
     done_key,
     holders_key,
     inflight_key,
@@ -38,6 +39,10 @@ LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 BEGIN = (
     NOW_MS_LUA
     + """
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
+  return 'late-copy'
+end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
   return 'cancelled'
@@ -49,31 +54,47 @@ end
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[2] then return 'running-elsewhere' end
+if not holder and redis.call('ZSCORE', KEYS[4], ARGV[4]) then return 'running-elsewhere' end
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[4])
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[5]) end
 return 'leased'
 """
 )
-"""One round trip: skip a cancelled, paused, finished or running job, else take its lease
+"""One round trip: skip a job of a complete (compacted) campaign, a cancelled, paused,
+finished or running job, else take its lease
 (and write that this worker holds its message, when that is still to be written). A job
 skipped because its campaign is cancelled or paused leaves the jobs sent (`outstanding`)
 in the same step, so `unpause` and `resume` find it to send again. The lease's
 expiry in `inflight`, which the reaper on any host compares, is on Redis's clock. Safe to
 repeat: a second run with the same token (its first reply lost with the connection) finds
-the lease its own."""
+the lease its own.
+
+A lease run out is not free until the reaper takes the job off `inflight`: after a Redis
+outage (an append-only file restores a lease's expiry as a time, passed by then) a live
+worker renews it (`_RENEW`), and a copy that Celery's transport put back on the queue as
+its connection dropped must not run meanwhile. A dead worker's job is sent again by the
+reaper, which waits out an outage before it judges (`bridge.queue.reaper`).
+
+A copy of a job of a compacted campaign (a reaped job whose first copy finished, a stopped
+worker's batch resumed) is a late copy: compaction removed the `done` marks, so the
+campaign's compacted mark fences it instead, before its target is called."""
 
 _RENEW = (
     NOW_MS_LUA
     + """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] or (not holder and redis.call('ZSCORE', KEYS[2], ARGV[3])) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
   return 1
 end
 return 0
 """
 )
+"""Renew the lease if it is ours, or ran out and the reaper has not taken the job (Redis
+was away longer than the lease: the worker is alive, and keeps its job). Lost once another
+worker holds it or the reaper took the job to send it again."""
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -116,6 +137,7 @@ class LeaseBegin:
             holders_key(),
             paused_key(campaign_id),
             outstanding_key(queue) if queue else "",
+            compacted_key(campaign_id),
         )
         return cls(
             job_id, token, seconds, keys, (attempt, token, int(seconds * 1000), job_id, holder)
@@ -157,7 +179,7 @@ class Lease:
         holder: str = "",
         queue: str = "",
     ) -> tuple[str, Lease | None]:
-        """(`leased`, the lease), or (`cancelled` | `paused` | `duplicate` |
+        """(`leased`, the lease), or (`late-copy` | `cancelled` | `paused` | `duplicate` |
         `running-elsewhere`, None). `queue` is the one the job was sent to.
 
         `holder` is the record that this worker holds the job's message (`worker.holds`),

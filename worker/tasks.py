@@ -20,7 +20,7 @@ from worker.execute import execute, never_started
 from worker.holds import take_hold
 from worker.lease import Lease
 from worker.providers.base import NoCapacity
-from worker.publish import publish
+from worker.publish import PUBLISHED, publish
 from worker.stopping import hand_back, released, stopping
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def wait_for_capacity(
     if now - since >= job.timeout_seconds:
         why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
         timeout = never_started(job, worker, Status.TIMEOUT, why, since)
-        publish(client, timeout, job.target.queue, message_id=message)
+        publish(client, timeout, job.target.queue, message_id=message, called=False)
         log.warning("job %s: %s", job.job_id, why)
         return Status.TIMEOUT.value
     log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
@@ -123,12 +123,7 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
         lease.release()
         raise
     spent = result.spent_usd()  # the answer and its judges, in one charge
-    if published and spent is not None:
+    if published == PUBLISHED and spent is not None:
         spend(client, job.campaign_id, spent, worker)
-    log.info(
-        "job %s: %s (%s)",
-        job.job_id,
-        result.status.value,
-        "published" if published else "already published",
-    )
+    log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
     return result.status.value

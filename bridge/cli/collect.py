@@ -16,6 +16,7 @@ import redis
 
 from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
+from bridge.clock import now_seconds
 from bridge.errors import EvalrelayError
 from bridge.keys import collectors_key
 from bridge.queue.campaigns import (
@@ -23,15 +24,25 @@ from bridge.queue.campaigns import (
     infos_of,
     list_campaigns,
     progress,
+    progress_many,
     resolve_campaign,
 )
 from bridge.queue.connection import RideOut
 from bridge.queue.holders import ALIVE_SECONDS, beat
-from bridge.queue.rebuild import current_epoch, read_record, rebuild, record_path, write_record
+from bridge.queue.rebuild import (
+    current_epoch,
+    lost_campaigns,
+    read_record,
+    rebuild,
+    record_path,
+    write_record,
+)
+from bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.results.retention import RETENTION_SECONDS
 from bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
@@ -79,16 +90,32 @@ def collect_command(
         finished: set[str] = set()
 
         recorded: set[str] = set()
+        seen: set[str] = set()
+
+        def finished_elsewhere(new: list[CampaignInfo]) -> list[str]:
+            """Campaigns complete when first seen whose file is not here: another collector
+            wrote them; this one neither claims them nor keeps a record of them."""
+            states = progress_many(runtime.client, [i.campaign_id for i in new])
+            return [
+                i.campaign_id
+                for i in new
+                if states[i.campaign_id].finished
+                and not results_path(folder_of(i), i.campaign_id).exists()
+            ]
+
+        def folder_of(info: CampaignInfo) -> Path:
+            return Path(info.out_dir) if info.collector == "watch" else out or Path(info.out_dir)
+
         epoch_seen: str | None = None  # this Redis's mark when last looked
 
         def out_dir_for(campaign_id: str) -> Path:
             """Where the campaign's results go; its record (`bridge.queue.rebuild`) is kept
             there first, to rebuild it from (here, or by `resume`) should Redis lose it."""
+            folder = folder_of(infos[campaign_id])
             if infos[campaign_id].collector == "watch":
                 # One results file per campaign: the one its watcher writes too (whichever
                 # of them holds the campaign's collector lease writes it).
-                return Path(infos[campaign_id].out_dir)
-            folder = out or Path(infos[campaign_id].out_dir)
+                return folder
             if campaign_id not in recorded:
                 # A watcher keeps the record of its own: where its dropped file waits.
                 write_record(infos[campaign_id].model_copy(update={"out_dir": str(folder)}))
@@ -129,8 +156,17 @@ def collect_command(
                 collector.redis_lost()
                 lost = [infos[c] for c in sorted(set(infos) - finished)]
                 rebuild_all(runtime, lost, out_dir_for, consumer)
+            elif epoch_seen is None and out is not None and not campaign_ids:
+                # Started after Redis lost its data: the campaigns whose record is here.
+                kept = lost_here(runtime.client, out)
+                infos.update((i.campaign_id, i) for i in kept)
+                recorded.update(i.campaign_id for i in kept)
+                if kept:
+                    rebuild_all(runtime, kept, out_dir_for, consumer)
             epoch_seen = epoch
             infos.update((i.campaign_id, i) for i in found)
+            finished.update(finished_elsewhere([i for i in found if i.campaign_id not in seen]))
+            seen.update(i.campaign_id for i in found)
             active = [i.campaign_id for i in found if i.campaign_id not in finished]
             for campaign_id in active:
                 out_dir_for(campaign_id)  # its record, before Redis may lose it
@@ -154,6 +190,37 @@ def collect_command(
             collector.close()
             with contextlib.suppress(redis.RedisError):
                 runtime.client.hdel(collectors_key(), consumer)
+
+
+def lost_here(client: redis.Redis, folder: Path) -> list[CampaignInfo]:
+    """The unfinished campaigns of `collect` services whose record is in `folder` and that
+    Redis does not know though they are within the retention: it lost them. (One older than
+    the retention was removed on purpose.)"""
+    known = [i.campaign_id for i in list_campaigns(client, limit=None)]
+    oldest = now_seconds(client) - RETENTION_SECONDS
+    return [
+        lost.record.info
+        for lost in lost_campaigns(folder, known)
+        if lost.record.dropped is None
+        and lost.record.info.collector == "service"
+        and lost.record.info.created_at.timestamp() > oldest
+    ]
+
+
+def restore_here(runtime: Runtime, info: CampaignInfo, results: Path, consumer: str) -> None:
+    """The half of a rebuild this host can do without the campaign's eval files: its record
+    and the results it kept (`bridge.queue.rebuilt_apart`)."""
+    kept = restore_from_results(runtime.client, info, results, consumer)
+    if kept is None:
+        log.warning("collect: campaign %s was rebuilt by another process", info.campaign_id)
+        return
+    cwd = info.plan.cwd if info.plan else None
+    log.error(
+        "collect: campaign %s made known again from %s (%d results kept); its eval files "
+        "are not on this host, so its jobs are not: `evalrelay resume %s` in %s on the host "
+        "that has them sends the jobs without a line",
+        info.campaign_id, results, kept, info.campaign_id, cwd or "the folder it was run from",
+    )  # fmt: skip
 
 
 class ProgressLines:
@@ -204,6 +271,9 @@ def rebuild_all(
         results = results_path(folder, campaign_id)
         try:
             record = read_record(record_path(folder, campaign_id))
+            if not eval_files_here(record.info):
+                restore_here(runtime, record.info, results, consumer)
+                continue
             done = job_ids_on_disk(results)
             sent = rebuild(runtime.client, runtime.queue, record.info, done, consumer)
         except (EvalrelayError, ValueError, OSError) as exc:

@@ -26,7 +26,14 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import not_sent
+from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
+from bridge.queue.rebuilt_apart import (
+    eval_files_here,
+    needs_jobs,
+    restore_from_results,
+    send_planned,
+)
 from bridge.queue.runtime import open_runtime
 from bridge.results.collector import collectors_of
 from bridge.results.results_file import job_ids_on_disk, results_path
@@ -57,6 +64,9 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             record = record_of(campaign, exc)
             campaign = record.campaign_id
         if record is not None and not client.exists(campaign_key(campaign)):
+            if record.dropped is None and not eval_files_here(record.info):
+                restored(client, record, console)
+                return
             info = rebuilt(client, queue, record, console)
             summary = follow_campaign(
                 client,
@@ -72,13 +82,20 @@ def resume_command(campaign: str, local_worker: bool) -> None:
             ):
                 info = info.model_copy(update={"collector": "run"})  # nobody else will
             uncancel(client, campaign)
+            if needs_jobs(client, campaign):
+                planned = send_planned(client, queue, campaign, "resume")
+                if planned is not None:
+                    console.print(planned_text(campaign, info.total, len(planned)))
             missing = missing_jobs(client, campaign)
             unsent = not_sent(client, missing)
             queue.send(unsent)
             console.print(resumed_text(campaign, info.total, len(missing), len(unsent)))
             summary = follow_campaign(client, info, console)
         where = results_location(client, info)
+        paid = paid_again(client, info.campaign_id)
     print_summary(console, info, summary, where)
+    if paid:
+        console.print(paid_again_text(paid))
     code, why = exit_status(summary, None)
     if why:
         console.print(why)
@@ -96,12 +113,44 @@ def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
 def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
     """The record of a campaign this Redis does not know by `text` (its id, or the path of
     its results file), beside its results; else the error that it is unknown (which says
-    when this Redis holds no evalrelay data at all)."""
+    when this Redis holds no evalrelay data at all). Its results are where it was found,
+    whatever folder the record names: a copy moved to another folder or host is kept."""
     folders = [Path.cwd() / "results", Project.containing(Path.cwd()).results_dir]
     found = find_record(text, folders)
     if found is None:
         raise unknown
-    return read_record(found)
+    record = read_record(found)
+    here = record.info.model_copy(update={"out_dir": str(found.parent.absolute())})
+    return record.model_copy(update={"info": here})
+
+
+def planned_text(campaign: str, total: int, sent: int) -> str:
+    return (
+        f"campaign [bold]{campaign}[/] had lost its jobs with Redis's data: planned again "
+        f"from its eval files here, {sent} of {counted(total, 'job')} without a line sent"
+    )
+
+
+def restored(client: redis.Redis, record: CampaignRecord, console: Console) -> None:
+    """A campaign this Redis lost, on a host with its results file but not its eval files:
+    made known again with the results it kept; its jobs are sent from the other host."""
+    info = record.info
+    results = results_path(Path(info.out_dir), info.campaign_id)
+    kept = restore_from_results(client, info, results, "resume")
+    if kept is None:
+        raise EvalrelayError(
+            f"campaign {info.campaign_id} was rebuilt by another process meanwhile; "
+            f"`evalrelay status {info.campaign_id}` says what it still lacks"
+        )
+    cwd = info.plan.cwd if info.plan else None
+    console.print(
+        f"campaign [bold]{info.campaign_id}[/] was not in this Redis (it lost its data): made "
+        f"known again from {results}, {counted(kept, 'result')} kept. Its eval files "
+        f"({', '.join(info.sources)}) are not on this host: run `evalrelay resume "
+        f"{info.campaign_id}` in {cwd or 'the folder it was run from'} on the host that has "
+        "them, to send the jobs without a line",
+        soft_wrap=True,
+    )
 
 
 def rebuilt(

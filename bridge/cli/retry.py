@@ -26,6 +26,7 @@ from bridge.queue.campaigns import (
     uncancel,
 )
 from bridge.queue.jobs import Job
+from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import replan
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, record, who
@@ -95,7 +96,10 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
             runtime.client, info, console, sent=[j.job_id for j in jobs], collect=not collector
         )
         where = results_location(runtime.client, info)
+        paid = paid_again(runtime.client, info.campaign_id)
     print_summary(console, info, summary, where)
+    if paid:
+        console.print(paid_again_text(paid))
     code, why = exit_status(summary, None)
     if why:
         console.print(why)

@@ -29,6 +29,7 @@ from bridge.queue.connection import configured_url
 from bridge.queue.estimate import TargetEstimate
 from bridge.queue.estimate import estimate as estimate_jobs
 from bridge.queue.jobs import Job
+from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import who
@@ -178,6 +179,7 @@ def run_command(
                 console,
                 rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done, "run"),
             )
+            paid = paid_again(runtime.client, campaign_id)
         except KeyboardInterrupt:
             cancel(runtime.client, campaign_id)
             console.print(
@@ -186,6 +188,8 @@ def run_command(
             )
             sys.exit(130)
     print_summary(console, info, final)
+    if paid:
+        console.print(paid_again_text(paid))
     for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
         for written in write_promptfoo_outputs(
             loaded.path, campaign_id, results_path(out_dir, campaign_id)

@@ -38,6 +38,7 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
+from bridge.queue.paid import paid_again, paid_again_many, paid_again_text
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, Paused, audit, paused, paused_many
@@ -84,6 +85,7 @@ def status_command(campaign: str | None, show_all: bool, last: int) -> None:
             # copies whole.
             console.print(Text.assemble("campaign ", (info.campaign_id, "bold")), soft_wrap=True)
             console.print(campaign_detail(client, info))
+            print_lost_jobs(console, [info])
             print_uncollected(console, client, [info], runtime.embedded)
         else:
             print_campaigns(console, client, show_all, last, runtime.embedded)
@@ -110,8 +112,10 @@ def print_campaigns(
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
         stopped = paused_many(client, [i.campaign_id for i in shown])
-        print_fitted(console, *campaign_tables(shown, states, homes, stopped))
+        paid = paid_again_many(client, [i.campaign_id for i in shown])
+        print_fitted(console, *campaign_tables(shown, states, homes, stopped, paid))
         unfinished = [i for i in shown if not states[i.campaign_id].finished]
+        print_lost_jobs(console, unfinished)
         print_uncollected(console, client, unfinished, embedded)
     hidden = len(infos) - len(shown)
     if hidden:
@@ -136,6 +140,7 @@ def campaign_tables(
     states: dict[str, Progress],
     homes: dict[str, ResultsHome | None],
     stopped: set[str],
+    paid: dict[str, dict[str, int]] | None = None,
 ) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
     for count in range(len(CAMPAIGN_COLUMNS), 1, -1):
@@ -148,7 +153,8 @@ def campaign_tables(
                 info.campaign_id,
                 f"{state.done}/{state.total}"
                 + (" rebuilt" if info.rebuilt else "")
-                + (" paused" if info.campaign_id in stopped else ""),
+                + (" paused" if info.campaign_id in stopped else "")
+                + paid_again_mark((paid or {}).get(info.campaign_id, {})),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
                 ", ".join(info.targets),
@@ -156,6 +162,12 @@ def campaign_tables(
             )
             table.add_row(*row[:count])
         yield table
+
+
+def paid_again_mark(counts: dict[str, int]) -> str:
+    """In the `done` column: the calls paid past one per job (`status CAMPAIGN` says why)."""
+    total = sum(counts.values())
+    return f" +{total} paid again" if total else ""
 
 
 def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
@@ -175,6 +187,7 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
         "budget": budget_text(budget_of(client, info.campaign_id)),
         "changes": "\n".join(change_text(c) for c in audit(client, info.campaign_id)),
         "rebuilt": rebuilt_text(info.rebuilt) if info.rebuilt else "",
+        "paid again": paid_again_text(paid_again(client, info.campaign_id)),
         "results in": where_results_are(results_home(client, info.campaign_id), info.out_dir),
         "sources": "\n".join(info.sources),
     }
@@ -224,6 +237,23 @@ def print_uncollected(
                 f"it, or start `evalrelay collect --campaign {campaign_id}`"
             )
         console.print(Text(f"{campaign_id}: {why}; {todo}", style="yellow"), soft_wrap=True)
+
+
+def print_lost_jobs(console: Console, infos: Sequence[CampaignInfo]) -> None:
+    """A line for each campaign rebuilt without its jobs (on a host without its eval files),
+    with the command that sends them, and where to run it."""
+    for info in infos:
+        if info.rebuilt is None or not info.rebuilt.needs_eval_files:
+            continue
+        cwd = info.plan.cwd if info.plan else None
+        text = (
+            f"{info.campaign_id}: lost with Redis's data; its record and "
+            f"{counted(info.rebuilt.kept, 'result')} were made known again by "
+            f"{info.rebuilt.by}, its jobs were not: `evalrelay resume {info.campaign_id}` in "
+            f"{cwd or 'the folder it was run from'}, on the host that has its eval files "
+            f"({', '.join(info.sources)}), sends the jobs without a line"
+        )
+        console.print(Text(text, style="red"), soft_wrap=True)
 
 
 def rebuilt_text(rebuilt: Rebuilt) -> str:

@@ -30,6 +30,7 @@ from bridge.keys import (
 from bridge.queue.campaigns import list_campaigns, progress_many
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS
+from bridge.queue.paid import paid_again_many
 
 SERVICES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
 
@@ -73,12 +74,22 @@ class ClusterMetrics(Collector):
         jobs = GaugeMetricFamily(
             "evalrelay_campaign_jobs", "Jobs in each campaign Redis holds.", labels=["campaign"]
         )
+        again = CounterMetricFamily(
+            "evalrelay_campaign_paid_again",
+            "Target calls past one per job, by campaign and why (duplicate: a copy sent "
+            "again ran to its end; late copy: after the campaign was complete; retry: asked).",
+            labels=["campaign", "why"],
+        )
+        paid = paid_again_many(self.client, list(states))
         for campaign_id, state in states.items():
             jobs.add_metric([campaign_id], state.total)
             for status, number in sorted(state.counts.items()):
                 results.add_metric([campaign_id, status], number)
+            for why, number in sorted(paid[campaign_id].items()):
+                again.add_metric([campaign_id, why], number)
         yield results
         yield jobs
+        yield again
 
     def _targets(self) -> Iterator[Metric]:
         results = CounterMetricFamily(

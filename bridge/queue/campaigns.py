@@ -101,6 +101,10 @@ class Rebuilt(BaseModel):
     """Jobs without a line, sent again."""
     by: str
     """The command that rebuilt it: `run`, `resume`, `collect`, or a watcher's name."""
+    needs_eval_files: bool = False
+    """Rebuilt from its results file alone, on a host without its eval files: its record and
+    the results kept are known again, its jobs are not. `evalrelay resume` on the host of
+    its eval files plans them again and sends the ones without a line."""
 
 
 class CampaignInfo(BaseModel):

@@ -90,9 +90,16 @@ def remove_campaign(client: redis.Redis, campaign_id: str) -> None:
     client.zrem(campaigns_key(), campaign_id)
 
 
+STORING_SECONDS = 3600
+"""How long a campaign's jobs may be stored before it is announced: a submitter storing a
+large campaign now is not a campaign gone. Keys of an unknown campaign written (their time
+to live set) more recently than this are left alone."""
+
+
 def remove_orphans(client: redis.Redis) -> int:
-    """Stored jobs of campaigns Redis no longer knows, and `done` marks of jobs no longer
-    stored (a job is stored before it is sent, so before it can be done)."""
+    """Stored jobs, job lists and job dictionaries of campaigns Redis does not know (their
+    submitter killed while storing them, or their campaign gone), and `done` marks of jobs
+    no longer stored (a job is stored before it is sent, so before it can be done)."""
     removed = 0
     jobs = client.scan_iter(match=job_key("*"), count=DELETE_CHUNK)
     for chunk in _chunked(jobs):
@@ -100,10 +107,11 @@ def remove_orphans(client: redis.Redis) -> int:
         raws = cast(list[bytes | None], client.execute_command("MGET", *chunk, **options))  # type: ignore[no-untyped-call]
         owners = {k: campaign_of(raw) for k, raw in zip(chunk, raws, strict=True)}
         known = _known(client, {c for c in owners.values() if c})
-        gone = [k for k, c in owners.items() if c not in known]
+        gone = _settled(client, [k for k, c in owners.items() if c not in known])
         if gone:
             client.delete(*gone)
             removed += len(gone)
+    removed += _remove_job_lists(client)
     marks = client.scan_iter(match=done_key("*"), count=DELETE_CHUNK)
     for chunk in _chunked(marks):
         prefix = len(done_key(""))
@@ -115,6 +123,32 @@ def remove_orphans(client: redis.Redis) -> int:
             client.delete(*gone)
             removed += len(gone)
     return removed
+
+
+def _remove_job_lists(client: redis.Redis) -> int:
+    """The job lists and job dictionaries of campaigns Redis does not know."""
+    removed = 0
+    for key_of in (manifest_key, job_dictionary_key):
+        start, end = key_of("\0").split("\0")
+        keys = [str(k) for k in client.scan_iter(match=key_of("*"), count=DELETE_CHUNK)]
+        campaigns = {k: k[len(start) : len(k) - len(end)] for k in keys}
+        known = _known(client, set(campaigns.values()))
+        gone = _settled(client, [k for k, c in campaigns.items() if c not in known])
+        if gone:
+            client.delete(*gone)
+            removed += len(gone)
+    return removed
+
+
+def _settled(client: redis.Redis, keys: list[str]) -> list[str]:
+    """The keys written (their time to live set) more than `STORING_SECONDS` ago."""
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.ttl(key)
+    ttls = pipe.execute() if keys else []
+    return [
+        k for k, ttl in zip(keys, ttls, strict=True) if ttl < RETENTION_SECONDS - STORING_SECONDS
+    ]
 
 
 def _known(client: redis.Redis, campaign_ids: set[str]) -> set[str]:

@@ -5,6 +5,12 @@ the ones lost on the way from the queue to a worker (`bridge.queue.outstanding`)
 Every worker runs a reaper thread; a short Redis lock lets one of them work at a time.
 This is how a killed worker's jobs run again within a minute, instead of after the
 broker's visibility timeout (which must stay longer than the longest job).
+
+A worker is judged dead by keys that run out: its `alive` key, its leases. They run out
+too while Redis is away (restarted, or out of reach), for every worker at once: an
+append-only file restores each expiry as a time, passed by then. So after an outage a
+reaper judges nothing until the live workers have had time to announce themselves again
+(`Outages`): an outage sends nothing again that is still running.
 """
 
 from __future__ import annotations
@@ -12,12 +18,20 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import redis
 
 from bridge.clock import NOW_MS_LUA
-from bridge.keys import cancel_key, done_key, inflight_key, lease_key, reaper_lock_key
+from bridge.keys import (
+    cancel_key,
+    done_key,
+    inflight_key,
+    lease_key,
+    reaper_lock_key,
+    unseen_key,
+)
 from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
 from bridge.queue.jobs import Job
@@ -46,6 +60,73 @@ return taken
 """The jobs whose lease expired, by Redis's clock (the one the leases were written on)."""
 
 
+OUTAGE_GRACE_SECONDS = ALIVE_SECONDS + 5.0
+"""How long after Redis is back (restarted, or out of this reaper's reach) nothing is
+reaped: an `alive` period, in which every live worker beats three times and renews each
+lease three times (a lease lasts no longer than it), plus the clients' backoff between
+tries (2 s at most) and their reconnection."""
+
+
+class Outages:
+    """Tells a reaper whether Redis has answered steadily for `OUTAGE_GRACE_SECONDS`: since
+    this reaper last failed to reach it (or waited on it, or was itself stopped, longer
+    than a heartbeat), since it restarted (a new `run_id`, a short uptime), or since the
+    reaper started, whichever is latest."""
+
+    def __init__(self, interval: float, grace: float = OUTAGE_GRACE_SECONDS) -> None:
+        self.grace = grace
+        self.longest_gap = interval + ALIVE_SECONDS / 3
+        self.run_id: str | None = None
+        self.away = False
+        self.calm_from: float | None = None
+        """When (monotonic) reaping may begin."""
+        self.last_look: float | None = None
+
+    def failed(self) -> None:
+        self.away = True
+
+    def looked(self) -> None:
+        """One turn of the reaper ended (reaping or not)."""
+        self.last_look = time.monotonic()
+
+    def calm(self, client: redis.Redis) -> bool:
+        """Whether to reap now; the records of jobs found nowhere (`unseen`) start over
+        after an outage: their first look may be from before it."""
+        asked = time.monotonic()
+        run_id, uptime = server_life(client)
+        now = time.monotonic()
+        restarted = self.run_id is not None and run_id != self.run_id
+        # The client's own retries hid an outage, or this process was stopped a while.
+        if now - asked > ALIVE_SECONDS / 3 or (
+            self.last_look is not None and asked - self.last_look > self.longest_gap
+        ):
+            self.away = True
+        if self.away or restarted:
+            log.warning(
+                "reaper: Redis is back (%s); nothing is sent again for %.0f s, while live "
+                "workers renew what ran out meanwhile",
+                "restarted" if restarted else "was out of reach",
+                self.grace,
+            )
+            client.delete(unseen_key())
+            self.calm_from = now + self.grace
+        elif self.calm_from is None:
+            self.calm_from = now + max(0.0, self.grace - uptime)
+        self.run_id, self.away = run_id, False
+        return now >= self.calm_from
+
+
+def server_life(client: redis.Redis) -> tuple[str, float]:
+    """Redis's `run_id` (new at each start) and uptime in seconds. A Redis that refuses
+    INFO (a managed service may) tells neither: a restart is then seen by the errors it
+    caused."""
+    try:
+        info = client.info("server")
+    except redis.ResponseError:
+        return "", float("inf")
+    return str(info.get("run_id", "")), float(info.get("uptime_in_seconds", float("inf")))
+
+
 LOST_AFTER_MS = int(ALIVE_SECONDS * 1000)
 """How long a job must be found nowhere before it counts as lost: far longer than a
 message takes from Redis's list to the worker's record of it."""
@@ -62,13 +143,14 @@ def reap_expired(
     expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
-    # lease's own expiry sends that one.
-    orphans = [j for j in take_from_dead(client) if not client.exists(lease_key(j))]
+    # lease's own expiry sends that one (in this pass, when it ran out: not twice).
+    orphans = [
+        j for j in take_from_dead(client) if j not in expired and not client.exists(lease_key(j))
+    ]
     resent += _resend(client, send, orphans, "the worker holding it is gone")
     lost = find_lost(client, queues, LOST_AFTER_MS)
-    return resent + _resend(
-        client, send, list(lost), "taken off its queue but held by no worker", lost
-    )
+    again = [j for j in lost if j not in expired and j not in orphans]
+    return resent + _resend(client, send, again, "taken off its queue but held by no worker", lost)
 
 
 def _resend(
@@ -119,20 +201,23 @@ class Reaper(threading.Thread):
         self.client, self.send, self.owner, self.interval = client, send, owner, interval
         self.stopping = stopping or threading.Event()
         self.unacked = UnackedSweep(RUN_CASE, RUN_BATCH)
+        self.outages = Outages(interval)
 
     def run(self) -> None:
         while not self.stopping.wait(self.interval):
             try:
-                if self.client.set(
+                if self.outages.calm(self.client) and self.client.set(
                     reaper_lock_key(), self.owner, nx=True, px=int(self.interval * 1000)
                 ):
                     reap_expired(self.client, self.send)
                     if dropped := self.unacked.run(self.client, LOST_AFTER_MS):
                         log.info("reaper: dropped %d stale entries of `unacked`", dropped)
             except redis.RedisError as exc:
+                self.outages.failed()
                 log.warning("reaper: Redis error, retrying: %s", exc)
             except Exception:
                 log.exception("reaper: unexpected error; it keeps going")
+            self.outages.looked()
 
     def stop(self) -> None:
         self.stopping.set()

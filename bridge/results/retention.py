@@ -35,6 +35,7 @@ from bridge.keys import (
     job_dictionary_key,
     job_key,
     manifest_key,
+    paid_again_key,
     paused_key,
     results_home_key,
     results_stream_key,
@@ -61,6 +62,7 @@ def record_keys(campaign_id: str) -> list[str]:
         budget_key(campaign_id),
         cancel_key(campaign_id),
         paused_key(campaign_id),
+        paid_again_key(campaign_id),
     ]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.keys import inflight_key, lease_key
+from bridge.keys import inflight_key, lease_key, paid_again_key
 from tests.conftest import one_turn_cases, read_jsonl, wait_for
 from tests.fleet.netns import Fleet, Host, HostProcess, RedisServer
 
@@ -59,9 +59,15 @@ def no_tracebacks(*processes: HostProcess) -> None:
 
 
 def ran_twice(*workers: HostProcess) -> int:
-    """Jobs a worker ran to the end and found published already (paid twice); the workers
-    log each job's end at `-v`."""
-    return sum(w.log().count("(already published)") for w in workers)
+    """Jobs a worker ran to the end and found published already, or their campaign complete
+    (paid twice); the workers log each job's end at `-v`."""
+    return sum(w.log().count("(already published)") + w.log().count("(late copy)") for w in workers)
+
+
+def paid_again_of(redis: RedisServer, campaign: str) -> int:
+    """The campaign's target calls past one per job, as the workers counted them."""
+    counted = redis.cli("HGETALL", paid_again_key(campaign)).splitlines()
+    return sum(int(n) for n in counted[1::2])
 
 
 def exit_code(process: HostProcess, seconds: float, *workers: HostProcess) -> int:
@@ -108,9 +114,11 @@ def leased_by(redis: RedisServer, name: str) -> set[str]:
 
 
 def ended(process: HostProcess, job_id: str) -> bool:
-    """Whether a worker logged the end of the job (at `-v`), published by it or not."""
+    """Whether a worker logged the end of the job (at `-v`), published by it or not (found
+    published, or its campaign complete by then: a late copy)."""
     said = " ".join(process.log().split())  # rich wraps long lines
-    return re.search(rf"job {job_id}: \w+ \((already )?published\)", said) is not None
+    ends = r"\w+ \((already published|published|late copy)\)"
+    return re.search(rf"job {job_id}: {ends}", said) is not None
 
 
 def test_worker_cut_mid_handoff_and_mid_job_loses_and_doubles_nothing(fleet: Fleet) -> None:
@@ -118,7 +126,8 @@ def test_worker_cut_mid_handoff_and_mid_job_loses_and_doubles_nothing(fleet: Fle
     instant, while its blocking pop may be taking a message it will never receive. Its
     running jobs' leases run out and worker-1 runs them; a message popped for it is found
     held by no one and sent again: both campaigns finish while worker-2 is still cut.
-    Back, it finishes the jobs it was running and finds them published."""
+    Back, it finishes the jobs it was running and finds them published (or their campaign
+    complete: late copies, dropped)."""
     redis = fleet.add_redis()
     first, second = fleet.add_host("worker-1"), fleet.add_host("worker-2")
     submitter, collector = fleet.add_host("submitter"), fleet.add_host("collector")
@@ -160,12 +169,15 @@ def test_worker_cut_mid_handoff_and_mid_job_loses_and_doubles_nothing(fleet: Fle
     )
     assert_once_each(out / f"{running}.jsonl", 80)
     assert_once_each(out / f"{handoff}.jsonl", 40)
+    # What the cut costs: the jobs it was running, run again by the other worker.
+    paid_again = sum(paid_again_of(redis, c) for c in (running, handoff))
+    assert paid_again <= len(cut_mid_job), (paid_again, len(cut_mid_job))
     assert all(w.alive() for w in workers) and collect.alive()
     no_tracebacks(collect)
     print(
         f"\nworker cut mid-job and mid-handoff: 120 jobs, 0 lost, 0 doubled lines; all done "
         f"{finished:.0f} s after the cut, the worker still cut; {ran_twice(*workers)} jobs ran "
-        f"twice ({len(cut_mid_job)} running on the cut worker)"
+        f"twice ({len(cut_mid_job)} running on the cut worker); {paid_again} calls paid again"
     )
 
 

@@ -16,8 +16,16 @@ import pytest
 import redis
 
 from bridge.clock import now_ms
-from bridge.keys import done_key, holders_key, inflight_key, lease_key, outstanding_key
+from bridge.keys import (
+    compacted_key,
+    done_key,
+    holders_key,
+    inflight_key,
+    lease_key,
+    outstanding_key,
+)
 from bridge.queue.campaigns import cancel
+from bridge.queue.reaper import reap_expired
 from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import (
@@ -50,17 +58,36 @@ def test_heartbeat_keeps_a_lease_alive_past_its_ttl(client: redis.Redis) -> None
     assert client.zscore(inflight_key(), "j2") is None
 
 
-def test_expired_lease_cannot_be_renewed_or_released_by_its_old_holder(
+def test_a_lease_taken_by_the_reaper_cannot_be_renewed_or_released_by_its_old_holder(
     client: redis.Redis,
 ) -> None:
     old = Lease.acquire(client, "j3", "a", seconds=0.2)
     assert old is not None
     wait_for(lambda: client.get(lease_key("j3")) is None, 5, "the lease to run out")
+    time.sleep(0.1)
+    assert reap_expired(client, lambda job: None) == []  # not stored: nothing to send
+    assert client.zscore(inflight_key(), "j3") is None  # but taken off `inflight`
     new = Lease.acquire(client, "j3", "b", seconds=5)
     assert new is not None
     assert not old.renew()
     old.release()
     assert client.get(lease_key("j3")) == new.token
+
+
+def test_a_lease_run_out_is_its_holders_until_the_reaper_takes_it(client: redis.Redis) -> None:
+    """Redis away longer than a lease (its append-only file restores the expiry as a time,
+    passed by then): a copy of the job (Celery's transport puts a dropped connection's
+    messages back) does not run meanwhile, and the live holder renews the lease."""
+    old = Lease.acquire(client, "j4", "a", seconds=0.2)
+    assert old is not None
+    wait_for(lambda: client.get(lease_key("j4")) is None, 5, "the lease to run out")
+    assert Lease.begin(client, "j4", "b") == ("running-elsewhere", None)
+    assert old.renew()
+    assert client.get(lease_key("j4")) == old.token
+    expiry = client.zscore(inflight_key(), "j4")
+    assert expiry is not None and expiry > now_ms(client)
+    old.release()
+    assert Lease.begin(client, "j4", "b")[0] == "leased"
 
 
 def test_one_thread_renews_every_lease_held_in_the_process(client: redis.Redis) -> None:
@@ -162,6 +189,21 @@ def test_a_published_attempt_is_a_duplicate_and_a_later_attempt_runs(
     assert Lease.acquire(client, "d2", "w1") is None  # a first attempt, unless told
     outcome, lease = Lease.begin(client, "d1", "w1", attempt=3)  # `retry` sends attempt 3
     assert outcome == "leased" and lease is not None
+
+
+def test_a_copy_of_a_job_of_a_compacted_campaign_is_a_late_copy_and_not_leased(
+    client: redis.Redis,
+) -> None:
+    """Compaction removed the `done` marks; the campaign's compacted mark fences a late copy
+    before its target is called, and takes it off the jobs sent."""
+    client.zadd(outstanding_key("api"), {"late": 1})
+    client.set(compacted_key("whole"), "{}")
+    outcome = Lease.begin(client, "late", "w1", campaign_id="whole", queue="api")
+    assert outcome == ("late-copy", None)
+    assert client.get(lease_key("late")) is None
+    assert client.zscore(inflight_key(), "late") is None
+    assert client.zscore(outstanding_key("api"), "late") is None
+    assert Lease.begin(client, "late", "w1", campaign_id="other")[0] == "leased"
 
 
 def test_a_job_leased_by_another_worker_is_running_elsewhere(client: redis.Redis) -> None:

@@ -10,6 +10,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -17,10 +18,26 @@ from urllib.parse import quote
 import pytest
 import redis
 
-from bridge.keys import workers_key
+from bridge.keys import (
+    compacted_key,
+    done_key,
+    holders_key,
+    inflight_key,
+    lease_key,
+    outstanding_key,
+    paid_again_key,
+    results_stream_key,
+    target_tally_key,
+    workers_key,
+)
+from bridge.queue.paid import paid_again
+from bridge.results.result import Result, Status
 from tests.bridge.cli.test_run import evalrelay
-from tests.conftest import Processes, WriteFiles, free_port, read_jsonl, wait_for
+from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
+from worker.execute import never_started
+from worker.lease import Lease
+from worker.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
 
 KEY = f"sk-test-{secrets.token_hex(6)}-{secrets.token_hex(8)}-{secrets.token_hex(10)}"
 REDIS_PASSWORD = f"redis-pw-{secrets.token_hex(12)}"
@@ -147,3 +164,54 @@ def test_no_piece_of_a_secret_reaches_results_reports_redis_or_logs(
     found = {sink: leaks(text) for sink, text in sinks.items() if leaks(text)}
     assert not found, found
     assert "***" in str(line["answer"])
+
+
+def a_result(campaign_id: str, job_id: str) -> Result:
+    job = direct_job(campaign_id=campaign_id, job_id=job_id)
+    return never_started(job, "w1", Status.TIMEOUT, "nothing free", time.time())
+
+
+def test_a_result_is_published_once_and_says_so(client: redis.Redis) -> None:
+    result = a_result("going", "p1")
+    assert publish(client, result, "api") == PUBLISHED
+    assert publish(client, result, "api") == ALREADY_PUBLISHED
+    assert client.xlen(results_stream_key("going")) == 1
+    assert client.hget(target_tally_key(result.target), "timeout") == "1"
+
+
+def test_a_late_copy_of_a_compacted_campaign_reaches_no_stream_no_tally_no_mark(
+    client: redis.Redis,
+) -> None:
+    """Its campaign's file is whole and nobody reads its stream: the copy is dropped, its
+    lease released and its hold let go, and the target's tally counts the job once."""
+    result = a_result("whole", "p2")
+    client.set(compacted_key("whole"), "{}")
+    lease = Lease.acquire(client, "p2", "w1", seconds=30)
+    assert lease is not None
+    client.hset(holders_key(), "p2", "m1 w1/host/1/x")
+    client.zadd(outstanding_key("api"), {"p2": 1})
+    assert publish(client, result, "api", lease.token, "m1") == LATE_COPY
+    assert not client.exists(results_stream_key("whole"))
+    assert client.get(done_key("p2")) is None
+    assert not client.exists(target_tally_key(result.target))
+    assert client.get(lease_key("p2")) is None and client.zscore(inflight_key(), "p2") is None
+    assert client.hget(holders_key(), "p2") is None
+    assert client.zscore(outstanding_key("api"), "p2") is None
+
+
+def test_calls_past_one_per_job_are_counted_by_why(client: redis.Redis) -> None:
+    """A second copy that ran to its end, a retry, a late copy: each paid for a call the
+    campaign did not need once; a job that never reached its target paid for none."""
+    first = a_result("paying", "p3")
+    assert publish(client, first, "api") == PUBLISHED
+    assert paid_again(client, "paying") == {}
+    assert publish(client, first, "api") == ALREADY_PUBLISHED
+    retried = first.model_copy(update={"attempt": 2})
+    assert publish(client, retried, "api") == PUBLISHED
+    never = a_result("paying", "p4")
+    assert publish(client, never, "api", called=False) == PUBLISHED
+    assert publish(client, never, "api", called=False) == ALREADY_PUBLISHED
+    client.set(compacted_key("paying"), "{}")
+    assert publish(client, a_result("paying", "p5"), "api") == LATE_COPY
+    assert paid_again(client, "paying") == {"duplicate": 1, "retry": 1, "late copy": 1}
+    assert client.ttl(paid_again_key("paying")) > 0  # kept with the campaign's record

@@ -57,6 +57,37 @@ def test_collect_says_when_a_campaign_is_complete_and_where(
     assert len(read_jsonl(results)) == 3
 
 
+def test_a_fresh_collector_leaves_alone_a_campaign_another_one_finished(
+    project: WriteFiles, processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    """A collector started after a campaign was finished by another, on another host (its
+    file is not here), neither says it complete nor keeps a record of it in its folder;
+    it collects a campaign started after it as usual."""
+    root = project({"evals.yaml": one_turn_cases(3)})
+    first, second = tmp_path / "first", tmp_path / "second"
+    processes.worker(client, "w@test")
+    processes.start("collect", "--out", str(first), name="first")
+
+    def submit() -> str:
+        submitted = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "mock",
+             "--detach"],
+            env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        return submitted.stdout.strip()
+
+    done = submit()
+    wait_for(lambda: f"campaign {done} complete" in processes.log("first"), 60, "the first")
+    processes.start("collect", "--out", str(second), name="second")
+    later = submit()
+    wait_for(lambda: f"campaign {later} complete" in processes.log("first") + processes.log(
+        "second"), 60, "the later campaign")  # fmt: skip
+    time.sleep(1)  # a round of the second collector after it saw both
+    assert done not in processes.log("second")
+    assert not (second / f"{done}.campaign.json").exists()
+    assert not (second / f"{done}.jsonl").exists()
+
+
 def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
     project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
 ) -> None:
@@ -97,6 +128,42 @@ def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
     assert rebuilt, said
     assert int(rebuilt[1]) >= 30
     assert int(rebuilt[1]) + int(rebuilt[2]) == jobs
+
+
+def test_a_collector_started_after_redis_lost_its_data_rebuilds_the_campaigns_kept_here(
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    """The collector was down when Redis came back empty: started again on the same folder,
+    it finds there the record of a campaign Redis no longer knows, within its retention,
+    and rebuilds it; the campaign finishes with one line per job, without `resume`."""
+    jobs = 150
+    slower = SLOW_TARGET.replace("latency_ms: 150", "latency_ms: 500")  # not done before the cut
+    root = project({"targets.yaml": slower, "evals.yaml": one_turn_cases(jobs)})
+    running = processes_on(forgetful_redis.url, private_home, tmp_path / "logs", FAST_RECOVERY)
+    out = tmp_path / "out"
+    try:
+        running.start("worker", "-c", "4", name="worker")
+        first = running.start("collect", "--out", str(out), name="first")
+        submitted = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+             "--detach"],
+            env=running.env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        campaign = submitted.stdout.strip()
+        results = out / f"{campaign}.jsonl"
+        wait_for(lambda: lines_in(results) >= 30, 60, "30 results")
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(10)
+        restart_empty(forgetful_redis)
+        running.start("collect", "--out", str(out), name="second")
+        line = f"campaign {campaign} complete: {jobs} results in {results}"
+        wait_for(lambda: line in running.log("second"), 120, "the second collector to finish it")
+    finally:
+        running.stop_all()
+    assert len({line["job_id"] for line in read_jsonl(results)}) == len(read_jsonl(results)) == jobs
+    assert unwrapped(f"campaign {campaign} rebuilt from its eval files") in unwrapped(
+        running.log("second")
+    )
 
 
 def test_collect_with_inbox_campaigns_writes_a_campaign_whose_watcher_is_down(

@@ -42,6 +42,8 @@ def test_retry_of_slow_failures_three_times_keeps_one_line_per_job(
         again = evalrelay("retry", campaign, env=env, cwd=root)
         assert again.returncode == 2, again.stderr  # still no answer from any job
         assert "10 jobs sent again" in again.stderr
+        paid = 10 * (attempt - 1)  # each retry paid for a call per job, and says so
+        assert f"{paid} calls past one per job: {paid} retry" in again.stderr, again.stderr
         lines = read_jsonl(jsonl)
         assert len(lines) == 10, f"retry {attempt - 1} left {len(lines)} lines of 10"
         assert {line["attempt"] for line in lines} == {attempt}

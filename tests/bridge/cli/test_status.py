@@ -12,7 +12,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import collected_key, manifest_key, watchers_key, workers_key
+from bridge.keys import collected_key, manifest_key, paid_again_key, watchers_key, workers_key
 from bridge.queue.holders import GONE_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -105,6 +105,18 @@ def test_status_of_one_campaign_counts_its_jobs_without_a_result(
     client.sadd(collected_key(campaign), *[f"job-{i}" for i in range(0, 2500, 2)], "job-other")
     shown = status(redis_url, tmp_path, campaign).stdout
     assert "(1250 without a result)" in shown
+
+
+def test_status_shows_the_calls_a_campaign_paid_again_and_why(
+    client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    campaign = "paid-20260301-120000-aaaa"
+    add_campaign(client, campaign, 2, total=2, done=2)
+    client.hset(paid_again_key(campaign), mapping={"duplicate": 2, "late copy": 1})
+    listed = " ".join(status(redis_url, tmp_path).stdout.split())
+    assert "2/2 +3 paid again" in listed, listed
+    shown = " ".join(status(redis_url, tmp_path, campaign).stdout.split())
+    assert "paid again │ 3 calls past one per job: 2 duplicate, 1 late copy" in shown, shown
 
 
 def test_status_lists_workers_300_s_behind_and_ahead_as_just_seen(

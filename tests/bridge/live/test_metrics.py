@@ -9,6 +9,7 @@ from pathlib import Path
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
+from bridge.keys import paid_again_key
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.cli.test_serve import get, start_serve
 from tests.conftest import Processes, WriteFiles, free_port, one_turn_cases, wait_for
@@ -81,6 +82,11 @@ def test_metrics_follow_a_campaign_through_the_queue_workers_and_collector(
     assert done[("evalrelay_target_retries_total", (("target", "slow"),))] == 0
     assert done[("evalrelay_queue_depth", (("queue", "api"),))] == 0
     assert done[("evalrelay_service_up", (("name", "c1"), ("role", "collector")))] == 1
+    paid = [n for (n, labels) in done if n == "evalrelay_campaign_paid_again_total"]
+    assert not paid  # one call per job: nothing paid twice
+    client.hset(paid_again_key(campaign), "duplicate", 2)  # as two copies' publications do
+    again = (("campaign", campaign), ("why", "duplicate"))
+    assert scrape(port)[("evalrelay_campaign_paid_again_total", again)] == 2
 
 
 def test_metrics_say_503_while_redis_is_out_of_reach(processes: Processes, tmp_path: Path) -> None:

@@ -11,12 +11,13 @@ from bridge.keys import (
     collected_key,
     counts_key,
     done_key,
+    job_dictionary_key,
     job_key,
     manifest_key,
 )
 from bridge.queue.campaigns import store_jobs
-from bridge.queue.gc import collect_garbage
-from bridge.results.retention import is_compacted
+from bridge.queue.gc import STORING_SECONDS, collect_garbage
+from bridge.results.retention import RETENTION_SECONDS, is_compacted
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import direct_job
 
@@ -50,13 +51,23 @@ def test_a_complete_campaign_nobody_compacted_is_compacted(client: redis.Redis) 
 
 
 def test_per_job_keys_of_a_gone_campaign_go(client: redis.Redis) -> None:
+    """Its stored jobs, job list and job dictionary (its submitter killed while storing:
+    never announced), once older than a submit may take; a campaign being stored now stays."""
     add_campaign(client, "known", total=2)
     store_jobs(client, [direct_job(campaign_id="known", job_id="kept")])
     store_jobs(client, [direct_job(campaign_id="forgotten", job_id="orphan")])
+    store_jobs(client, [direct_job(campaign_id="storing", job_id="soon")])
+    written_long_ago = RETENTION_SECONDS - STORING_SECONDS - 60
+    for key in (job_key("orphan"), manifest_key("forgotten"), job_dictionary_key("forgotten")):
+        client.expire(key, written_long_ago)
     client.set(done_key("kept"), "1")
     client.set(done_key("orphan"), "1")
     client.set(done_key("never-stored"), "1")
     removed = collect_garbage(client, retention_seconds=10**10)
-    assert removed.jobs == 3  # the orphan job, its done mark, and the lone done mark
+    # the orphan job, its done mark, the lone done mark, the job list and the dictionary
+    assert removed.jobs == 5
     assert client.exists(job_key("kept"), done_key("kept")) == 2
     assert not client.exists(job_key("orphan"), done_key("orphan"), done_key("never-stored"))
+    assert not client.exists(manifest_key("forgotten"), job_dictionary_key("forgotten"))
+    storing = (job_key("soon"), manifest_key("storing"), job_dictionary_key("storing"))
+    assert client.exists(*storing) == 3

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 import redis
 
 from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
-from bridge.keys import done_key, inflight_key
+from bridge.keys import done_key, inflight_key, unseen_key
 from bridge.queue.campaigns import cancel, plan_jobs, store_jobs
+from bridge.queue.holders import ALIVE_SECONDS, hold
 from bridge.queue.jobs import Job
-from bridge.queue.reaper import reap_expired
+from bridge.queue.reaper import Outages, reap_expired
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
 from worker.lease import Lease
 
 
@@ -81,3 +83,52 @@ def test_dead_worker_300_s_off_has_its_job_sent_again_as_fast_as_one_on_time(
     )
     assert true < WITHIN_LEASE and skewed < WITHIN_LEASE, (true, skewed)
     assert abs(skewed - true) < 2.0, (true, skewed)
+
+
+def test_after_an_outage_nothing_is_reaped_until_the_grace_has_passed(
+    private_redis: PrivateRedis,
+) -> None:
+    """A reaper that failed to reach Redis, or finds it restarted, judges nothing for a
+    grace: the live workers' `alive` keys and leases ran out while it was away, and they
+    renew them within it. A fresh reaper of a Redis up for a while reaps at once."""
+    client = redis.Redis.from_url(private_redis.url, decode_responses=True)
+    time.sleep(1.2)
+    outages = Outages(interval=0.1, grace=1.0)
+    assert outages.calm(client)  # Redis up longer than the grace
+    client.hset(unseen_key(), "j", "1")
+    outages.failed()
+    assert not outages.calm(client)
+    assert not client.exists(unseen_key())  # found nowhere before the outage: starts over
+    wait_for(lambda: outages.calm(client), 5, "the grace to pass")
+    private_redis.stop()
+    private_redis.start()
+    assert not outages.calm(client)  # restarted: a new run_id
+    fresh = Outages(interval=0.1, grace=10.0)
+    assert not fresh.calm(client)  # up for less than the grace
+    wait_for(lambda: outages.calm(client), 5, "the grace to pass")
+    wait_for(lambda: fresh.calm(client), 15, "the fresh reaper's grace to pass")
+
+
+def test_a_reaper_stopped_or_waiting_longer_than_a_heartbeat_takes_it_for_an_outage(
+    client: redis.Redis,
+) -> None:
+    outages = Outages(interval=0.1, grace=1.0)
+    assert outages.calm(client)
+    outages.looked()
+    time.sleep(0.1 + ALIVE_SECONDS / 3 + 0.2)
+    assert not outages.calm(client)
+
+
+def test_a_job_whose_lease_ran_out_and_whose_holder_died_is_sent_once(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """Its lease ran out and its holder's `alive` key too: both say it is to be sent again,
+    in the same pass; it goes once."""
+    (job,) = jobs(project, 1)
+    store_jobs(client, [job])
+    assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
+    hold(client, [job.job_id], "m1", "dead-worker/host/1/x")  # no `alive` key: dead
+    wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
+    sent: list[Job] = []
+    assert reap_expired(client, sent.append) == [job.job_id]
+    assert sent == [job]

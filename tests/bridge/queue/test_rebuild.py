@@ -17,7 +17,8 @@ import pytest
 import redis
 
 from bridge.errors import EvalrelayError
-from bridge.queue.campaigns import CampaignInfo, Plan, load_info
+from bridge.keys import campaign_key
+from bridge.queue.campaigns import CampaignInfo, Plan, load_info, progress
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import job_id
 from bridge.queue.rebuild import (
@@ -30,14 +31,23 @@ from bridge.queue.rebuild import (
     replan,
     write_record,
 )
+from bridge.queue.rebuilt_apart import (
+    eval_files_here,
+    needs_jobs,
+    restore_from_results,
+    send_planned,
+)
+from bridge.results.result import Status
 from tests.conftest import (
     PrivateRedis,
     WriteFiles,
+    direct_job,
     one_turn_cases,
     read_jsonl,
     restart_empty,
     wait_for,
 )
+from worker.execute import never_started
 
 JOBS = 120
 TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"
@@ -263,3 +273,88 @@ def test_a_dropped_campaign_is_left_to_a_watcher_of_its_inbox(tmp_path: Path) ->
     assert "resume" not in said
     with pytest.raises(EvalrelayError, match="only a watcher of that inbox rebuilds it"):
         replan(info)
+
+
+def test_a_campaign_is_rebuilt_apart_results_on_one_host_jobs_on_the_other(
+    project: WriteFiles, client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """Where its results file is but not its eval files, the campaign is made known again
+    with the results kept and marked as lacking its jobs; where its eval files are, the
+    jobs without a line are planned again and sent, once."""
+    root = project({"evals.yaml": one_turn_cases(5)})
+    info = CampaignInfo.for_jobs(
+        "apart-20260101-000000-abcd", [], ["evals.yaml"], str(tmp_path / "results"),
+        "service", plan=Plan(targets=["mock"], cwd=str(tmp_path / "elsewhere")),
+    ).model_copy(update={"total": 5})  # fmt: skip
+    kept = [job_id(info.campaign_id, "evals", f"c{i}", "mock", 0) for i in (0, 1)]
+    results = tmp_path / "results" / f"{info.campaign_id}.jsonl"
+    results.parent.mkdir()
+    lines = [
+        never_started(direct_job(campaign_id=info.campaign_id, job_id=j), "w", Status.OK, "", 0)
+        for j in kept
+    ]
+    results.write_text("".join(r.model_dump_json() + "\n" for r in lines))
+    assert not eval_files_here(info)
+    assert restore_from_results(client, info, results, "collect@results-host") == 2
+    assert restore_from_results(client, info, results, "again") is None
+    state = progress(client, info.campaign_id)
+    assert (state.done, state.total, state.known) == (2, 5, True)
+    assert needs_jobs(client, info.campaign_id)
+    assert client.llen("api") == 0
+
+    queue = JobQueue.connect(redis_url)
+    # The host of its eval files: where the record's plan says they are.
+    moved = Plan(targets=["mock"], cwd=str(root))
+    here = load_info(client, info.campaign_id).model_copy(update={"plan": moved})
+    client.set(campaign_key(info.campaign_id), here.model_dump_json())
+    sent = send_planned(client, queue, info.campaign_id, "resume")
+    assert sent is not None and sorted(j.job_id for j in sent) == sorted(
+        job_id(info.campaign_id, "evals", f"c{i}", "mock", 0) for i in (2, 3, 4)
+    )
+    assert client.llen("api") == 3
+    assert not needs_jobs(client, info.campaign_id)
+    assert send_planned(client, queue, info.campaign_id, "resume") is None
+    rebuilt = load_info(client, info.campaign_id).rebuilt
+    assert rebuilt is not None and (rebuilt.kept, rebuilt.sent) == (2, 3)
+
+
+def test_resume_of_a_results_file_moved_elsewhere_keeps_its_results_there(
+    project: WriteFiles, forgetful_redis: PrivateRedis, private_home: Path, tmp_path: Path
+) -> None:
+    """The record names the folder it was written in; `resume PATH` of a copy in another
+    folder keeps the copy's results (none of those jobs runs again) and writes there."""
+    root = project({"targets.yaml": TARGETS, "evals.yaml": one_turn_cases(JOBS)})
+    env = env_for(forgetful_redis, private_home)
+    out = tmp_path / "collected"
+    worker = evalrelay(["worker", "-c", "4"], env, root, tmp_path / "worker.log")
+    collect = evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log")
+    try:
+        submitted = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+             "--detach"],
+            env=env, cwd=root, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        campaign = submitted.stdout.strip()
+        wait_for(lambda: lines_in(out / f"{campaign}.jsonl") >= 30, 60, "30 results")
+        os.killpg(collect.pid, signal.SIGKILL)
+        collect.wait(10)
+        restart_empty(forgetful_redis)
+        moved = tmp_path / "moved"
+        moved.mkdir()
+        for name in (f"{campaign}.jsonl", f"{campaign}.campaign.json"):
+            (moved / name).write_bytes((out / name).read_bytes())
+        kept = lines_in(moved / f"{campaign}.jsonl")
+        resume = subprocess.run(
+            [sys.executable, "-m", "bridge.cli.main", "resume", str(moved / f"{campaign}.jsonl")],
+            env=env, cwd=root, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        for process in (worker, collect):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                process.wait(20)
+    said = unwrapped(resume.stderr)
+    assert resume.returncode == 0, said
+    assert unwrapped(f"{kept} results kept, {JOBS - kept} jobs sent again") in said, said
+    one_line_per_job(moved / f"{campaign}.jsonl")
+    assert lines_in(out / f"{campaign}.jsonl") == kept  # the first folder's is left as it was
