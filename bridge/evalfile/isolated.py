@@ -27,7 +27,7 @@ from typing import Any
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.limits import MIB, how_to_raise
-from bridge.evalfile.project import Project, ProjectConfig
+from bridge.evalfile.project import Project
 
 _context = multiprocessing.get_context("forkserver")
 
@@ -87,7 +87,7 @@ def _load_some(
     """Load from `start` on in one child; the index to go on from if it had to end."""
     prepare()
     receive, send = _context.Pipe(duplex=False)
-    jobs = [(path, project.root, project.config) for path, project in files[start:]]
+    jobs = list(files[start:])
     child = _context.Process(target=_load_in_child, args=(send, jobs), daemon=True)
     child.start()
     send.close()
@@ -141,10 +141,11 @@ def _wait_for_one(
             return _over(path, took, "seconds"), True
 
 
-def _load_in_child(send: Connection, jobs: list[tuple[Path, Path, ProjectConfig]]) -> None:
-    memory = max(config.load_limits.memory_mb for _, _, config in jobs) * MIB
+def _load_in_child(send: Connection, jobs: list[tuple[Path, Project]]) -> None:
+    memory = max(project.config.load_limits.memory_mb for _, project in jobs) * MIB
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    for path, root, config in jobs:
+    for path, project in jobs:
+        config = project.config
         # CPU seconds from now: the parent's clock stops a file first, unless it spins.
         cpu = (
             math.ceil(
@@ -153,7 +154,7 @@ def _load_in_child(send: Connection, jobs: list[tuple[Path, Path, ProjectConfig]
             + 1
         )
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.RLIM_INFINITY))
-        outcome = _load_one(path, Project(root, config))
+        outcome = _load_one(path, project)
         try:
             send.send(outcome)
         except MemoryError:

@@ -26,6 +26,7 @@ from bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
 from bridge.evalfile.files import FileRefError, resolve_file
 from bridge.evalfile.limits import how_to_raise
 from bridge.evalfile.project import CONFIG_NAME, Project
+from bridge.evalfile.untrusted import tests_file_problems
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
@@ -118,9 +119,14 @@ class _Translation:
             return None
 
     def inside(self, path: Path, loc: Loc) -> bool:
-        if path.resolve().is_relative_to(self.project.root):
+        if path.resolve().is_relative_to(self.project.files_root):
             return True
-        self.fail(loc, f"{path} is outside the project root {self.project.root}; move it inside")
+        if self.project.untrusted:
+            self.fail(loc, self.project.outside(str(path), path.resolve()))
+        else:
+            self.fail(
+                loc, f"{path} is outside the project root {self.project.root}; move it inside"
+            )
         return False
 
     def render(self, value: Any, context: dict[str, Any], loc: Loc) -> Any:
@@ -407,7 +413,11 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
         except CsvTestsError as exc:
             t.fail(loc, f"{found}: {exc}")
         _check_count(t, len(cases), loc)
-    return [c for c in cases if isinstance(c, dict)]
+    tests = [c for c in cases if isinstance(c, dict)]
+    if t.project.untrusted:
+        for test in tests:
+            t.problems += tests_file_problems(t.doc, test, loc, t.project.untrusted)
+    return tests
 
 
 def _suite_metadata(data: dict[str, Any]) -> dict[str, Any]:
