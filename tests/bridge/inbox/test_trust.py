@@ -273,6 +273,16 @@ def attacks(leak: Path, marker: Path, attacker: str) -> dict[str, tuple[str, lis
             "value: ../results/earlier.jsonl}]}]\n",
             ["file '../results/earlier.jsonl' resolves to", "outside the inbox"],
         ),
+        "template-read.yaml": (
+            "prompts: [\"{{ env.project.root.joinpath('/proc/self/environ').read_text() "
+            '| reverse | join }}"]\nproviders: [main]\ntests:\n  - {id: a, vars: {q: hi}}\n',
+            ["1:11: template error"],
+        ),
+        "template-write.yaml": (
+            "prompts: [\"{{ env.project.root.joinpath('targets.yaml').write_text('x') }}\"]\n"
+            "providers: [main]\ntests:\n  - {id: a, vars: {q: hi}}\n",
+            ["1:11: template error"],
+        ),
     } | {"gen.py": (touch, []), "tx.py": (touch, [])}
 
 
@@ -319,6 +329,7 @@ def test_each_attack_through_the_real_watcher_is_refused_and_nothing_runs(
                 assert said in error, f"{name}: {error}"
         assert requests == []
     assert not leak.exists() and not marker.exists()
+    assert (root / "targets.yaml").read_text() == OPERATOR_TARGETS
     assert "campaign" not in "".join(
         line for line in processes.log("watch").splitlines() if "good.yaml" not in line
     )
