@@ -2,8 +2,10 @@
 
 Placeholders are filled token by token after the command is split, so a path with
 spaces stays one argument; a token that is exactly `{files}` becomes one argument per
-attached file. The task also arrives on standard input. The answer is `answer.md` (the
-task asks for `answer.tmp.md`, renamed when complete), or else standard output.
+attached file. Inside a shell's script (`bash -c '... > {output_file}'`) the paths are
+filled in shell-quoted (the loader refuses any other placeholder there). The task also
+arrives on standard input. The answer is `answer.md` (the task asks for `answer.tmp.md`,
+renamed when complete), or else standard output.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, ClassVar
 
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.targets.cli_command import shell_scripts
 from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
 from worker.agents.runner import AgentRun, run_command
@@ -60,9 +63,12 @@ class CliProvider(CommandLineAgent):
             for token in shlex.split(self.settings.files_format)
         ]
         argv = [executable]
-        for token in tokens[1:]:
+        scripts = shell_scripts(tokens)
+        for index, token in enumerate(tokens[1:], start=1):
             if token.lower() == "{files}":
                 argv += files
+            elif index in scripts:  # only evalrelay's own paths may stand there, quoted
+                argv.append(_fill(token, {k: shlex.quote(v) for k, v in values.items()}))
             else:
                 argv.append(_fill(token, {**values, "files": " ".join(files)}))
         if self.settings.verbose:

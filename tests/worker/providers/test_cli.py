@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from bridge.results.result import Result, Status
@@ -135,3 +136,20 @@ def test_a_failing_healthcheck_stops_the_target_with_a_clear_error(
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
     assert "target 'agent': healthcheck false exited with 1" in result.error.message
+
+
+def test_a_path_inside_a_bash_script_is_filled_in_shell_quoted(
+    project: WriteFiles, client: redis.Redis, monkeypatch: pytest.MonkeyPatch, private_home: Path
+) -> None:
+    """AgentV's targets write `bash -c '... > {OUTPUT_FILE}'`. The path is filled in as
+    one shell word, so a worker home holding a quote and `$(...)` is data, not code."""
+    home = private_home.parent / "it's $(touch pwned) home"
+    monkeypatch.setenv("EVALRELAY_HOME", str(home))
+    result = run_cli(
+        project, client, "\"bash -c 'cd {workspace} && echo written by bash > {OUTPUT_FILE}'\""
+    )
+    assert result.status is Status.OK, result.error
+    assert result.answer == "written by bash\n"
+    assert result.artifacts["cli"]["answer_from"] == "answer.md"
+    assert str(home) in result.artifacts["cli"]["workspace"]
+    assert not list(private_home.parent.rglob("pwned")) and not Path("pwned").exists()
