@@ -24,6 +24,8 @@ from typing import NamedTuple
 import psutil
 from pydantic import BaseModel
 
+from worker.agents.inside import NotInside, read_inside
+
 GRACE_SECONDS = 3.0
 """Between SIGTERM and SIGKILL when an agent is stopped."""
 
@@ -42,6 +44,12 @@ LimitCheck = Callable[[int], str | None]
 over, or None (`worker.agents.sandbox_limits`)."""
 
 
+OUTPUT_BYTES = 8_000_000
+"""What is kept of an agent's standard output (and error) by default: an agent printing
+150 MB made a result line of that size, held whole by the worker, Redis and the
+collector."""
+
+
 class AgentRun(BaseModel):
     argv: list[str]
     returncode: int | None
@@ -53,6 +61,8 @@ class AgentRun(BaseModel):
     """The fatal error the agent reported, for which it was stopped before its deadline."""
     over_limit: str | None = None
     """The limit the agent went over, for which it was stopped before its deadline."""
+    stdout_truncated: bool = False
+    """The agent printed more than the run's `output_bytes`: `stdout` is its beginning."""
 
     @property
     def timed_out(self) -> bool:
@@ -69,10 +79,11 @@ def run_agent(
     stdout_file: Path,
     fatal: FatalCheck | None = None,
     limits: LimitCheck | None = None,
+    output_bytes: int = OUTPUT_BYTES,
 ) -> AgentRun:
     """Run until exit, `deadline` (a `time.monotonic()` value), a line of output that
     `fatal` says the agent cannot recover from, or a limit that `limits` says it went
-    over; stdout also goes to a file."""
+    over; stdout also goes to a file, of which `output_bytes` are kept."""
     started = time.monotonic()
     stderr_file = stdout_file.with_suffix(".stderr.txt")
     mark = uuid.uuid4().hex
@@ -94,15 +105,30 @@ def run_agent(
             ending = _wait(process, deadline, stdout_file, fatal, limits)
         finally:
             stop_tree(process, mark)
+    stdout, stdout_cut = _output(stdout_file, output_bytes)
+    stderr, _ = _output(stderr_file, output_bytes)
     return AgentRun(
         argv=argv,
         returncode=ending.returncode,
         stopped_because=ending.stopped_because,
         over_limit=ending.over_limit,
-        stdout=stdout_file.read_text(encoding="utf-8", errors="replace"),
-        stderr=stderr_file.read_text(encoding="utf-8", errors="replace"),
+        stdout=stdout,
+        stderr=stderr,
         duration_ms=int((time.monotonic() - started) * 1000),
+        stdout_truncated=stdout_cut,
     )
+
+
+def _output(path: Path, limit: int) -> tuple[str, bool]:
+    """What the agent printed, as the worker wrote it to `path`, at most `limit` bytes:
+    the agent may have swapped the file for a link since, which is not followed."""
+    try:
+        read = read_inside(path.parent, path.name, limit)
+    except (NotInside, OSError) as exc:
+        return f"[evalrelay: {path.name} was not read: {exc}]", False
+    if read.truncated:
+        return read.text + f"\n[evalrelay: output cut at {limit} bytes]", True
+    return read.text, False
 
 
 class _Ending(NamedTuple):

@@ -12,27 +12,39 @@ from typing import Any
 from bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
 from bridge.results.result import EvaluatorResult
 from worker.agents.environment import agent_environment
+from worker.agents.inside import NotInside, read_inside
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.run_facts import RunFacts
 from worker.grading.script import run_bounded
 from worker.providers.failures import tail
 
+FILE_BYTES = 16_000_000
+"""The most of a file `file_contains` reads."""
+
 OUTPUT_CHARS = 2_000
 """The command's output kept in the evaluator's details (its tail)."""
 
 
 def workspace_file(spec: WorkspaceFileEvaluator, name: str, run: RunFacts) -> EvaluatorResult:
-    path = _workspace(name, run) / spec.path
-    if spec.type == "file_exists":
-        passed = path.is_file()
-        what = f"{spec.path} {'exists' if passed else 'does not exist'} in the workspace"
-    elif not path.is_file():
+    """The file as the agent left it, reached without following a link: a link the agent
+    planted would make a host file's content (or existence) the verdict."""
+    folder = _workspace(name, run)
+    relative = spec.path.replace("\\", "/")
+    try:
+        text = read_inside(folder, relative, FILE_BYTES).text
+    except FileNotFoundError:
         passed, what = False, f"{spec.path} does not exist in the workspace"
+    except (NotInside, OSError) as exc:
+        passed, what = False, f"{spec.path} was not read: {exc}"
     else:
         held = spec.value or ""
-        passed = held in path.read_text(encoding="utf-8", errors="replace")
-        what = f"{spec.path} {'contains' if passed else 'does not contain'} {held!r}"
+        passed = spec.type == "file_exists" or held in text
+        what = (
+            f"{spec.path} exists in the workspace"
+            if spec.type == "file_exists"
+            else f"{spec.path} {'contains' if passed else 'does not contain'} {held!r}"
+        )
     return _verdict(spec.type, name, spec.weight, passed, what, {"path": spec.path})
 
 

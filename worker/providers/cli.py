@@ -23,6 +23,7 @@ from bridge.results.result import Status
 from bridge.targets.cli_command import shell_scripts
 from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
+from worker.agents.inside import NotInside, ReadText, read_inside
 from worker.agents.runner import AgentRun, run_command
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
@@ -32,6 +33,8 @@ from worker.providers.failures import tail
 log = logging.getLogger(__name__)
 
 ANSWER_FILE = "answer.md"
+ANSWER_BYTES = 1_000_000
+"""The most of an answer file kept; past it the answer is cut and the result says so."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
 _ALIASES = {"prompt_file": "task_file"}
 
@@ -91,14 +94,27 @@ class CliProvider(CommandLineAgent):
     ) -> ProviderOutput:
         if run.returncode != 0:
             raise self.failed(run, f"exited with code {run.returncode}")
-        answer_file = workspace.folder / ANSWER_FILE
-        from_file = answer_file.is_file() and answer_file.stat().st_size > 0
-        answer = answer_file.read_text(encoding="utf-8", errors="replace") if from_file else ""
-        answer = answer or run.stdout.strip()
+        try:
+            written = read_inside(workspace.folder, ANSWER_FILE, ANSWER_BYTES)
+        except FileNotFoundError:
+            written = ReadText("", truncated=False)
+        except (NotInside, OSError) as exc:
+            return ProviderOutput(
+                answer="",
+                model_failure=f"the agent's answer was not read: {exc}",
+                artifacts={self.kind: {"answer_from": ANSWER_FILE}},
+            )
+        from_file = bool(written.text)
+        answer = written.text or run.stdout.strip()
         return ProviderOutput(
             answer=answer,
             model_failure=None if answer.strip() else "the agent wrote no answer",
-            artifacts={self.kind: {"answer_from": ANSWER_FILE if from_file else "stdout"}},
+            artifacts={
+                self.kind: {
+                    "answer_from": ANSWER_FILE if from_file else "stdout",
+                    **({"answer_truncated_at": ANSWER_BYTES} if written.truncated else {}),
+                }
+            },
         )
 
     def _setting(self, name: str) -> Any:

@@ -153,3 +153,24 @@ def test_a_path_inside_a_bash_script_is_filled_in_shell_quoted(
     assert result.artifacts["cli"]["answer_from"] == "answer.md"
     assert str(home) in result.artifacts["cli"]["workspace"]
     assert not list(private_home.parent.rglob("pwned")) and not Path("pwned").exists()
+
+
+def test_links_the_agent_plants_are_not_followed_out_of_its_workspace(
+    project: WriteFiles, client: redis.Redis, tmp_path: Path
+) -> None:
+    """The agent links its answer file, its transcript and a folder to host files: none
+    of them reaches the result."""
+    secret = tmp_path / "host" / "id_ed25519"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY 0123\n")
+    script = (
+        f"ln -s {secret} {{OUTPUT_FILE}} && rm transcript.jsonl && "
+        f"ln -s {secret} transcript.jsonl && ln -s {secret.parent} peek && echo printed"
+    )
+    result = run_cli(project, client, f"\"bash -c '{script}'\"")
+    assert result.status is Status.MODEL_FAILURE, result.error
+    assert result.error is not None
+    assert "answer.md is (or passes through) a symbolic link" in result.error.message
+    assert "PRIVATE KEY" not in result.model_dump_json()
+    workspace = Path(result.artifacts["cli"]["workspace"])
+    assert (workspace / "peek" / "id_ed25519").read_text() == "PRIVATE KEY 0123\n"  # it was there
