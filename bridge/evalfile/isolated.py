@@ -28,8 +28,13 @@ from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
+from bridge.private import keep_private
 
 _context = multiprocessing.get_context("forkserver")
+
+# The forkserver imports this module first and runs nothing of ours: it is made private
+# here, or a program started on the same machine could read the keys it inherited.
+keep_private()
 
 POLL_SECONDS = 0.1
 """How often the parent checks whether it is asked to stop while a file loads."""
