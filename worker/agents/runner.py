@@ -24,6 +24,7 @@ from typing import NamedTuple
 import psutil
 from pydantic import BaseModel
 
+from worker.agents.environment import agent_environment
 from worker.agents.inside import NotInside, read_inside
 
 GRACE_SECONDS = 3.0
@@ -232,15 +233,17 @@ def run_command(
     stdin_text: str | None,
     env: dict[str, str] | None = None,
 ) -> AgentRun:
-    """A short command (a grader script, a healthcheck) run like an agent: in its own
-    process group, stopped with everything it started after `seconds`; its output is
-    kept in a scratch folder only while it runs. `env`: the worker's environment unless
-    given. Raises OSError when it cannot start."""
+    """A short command (a grader script, a transform, a healthcheck) run like an agent:
+    in its own process group, stopped with everything it started after `seconds`; its
+    output is kept in a scratch folder only while it runs. `env`: unless given, the clean
+    environment an agent gets, none of the worker's keys or its Redis URL: a grading
+    script is code a file named, which may print what it can read. Raises OSError when
+    it cannot start."""
     with tempfile.TemporaryDirectory(prefix="evalrelay-command-") as scratch:
         return run_agent(
             argv,
             cwd=cwd,
-            env=dict(os.environ) if env is None else env,
+            env=agent_environment() if env is None else env,
             stdin_text=stdin_text,
             deadline=time.monotonic() + seconds,
             stdout_file=Path(scratch) / "stdout.txt",

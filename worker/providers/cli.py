@@ -144,7 +144,10 @@ def healthcheck_failure(check: CliHealthcheck) -> str | None:
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     cwd = Path(os.path.expanduser(check.cwd)) if check.cwd else Path.cwd()
     try:
-        run = run_command(argv, cwd=cwd, seconds=check.timeout_seconds, stdin_text=None)
+        # The operator's own check of its own target: it may need the worker's variables.
+        run = run_command(
+            argv, cwd=cwd, seconds=check.timeout_seconds, stdin_text=None, env=dict(os.environ)
+        )
     except OSError as exc:
         return f"could not run {shlex.join(argv)}: {exc}"
     if run.timed_out:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -16,7 +18,14 @@ from pathlib import Path
 import pytest
 
 from bridge.inbox.trust import InboxTrust, inbox_config_files
-from tests.conftest import Processes, WriteFiles, embedded_env, one_turn_cases, wait_for
+from tests.conftest import (
+    Processes,
+    WriteFiles,
+    embedded_env,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 
 OPERATOR_TARGETS = "targets:\n  - {name: main, provider: mock, response: from the operator}\n"
 
@@ -367,3 +376,48 @@ def test_validate_untrusted_refuses_and_writes_nothing(
     assert "pf-provider-id.yaml" in done.stdout and "unknown target" in done.stdout
     assert sorted(root.rglob("*")) == before
     assert not leak.exists() and not marker.exists()
+
+
+def test_allowed_code_runs_with_a_clean_environment(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """With --allow-code the transform, the script evaluator and the aggregator of a
+    dropped file run, and each sees none of the watcher's keys."""
+    seen = {kind: tmp_path / f"{kind}.env" for kind in ("transform", "script", "aggregator")}
+    verdict = json.dumps({"score": 1})
+
+    def dump(kind: str, reply: str) -> str:
+        return f"env > {seen[kind]}; echo {shlex.quote(reply)}"
+
+    case = {
+        "id": "a",
+        "input_messages": [{"role": "user", "content": "hi"}],
+        "evaluators": [
+            {
+                "type": "contains",
+                "value": "operator",
+                "transforms": [
+                    {"command": ["sh", "-c", dump("transform", '{"output": "operator"}')]}
+                ],
+            },
+            {"type": "code_judge", "script": dump("script", verdict)},
+            {
+                "type": "composite",
+                "aggregator": {"type": "code_judge", "path": dump("aggregator", verdict)},
+                "evaluators": [{"type": "contains", "value": "operator"}],
+            },
+        ],
+    }
+    root = project({"targets.yaml": OPERATOR_TARGETS, "inbox/.keep": ""})
+    inbox = root / "inbox"
+    processes.env.update(SECRETS)
+    watch(processes, inbox, "--allow-code")
+    (inbox / "code.yaml").write_text(json.dumps({"evalcases": [case]}))
+    campaign = finished(processes, "code.yaml")[1]
+    (result,) = read_jsonl(root / "results" / f"{campaign}.jsonl")
+    assert result["status"] == "ok" and result["score"] == 1.0, result
+    for kind, path in seen.items():
+        text = path.read_text()
+        assert "PATH=" in text, kind
+        assert not any(secret in text for secret in SECRETS.values()), (kind, text)
+        assert "EVALRELAY_REDIS_URL" not in text and "EVALRELAY_HOME" not in text, (kind, text)
