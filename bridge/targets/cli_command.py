@@ -122,7 +122,7 @@ def check_no_placeholder_in_scripts(command: str | list[str]) -> str | list[str]
     if found:
         program, option, placeholder = found[0]
         raise ValueError(
-            f"{placeholder} is inside the script `{program} {option}` runs, so the case's content "
+            f"{placeholder} is inside the script `{program} {option}` runs, so the case's text "
             f"would run as code on the worker; pass it as an argument of its own after the "
             f"script (`sh -c 'agent \"$1\"' sh {placeholder}`), or run the agent without a "
             f"shell, reading {{prompt_file}} or standard input"

@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -421,3 +422,33 @@ def test_allowed_code_runs_with_a_clean_environment(
         assert "PATH=" in text, kind
         assert not any(secret in text for secret in SECRETS.values()), (kind, text)
         assert "EVALRELAY_REDIS_URL" not in text and "EVALRELAY_HOME" not in text, (kind, text)
+
+
+def test_a_slow_file_lets_a_file_dropped_after_it_go_first(
+    project: WriteFiles, processes: Processes
+) -> None:
+    """One file whose templates take a minute to render cannot hold the inbox: a file
+    dropped while it loads is queued and complete before it."""
+    tests = "".join(f"  - id: t{i}\n    vars: {{q: hi}}\n" for i in range(200))
+    root = project(
+        {
+            "evalrelay.yaml": (
+                "template_limits: {seconds: 600, iterations: 10000000}\n"
+                "load_limits: {seconds: 600}\n"
+            ),
+            "targets.yaml": OPERATOR_TARGETS,
+            "inbox/.keep": "",
+        }
+    )
+    inbox = root / "inbox"
+    watch(processes, inbox)
+    (inbox / "slow.yaml").write_text(
+        'prompts:\n  - "{% for i in range(400000) %}{% endfor %}{{ q }}"\n'
+        "providers: [main]\ntests:\n" + tests
+    )
+    time.sleep(5)  # settled, and loading
+    dropped = time.monotonic()
+    (inbox / "good.yaml").write_text(one_turn_cases(1))
+    finished(processes, "good.yaml")
+    assert time.monotonic() - dropped < 45
+    assert "slow.yaml: campaign" not in processes.log("watch")
