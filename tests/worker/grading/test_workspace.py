@@ -163,3 +163,22 @@ def test_a_link_out_of_the_workspace_is_not_followed(tmp_path: Path) -> None:
             (miss,) = verdict.misses
             assert miss.startswith(f"{path} was not read: "), miss
             assert "link" in miss
+
+
+def test_the_command_of_a_sandboxed_agent_runs_in_its_sandbox(tmp_path: Path) -> None:
+    """What a sandboxed agent left may be code: the command that runs it sees the
+    workspace and nothing else of the worker's, as the agent did (bubblewrap here)."""
+    host = tmp_path / "host-only.txt"
+    host.write_text("worker's file\n")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "made.txt").write_text("x")
+    sandbox = {"runtime": "sandbox", "isolation": {"engine": "bubblewrap"}}
+
+    def score(command: str, target: dict[str, object] | None) -> float | None:
+        spec = WorkspaceCommandEvaluator(type="workspace_command", command=command)
+        return workspace_command(spec, "c", facts(workspace), None, target).score
+
+    assert score("test -f made.txt", sandbox) == 1.0
+    assert score(f"cat {host}", sandbox) == 0.0
+    assert score(f"cat {host}", None) == 1.0  # on the host, it was within reach
