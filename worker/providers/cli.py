@@ -33,8 +33,6 @@ from worker.providers.failures import tail
 log = logging.getLogger(__name__)
 
 ANSWER_FILE = "answer.md"
-ANSWER_BYTES = 1_000_000
-"""The most of an answer file kept; past it the answer is cut and the result says so."""
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
 _ALIASES = {"prompt_file": "task_file"}
 
@@ -95,7 +93,7 @@ class CliProvider(CommandLineAgent):
         if run.returncode != 0:
             raise self.failed(run, f"exited with code {run.returncode}")
         try:
-            written = read_inside(workspace.folder, ANSWER_FILE, ANSWER_BYTES)
+            written = read_inside(workspace.folder, ANSWER_FILE, self._answer_bytes())
         except FileNotFoundError:
             written = ReadText("", truncated=False)
         except (NotInside, OSError) as exc:
@@ -112,10 +110,13 @@ class CliProvider(CommandLineAgent):
             artifacts={
                 self.kind: {
                     "answer_from": ANSWER_FILE if from_file else "stdout",
-                    **({"answer_truncated_at": ANSWER_BYTES} if written.truncated else {}),
+                    **({"answer_truncated_at": self._answer_bytes()} if written.truncated else {}),
                 }
             },
         )
+
+    def _answer_bytes(self) -> int:
+        return self.settings.output_limit_bytes
 
     def _setting(self, name: str) -> Any:
         if name == "executable":

@@ -174,3 +174,22 @@ def test_links_the_agent_plants_are_not_followed_out_of_its_workspace(
     assert "PRIVATE KEY" not in result.model_dump_json()
     workspace = Path(result.artifacts["cli"]["workspace"])
     assert (workspace / "peek" / "id_ed25519").read_text() == "PRIVATE KEY 0123\n"  # it was there
+
+
+def test_output_and_the_answer_file_are_cut_at_the_targets_limit(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """An agent printing 100 kB, and writing 100 kB of answer, under a 1,000-byte limit:
+    the result keeps the beginnings and says they were cut."""
+    script = (
+        "head -c 100000 /dev/zero | tr '\\\\0' x; "
+        "head -c 100000 /dev/zero | tr '\\\\0' y > {OUTPUT_FILE}"
+    )
+    result = run_cli(project, client, f'"sh -c \\"{script}\\""', output_limit_bytes="1000")
+    assert result.status is Status.OK, result.error
+    assert result.answer == "y" * 1000
+    record: dict[str, Any] = result.artifacts["cli"]
+    assert record["answer_truncated_at"] == 1000
+    assert record["stdout_truncated"] is True
+    sizes = {k: len(str(v)) for k, v in result.model_dump().items()}
+    assert len(result.model_dump_json()) < 80_000, sizes
