@@ -154,26 +154,66 @@ def _masked_with_json(model: M, names: Iterable[str]) -> tuple[M, str]:
     return masked, masked.model_dump_json()
 
 
+SEPARATORS = " \t\r\n\v\f\u00a0\u200b\u200c\u200d\u2060\ufeff-_.,:;|/\\'\"`"
+"""Characters a copy of a secret may be split by (spaces, zero-width characters,
+punctuation): the folded search looks through them."""
+
+_FOLD = str.maketrans(
+    {**{c: None for c in SEPARATORS}, **{chr(c): chr(c + 32) for c in range(65, 91)}}
+)
+"""Separators removed and ASCII letters lower-cased, in one pass that keeps every other
+character where it was relative to the ones kept."""
+
+
+_DROP = str.maketrans({c: None for c in SEPARATORS})
+
+KEPT_CHUNK = 4096
+"""Characters counted at a time (at C speed) when finding where a folded character was."""
+
+
+def _folded(text: str) -> str:
+    return text.translate(_FOLD)
+
+
+class _Kept:
+    """Where the n-th character kept by folding stands in the text: chunks' counts of kept
+    characters, added up once, then a walk inside one chunk."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.before = [0]
+        for start in range(0, len(text), KEPT_CHUNK):
+            chunk = text[start : start + KEPT_CHUNK]
+            self.before.append(self.before[-1] + len(chunk.translate(_DROP)))
+
+    def where(self, n: int) -> int:
+        chunk = bisect_right(self.before, n) - 1
+        count = self.before[chunk]
+        for at in range(chunk * KEPT_CHUNK, len(self.text)):
+            if self.text[at] not in SEPARATORS:
+                if count == n:
+                    return at
+                count += 1
+        return len(self.text) - 1
+
+
 class Detector:
     """Finds a fixed set of secrets in texts: whole, any piece of `PIECE_CHARS` or more,
-    base64-encoded in any alignment, and behind JSON, URL and HTML escapes."""
+    base64-encoded in any alignment, and behind JSON, URL and HTML escapes; and, for a
+    secret of `PIECE_CHARS` or more, any piece of it, of it reversed or of its hex
+    encoding, in any case and split by separators (`SEPARATORS`)."""
 
     def __init__(self, secrets: frozenset[str]) -> None:
         self.secrets = secrets
-        self._words: ahocorasick.Automaton | None = None
-        words = {w for s in secrets for w in _words(s)}
-        if words:
-            self._words = ahocorasick.Automaton()
-            for word in words:
-                self._words.add_word(word, len(word))
-            self._words.make_automaton()
+        self._words = _automaton({w for s in secrets for w in _words(s)})
+        self._folded = _automaton({w for s in secrets for w in _folded_words(s)})
         self._escape = _escapes(secrets)
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Where secrets are in `text`: maximal, sorted, disjoint (start, end) spans."""
         if self._words is None or len(text) < SHORTEST_SECRET:
             return []
-        found = self._found(text)
+        found = self._found(text) + self._found_folded(text)
         layers: list[_Decoded] = []
         layer_text = text
         for _ in range(3):  # an escape inside an escape: `\\u002d`, `%255C`
@@ -216,6 +256,18 @@ class Detector:
         assert self._words is not None
         return [(end + 1 - length, end + 1) for end, length in self._words.iter(text)]
 
+    def _found_folded(self, text: str) -> list[tuple[int, int]]:
+        """Spans of `text` whose folded form holds a folded piece of a secret. The folding
+        is one C-speed pass; where each kept character stood is worked out only when
+        something is found, which is rare."""
+        if self._folded is None:
+            return []
+        hits = list(self._folded.iter(_folded(text)))
+        if not hits:
+            return []
+        kept = _Kept(text)
+        return [(kept.where(end + 1 - length), kept.where(end) + 1) for end, length in hits]
+
 
 @functools.lru_cache(maxsize=16)
 def detector(secrets: frozenset[str]) -> Detector:
@@ -236,6 +288,30 @@ def _words(secret: str) -> set[str]:
         words |= _pieces(core, BASE64_PIECE_CHARS)
         words |= _pieces(core.replace("+", "-").replace("/", "_"), BASE64_PIECE_CHARS)
     return words
+
+
+def _folded_words(secret: str) -> set[str]:
+    """The folded pieces of a secret long enough to have pieces: of the secret, of it
+    reversed, and of its bytes in hex (two digits a byte, so pieces twice as long)."""
+    plain = _folded(secret)
+    if len(secret) < PIECE_CHARS or len(plain) < PIECE_CHARS:
+        return set()
+    hexed = secret.encode().hex()
+    return (
+        _pieces(plain, PIECE_CHARS)
+        | _pieces(plain[::-1], PIECE_CHARS)
+        | _pieces(hexed, 2 * PIECE_CHARS)
+    )
+
+
+def _automaton(words: set[str]) -> ahocorasick.Automaton | None:
+    if not words:
+        return None
+    automaton = ahocorasick.Automaton()
+    for word in words:
+        automaton.add_word(word, len(word))
+    automaton.make_automaton()
+    return automaton
 
 
 def _pieces(text: str, size: int) -> set[str]:

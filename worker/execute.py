@@ -49,6 +49,12 @@ def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     return graded_result(job, worker, client, answered, began)
 
 
+AT_ONCE_CHARS = 20_000
+"""An answer longer than this is graded on a thread even by checks that only compute:
+comparing a long answer (an edit distance, a JSON search) would hold up every call on
+the worker's event loop."""
+
+
 async def execute_async(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     """`execute` on the worker's event loop (`worker.batches`): the target is called with the
     vendor's async client; a conversation, a regrade's recorded answer and grading that
@@ -64,7 +70,7 @@ async def execute_async(job: Job, worker: str, client: redis.Redis | None = None
         answered = failure_of(job, exc)
     else:
         answered = answered_by(output)
-    if grades_at_once(job):
+    if grades_at_once(job) and len(answered.answer or "") <= AT_ONCE_CHARS:
         return graded_result(job, worker, client, answered, began)
     return await asyncio.to_thread(graded_result, job, worker, client, answered, began)
 

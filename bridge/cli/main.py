@@ -13,6 +13,7 @@ from bridge.cli.once import Commands
 from bridge.cli.terminal import TerminalConsole, echo
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.masking import mask_logs
+from bridge.private import keep_private
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES
 
 QUIET_LOGGERS = (
@@ -55,6 +56,7 @@ COMMANDS = {
 @click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
 def cli(verbose: int) -> None:
     """Run eval cases against LLM APIs and coding agents, on one machine or many."""
+    keep_private()  # before any key is read: the programs it runs may not read them here
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     logging.basicConfig(
         level=level,

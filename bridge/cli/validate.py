@@ -26,6 +26,7 @@ from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.config import read_differently
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
+from bridge.evalfile.untrusted import Untrusted
 from bridge.evalfile.yaml_source import YamlDocument
 from bridge.queue.jobs import judge_of, needs_judge, no_judge
 from bridge.targets.settings import batch_notes
@@ -34,14 +35,24 @@ from bridge.targets.targets_file import Targets
 
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-def validate_command(paths: tuple[Path, ...]) -> None:
+@click.option(
+    "--untrusted",
+    is_flag=True,
+    help="Check the files as the watcher checks dropped files: only what the allow-list "
+    "lets a stranger's file do, files read from inside each folder named only; nothing in "
+    "them runs. For checking files from people you do not trust (pull requests).",
+)
+def validate_command(paths: tuple[Path, ...], untrusted: bool) -> None:
     """Check eval files (or the YAML files in folders); report each error as path:line:column."""
-    files = eval_files_under(paths)
+    failed = 0
+    files = [
+        (path, Untrusted(inbox=_folder_of(path, paths)) if untrusted else None)
+        for path in eval_files_under(paths)
+    ]
     if not files:
         raise click.ClickException("no .yaml or .yml files found in the paths given")
-    failed = 0
-    for path in files:
-        checked = check_file(path)
+    for path, untrusted_file in files:
+        checked = check_file(path, untrusted_file)
         for problem in checked.problems:
             echo(str(problem))
         failed += bool(checked.problems)
@@ -64,18 +75,31 @@ class FileCheck(NamedTuple):
     shape: str
 
 
-def check_file(path: Path) -> FileCheck:
+def _folder_of(path: Path, named: tuple[Path, ...]) -> Path:
+    """The folder an untrusted file may read from: the folder named that holds it, else
+    its own folder."""
+    folders = [
+        p.resolve() for p in named if p.is_dir() and path.resolve().is_relative_to(p.resolve())
+    ]
+    return max(folders, key=lambda p: len(p.parts), default=path.resolve().parent)
+
+
+def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
     """The number of cases, every problem in one eval file, and the format it was read as.
 
     A target name the targets file lacks is a note, not a problem: like AgentV, the file
-    is valid, and `run --target` chooses where it runs."""
+    is valid, and `run --target` chooses where it runs. An `untrusted` file is checked
+    against the allow-list as a dropped file is, and names the operator's targets only."""
+    derive = untrusted is None
     try:
         project = Project.containing(path)
+        if untrusted:
+            project = Project(project.root, project.config, untrusted=untrusted)
         with memory_limited(project.config.load_limits.memory_mb):
             loaded = load_eval_file(path, project)
-        targets = Targets.load(project.root, path)
+        targets = Targets.load(project.root, path, derive=derive)
     except InvalidFileError as exc:
-        found = exc.diagnostics + judges_of_invalid(path)
+        found = exc.diagnostics + judges_of_invalid(path, untrusted)
         return FileCheck(0, sorted(found, key=lambda d: (d.line, d.column)), [], "")
     except MemoryError:
         most = project.config.load_limits.memory_mb
@@ -159,13 +183,15 @@ def unknown_judges(targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
     return problems
 
 
-def judges_of_invalid(path: Path) -> list[Diagnostic]:
+def judges_of_invalid(path: Path, untrusted: Untrusted | None = None) -> list[Diagnostic]:
     """The unknown judges of a file that failed to load, so one pass reports them with its
     other errors; nothing more when the file cannot even be read or its targets loaded."""
     try:
         project = Project.containing(path)
+        if untrusted:
+            project = Project(project.root, project.config, untrusted=untrusted)
         doc = eval_document(path, project).document
-        targets = Targets.load(project.root, path)
+        targets = Targets.load(project.root, path, derive=untrusted is None)
     except InvalidFileError:
         return []
     return unknown_judges(targets, doc)

@@ -11,7 +11,7 @@ import click
 
 from bridge.cli.terminal import counted, echo
 from bridge.inbox.settle import SETTLE_SECONDS, Settler
-from bridge.inbox.trust import InboxTrust
+from bridge.inbox.trust import DEFAULT_MAX_JOBS, InboxTrust
 from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.queue.runtime import open_runtime
 
@@ -35,9 +35,17 @@ from bridge.queue.runtime import open_runtime
 @click.option(
     "--allow-code",
     is_flag=True,
-    help="Let dropped files use evaluators that run commands on the workers (code, "
-    "code_judge, script, a composite's code_judge aggregator). Only when everyone who can "
-    "write to the inbox is trusted.",
+    help="Let dropped files name code: script evaluators, answer transforms, workspace "
+    "commands, test generators, prompt functions (run with a clean environment). Only when "
+    "everyone who can write to the inbox is trusted.",
+)
+@click.option(
+    "--max-jobs-per-file",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_JOBS,
+    show_default=True,
+    help="Jobs one dropped file may make (cases times repeats times targets); a file over "
+    "it goes to failed/.",
 )
 @click.option(
     "--trust-inbox-config",
@@ -70,6 +78,7 @@ def watch_command(
     polling: bool,
     allow_code: bool,
     trust_inbox_config: bool,
+    max_jobs_per_file: int,
     name: str | None,
     settle: float,
     concurrency: int,
@@ -97,7 +106,11 @@ def watch_command(
             out or inbox.resolve().parent / "results",
             default_target=target,
             rerun=rerun,
-            trust=InboxTrust(allow_code=allow_code, inbox_config=trust_inbox_config),
+            trust=InboxTrust(
+                allow_code=allow_code,
+                inbox_config=trust_inbox_config,
+                max_jobs=max_jobs_per_file,
+            ),
             polling=polling,
             name=name,
             settler=Settler(settle),

@@ -16,6 +16,10 @@ below, each charged to the `Budget` of the file being rendered:
   it is built where its size can be known in advance;
 - lists cannot be changed in place (`ImmutableSandboxedEnvironment`): `list.append`
   in a loop is refused outright.
+
+A template reaches data only: attributes and methods are looked up on strings, numbers,
+lists, mappings and Jinja's own loop helpers, never on anything else its context might
+hold (a path, a project, settings), so no template can read or write a file through one.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, overload
 from jinja2 import ChainableUndefined, TemplateError, Undefined, nodes, pass_context
 from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Cycler, Joiner, Namespace
 from jinja2.visitor import NodeTransformer
 
 from bridge.evalfile.limits import TemplateLimits, how_to_raise
@@ -333,10 +338,21 @@ def _call_size(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int |
     return None
 
 
+DATA_TYPES: tuple[type, ...] = (
+    str, int, float, bool, type(None), list, tuple, dict,
+    _CountedRange, LoopContext, Macro, Namespace, Cycler, Joiner, Undefined,
+)  # fmt: skip
+"""What a template may look attributes up on: data, and Jinja's own helpers."""
+
+
 class BoundedEnvironment(ImmutableSandboxedEnvironment):
-    """Jinja's immutable sandbox with every hook charged to the budget of the render."""
+    """Jinja's immutable sandbox with every hook charged to the budget of the render, and
+    attributes of data only."""
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        return isinstance(obj, DATA_TYPES) and super().is_safe_attribute(obj, attr, value)
 
     def __init__(self, **options: Any) -> None:
         super().__init__(**options)

@@ -40,6 +40,7 @@ from bridge.evalfile.tools import (
     choice_problem,
     merged_tools,
 )
+from bridge.evalfile.untrusted import Untrusted, raw_problems, spec_problems
 from bridge.evalfile.validation import diagnostics
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
 from bridge.gc_pause import gc_paused
@@ -117,12 +118,14 @@ def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile
         problems += diagnostics(EvalFile, exc, doc, lambda loc: _case_id(doc.data, loc))
         problems += _check_cases(doc, list(_valid_cases(doc, files)))
         raise InvalidFileError(_sorted(problems)) from None
+    if project.untrusted:
+        problems += spec_problems(doc, spec, project.untrusted)
     if problems:
         problems += _check_cases(doc, list(_valid_cases(doc, files)))
         raise InvalidFileError(_sorted(problems))
     cases = [_load_case(spec, i, case, files) for i, case in enumerate(spec.evalcases)]
     problems = _check_cases(doc, list(enumerate(cases)))
-    problems += _check_judge_prompts(doc, spec, path.parent, project.root)
+    problems += _check_judge_prompts(doc, spec, path.parent, project)
     if problems:
         raise InvalidFileError(_sorted(problems))
     notes += _unsupported_evaluators(spec, cases)
@@ -138,8 +141,11 @@ class EvalDocument(NamedTuple):
 
 def eval_document(path: Path, project: Project) -> EvalDocument:
     """The file read as an `evalcases` document, whose places lead back to the file's lines:
-    what the loader validates, and what places an error found after loading."""
+    what the loader validates, and what places an error found after loading. An untrusted
+    file is checked against the allow-list as written first, so nothing it names runs."""
     doc = load_document(path, project.config.load_limits)
+    if project.untrusted:
+        _refuse_untrusted(doc, path, project.untrusted)
     if is_promptfoo(path, doc.data):
         doc, notes = translate_promptfoo(doc, project)
         return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
@@ -147,6 +153,13 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
         doc, notes = translate_suite(doc, project)
         return EvalDocument(doc, notes, SUITE_FORMAT)
     return EvalDocument(doc, [], "AgentV JSONL dataset" if path.suffix == ".jsonl" else None)
+
+
+def _refuse_untrusted(doc: YamlDocument, path: Path, untrusted: Untrusted) -> None:
+    shape = "promptfoo" if is_promptfoo(path, doc.data) else "suite" if is_suite(doc.data) else None
+    problems = raw_problems(doc, shape, untrusted) if shape else []
+    if problems:
+        raise InvalidFileError(_sorted(problems))
 
 
 def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str]:
@@ -460,16 +473,19 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 
 def _check_judge_prompts(
-    doc: YamlDocument, spec: EvalFile, folder: Path, root: Path
+    doc: YamlDocument, spec: EvalFile, folder: Path, project: Project
 ) -> list[Diagnostic]:
     """A judge prompt file must be there now, not when the campaign is planned."""
     problems = []
+    root = project.root
     for loc, evaluator, case_id in written_evaluators(spec):
         name = evaluator.prompt_file() if isinstance(evaluator, LlmJudgeEvaluator) else None
         if name is None:
             continue
         path = folder / name
-        if not path.resolve().is_relative_to(root.resolve()):
+        if project.untrusted and not path.resolve().is_relative_to(project.files_root):
+            why = project.outside(f"judge prompt file {name}", path.resolve())
+        elif not path.resolve().is_relative_to(root.resolve()):
             why = f"judge prompt file {name} is outside the project ({root}); move it inside"
         elif not path.is_file():
             why = (

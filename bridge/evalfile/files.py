@@ -56,7 +56,7 @@ def _resolve(value: str, eval_file: Path, project: Project) -> ResolvedFile:
     rooted = value.startswith(("/", "\\"))
     relative = value.lstrip("/\\").replace("\\", "/")
     eval_dir = eval_file.resolve().parent
-    roots = [project.root] if rooted else search_roots(eval_dir, project.root)
+    roots = [project.root] if rooted else search_roots(eval_dir, project.files_root)
     tried = []
     for root in roots:
         candidate = Path(os.path.normpath(root / relative))
@@ -72,7 +72,10 @@ def _resolve(value: str, eval_file: Path, project: Project) -> ResolvedFile:
 
 def _read(value: str, candidate: Path, project: Project) -> ResolvedFile:
     real = candidate.resolve()
-    if not candidate.is_relative_to(project.root) or not real.is_relative_to(project.root):
+    inside = project.files_root
+    if not candidate.is_relative_to(inside) or not real.is_relative_to(inside):
+        if project.untrusted:
+            raise FileRefError(project.outside(f"file '{value}'", real))
         raise FileRefError(
             f"file '{value}' resolves to {real}, outside the project root "
             f"{project.root}; attached files must live inside the project"
@@ -102,7 +105,7 @@ def _read_inside(value: str, real: Path, project: Project) -> bytes:
     with os.fdopen(fd, "rb") as handle:
         opened = os.fstat(fd)
         where = _opened_path(fd)
-        if (where is not None and not where.is_relative_to(project.root)) or (
+        if (where is not None and not where.is_relative_to(project.files_root)) or (
             where is None and not os.path.samestat(opened, os.stat(real))
         ):
             raise FileRefError(

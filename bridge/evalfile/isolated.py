@@ -10,6 +10,7 @@ plain fork of a threaded process is not safe.
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -27,9 +28,14 @@ from typing import Any
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.limits import MIB, how_to_raise
-from bridge.evalfile.project import Project, ProjectConfig
+from bridge.evalfile.project import Project
+from bridge.private import keep_private
 
 _context = multiprocessing.get_context("forkserver")
+
+# The forkserver imports this module first and runs nothing of ours: it is made private
+# here, or a program started on the same machine could read the keys it inherited.
+keep_private()
 
 POLL_SECONDS = 0.1
 """How often the parent checks whether it is asked to stop while a file loads."""
@@ -39,6 +45,16 @@ class LoadStopped(Exception):
     """The caller asked to stop while the file was loading; the child was killed."""
 
 
+class LoadDeferred(Exception):
+    """The file was taking its time while others waited; its load was stopped, to be
+    tried again after them (a file's outcome, not raised)."""
+
+
+GiveWay = Callable[[int, float], bool]
+"""`give_way(index, seconds)`: whether the file at `index`, loading for `seconds`, should
+stop and let the files waiting behind it go first."""
+
+
 def prepare() -> None:
     """Start the forkserver now, so the first file dropped does not wait for it.
 
@@ -46,7 +62,7 @@ def prepare() -> None:
     caller's main script again (Python 3.11's forkserver does not keep it), and that is
     only cheap when what the script imports is there already (for `evalrelay`, every
     command)."""
-    loaded = sorted(name for name in sys.modules if name.startswith("bridge."))
+    loaded = sorted(name for name in list(sys.modules) if name.startswith("bridge."))
     _context.set_forkserver_preload([*loaded, __name__])
     forkserver.ensure_running()
 
@@ -67,7 +83,9 @@ Outcome = LoadedEvalFile | Exception
 
 
 def load_all(
-    files: Sequence[tuple[Path, Project]], stopping: Callable[[], bool] = lambda: False
+    files: Sequence[tuple[Path, Project]],
+    stopping: Callable[[], bool] = lambda: False,
+    give_way: GiveWay = lambda index, seconds: False,
 ) -> Iterator[tuple[int, Outcome]]:
     """Each file loaded in a child process bounded by its project's `load_limits`, with
     its index, as it is done.
@@ -75,19 +93,23 @@ def load_all(
     One child loads the files one after another (a fork per file costs more than a small
     file's load); a file that goes over a limit ends that child, with its own outcome
     saying which, and a new child takes the files after it. Raises LoadStopped as soon
-    as `stopping()`, killing the child."""
+    as `stopping()`, killing the child. A file for which `give_way` says so is stopped
+    with LoadDeferred as its outcome."""
     start = 0
     while start < len(files):
-        start = yield from _load_some(files, start, stopping)
+        start = yield from _load_some(files, start, stopping, give_way)
 
 
 def _load_some(
-    files: Sequence[tuple[Path, Project]], start: int, stopping: Callable[[], bool]
+    files: Sequence[tuple[Path, Project]],
+    start: int,
+    stopping: Callable[[], bool],
+    give_way: GiveWay,
 ) -> Generator[tuple[int, Outcome], None, int]:
     """Load from `start` on in one child; the index to go on from if it had to end."""
     prepare()
     receive, send = _context.Pipe(duplex=False)
-    jobs = [(path, project.root, project.config) for path, project in files[start:]]
+    jobs = list(files[start:])
     child = _context.Process(target=_load_in_child, args=(send, jobs), daemon=True)
     child.start()
     send.close()
@@ -96,7 +118,10 @@ def _load_some(
         while current < len(files):
             path, project = files[current]
             deadline = time.monotonic() + project.config.load_limits.seconds
-            outcome, ended = _wait_for_one(receive, child, path, project, deadline, stopping)
+            yielding = functools.partial(give_way, current)
+            outcome, ended = _wait_for_one(
+                receive, child, path, project, deadline, stopping, yielding
+            )
             yield current, outcome
             current += 1
             if ended:
@@ -116,10 +141,12 @@ def _wait_for_one(
     project: Project,
     deadline: float,
     stopping: Callable[[], bool],
+    give_way: Callable[[float], bool],
 ) -> tuple[Outcome, bool]:
     """The file's outcome, and whether the child ended with it (killed, dead, or out of
     memory, after which it stops): a dead child's pipe reads as ready, not as empty."""
     limits = project.config.load_limits
+    started = time.monotonic()
     while True:
         left = max(0.0, deadline - time.monotonic())
         ready = multiprocessing.connection.wait([receive, child.sentinel], min(POLL_SECONDS, left))
@@ -131,9 +158,15 @@ def _wait_for_one(
                 pass  # it died before saying anything: say why below
         if ready:
             child.join(5)
+            if stopping():  # a stop signal sent to the process group ended the child too
+                raise LoadStopped(str(path))
             return _died(path, project, child.exitcode), True
         if stopping():
             raise LoadStopped(str(path))
+        if give_way(time.monotonic() - started):
+            child.kill()
+            child.join(5)
+            return LoadDeferred(str(path)), True
         if time.monotonic() >= deadline:
             child.kill()
             child.join(5)
@@ -141,10 +174,11 @@ def _wait_for_one(
             return _over(path, took, "seconds"), True
 
 
-def _load_in_child(send: Connection, jobs: list[tuple[Path, Path, ProjectConfig]]) -> None:
-    memory = max(config.load_limits.memory_mb for _, _, config in jobs) * MIB
+def _load_in_child(send: Connection, jobs: list[tuple[Path, Project]]) -> None:
+    memory = max(project.config.load_limits.memory_mb for _, project in jobs) * MIB
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    for path, root, config in jobs:
+    for path, project in jobs:
+        config = project.config
         # CPU seconds from now: the parent's clock stops a file first, unless it spins.
         cpu = (
             math.ceil(
@@ -153,7 +187,7 @@ def _load_in_child(send: Connection, jobs: list[tuple[Path, Path, ProjectConfig]
             + 1
         )
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, resource.RLIM_INFINITY))
-        outcome = _load_one(path, Project(root, config))
+        outcome = _load_one(path, project)
         try:
             send.send(outcome)
         except MemoryError:

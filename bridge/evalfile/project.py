@@ -15,6 +15,7 @@ from pathspec import PathSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from bridge.evalfile.limits import LoadLimits, TemplateLimits
+from bridge.evalfile.untrusted import Untrusted
 from bridge.evalfile.validation import validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
 
@@ -74,17 +75,39 @@ class Project:
         config: ProjectConfig | None = None,
         near: Path | None = None,
         configured_at: Path | None = None,
+        untrusted: Untrusted | None = None,
     ) -> None:
         self.root = root.resolve()
         self.config = config if config is not None else load_config(self.root, near)
         self.configured_at = configured_at
         """Where every eval file of this project looks for its targets file, instead of
         from its own folder: a watcher's inbox is configured from outside it."""
+        self.untrusted = untrusted
+        """Set for files from the inbox: what they may hold (`bridge.evalfile.untrusted`).
+        None: the operator's own files, trusted as the operator is."""
 
     @classmethod
     def containing(cls, path: Path) -> Project:
         """The project of an eval file (or folder), with the configuration nearest to it."""
         return cls(find_root(path), near=path)
+
+    @property
+    def files_root(self) -> Path:
+        """The folder every file an eval file reads must lie in: the project, or for an
+        untrusted file its inbox (the operator's targets and results are beside it)."""
+        return self.untrusted.inbox.resolve() if self.untrusted else self.root
+
+    def outside(self, what: str, real: Path) -> str:
+        """Why `what`, found at `real`, may not be read."""
+        if self.untrusted:
+            return (
+                f"{what} resolves to {real}, outside the inbox {self.files_root}; files "
+                "dropped in the inbox may read only files inside it"
+            )
+        return (
+            f"{what} resolves to {real}, outside the project root {self.root}; it must "
+            "live inside the project"
+        )
 
     @property
     def results_dir(self) -> Path:

@@ -27,6 +27,7 @@ from bridge.evalfile.files import FileRefError, resolve_file
 from bridge.evalfile.limits import how_to_raise
 from bridge.evalfile.project import CONFIG_NAME, Project
 from bridge.evalfile.scenarios import scenario_tests
+from bridge.evalfile.untrusted import tests_file_problems
 from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
@@ -41,6 +42,8 @@ NOTED_KEYS = {
 METADATA_KEYS = ("version", "author", "license", "category", "requires")
 WHOLE_TEMPLATE = re.compile(r"^\s*\{\{\s*([A-Za-z_][\w.]*)\s*\}\}\s*$")
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL", re.IGNORECASE)
+CREDENTIALS = re.compile(r"://[^/\s@]*:[^/\s@]+@")
+"""A URL with a password in it (`redis://:pw@host`, `postgres://user:pw@db`)."""
 
 
 def is_suite(data: Any) -> bool:
@@ -62,33 +65,51 @@ class SuiteDocument(NamedTuple):
 
 
 class _PublicEnv(Mapping[str, str]):
-    """The submitting machine's environment for `{{ env.NAME }}`: only the variables the
-    project lists in `template_env`, as whatever a prompt holds travels in every job and
-    the request to the vendor (a Redis URL with its password, a database URL, a token)."""
+    """The submitting machine's environment for `{{ env.NAME }}`, holding names and no
+    object a template could call. Whatever a prompt holds travels in every job and the
+    request to the vendor, so no file reads a secret: a name like one (`..._KEY`,
+    `..._TOKEN`), evalrelay's own settings (`EVALRELAY_*`, the Redis URL), or a URL with
+    a password in it. Beyond that a trusted file (the operator's) reads any variable by
+    name, and an untrusted one only those the project lists in `template_env`. A loop
+    over `env` sees the listed ones only."""
 
     def __init__(self, project: Project) -> None:
-        self.project = project
-        self.listed = frozenset(project.config.template_env)
+        self._listed = frozenset(project.config.template_env)
+        self._any = project.untrusted is None
+        self._config = str(project.root / CONFIG_NAME)
 
     def __getitem__(self, name: str) -> str:
-        if SECRET_NAME.search(name):
+        if SECRET_NAME.search(name) or name.startswith("EVALRELAY_"):
             raise TemplateError(
                 f"env.{name} looks like a secret and would be sent in every job; "
                 "secrets belong in targets, read by the workers"
             )
-        if name not in self.listed:
+        if not self._any and name not in self._listed:
             raise TemplateError(
-                f"env.{name} is not listed in `template_env` in "
-                f"{self.project.root / CONFIG_NAME}; templates see only the environment "
-                "variables listed there: add it to the list to use it"
+                f"env.{name} is not listed in `template_env` in {self._config}; a dropped "
+                "file's templates see only the environment variables listed there: add it "
+                "to the list to use it"
             )
-        return os.environ[name]
+        value = os.environ[name]
+        if CREDENTIALS.search(value):
+            raise TemplateError(
+                f"env.{name} holds a URL with a password and would be sent in every job; "
+                "secrets belong in targets, read by the workers"
+            )
+        return value
 
     def __contains__(self, name: object) -> bool:
-        return name in self.listed and name in os.environ
+        return (
+            name in self._listed
+            and isinstance(name, str)
+            and name in os.environ
+            and not SECRET_NAME.search(name)
+            and not name.startswith("EVALRELAY_")
+            and not CREDENTIALS.search(os.environ[name])
+        )
 
     def __iter__(self) -> Iterator[str]:
-        return iter(k for k in sorted(self.listed) if k in os.environ and not SECRET_NAME.search(k))
+        return iter(k for k in sorted(self._listed) if k in self)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -119,9 +140,14 @@ class _Translation:
             return None
 
     def inside(self, path: Path, loc: Loc) -> bool:
-        if path.resolve().is_relative_to(self.project.root):
+        if path.resolve().is_relative_to(self.project.files_root):
             return True
-        self.fail(loc, f"{path} is outside the project root {self.project.root}; move it inside")
+        if self.project.untrusted:
+            self.fail(loc, self.project.outside(str(path), path.resolve()))
+        else:
+            self.fail(
+                loc, f"{path} is outside the project root {self.project.root}; move it inside"
+            )
         return False
 
     def render(self, value: Any, context: dict[str, Any], loc: Loc) -> Any:
@@ -413,7 +439,11 @@ def _external_cases(t: _Translation, reference: str, loc: Loc) -> list[dict[str,
         except CsvTestsError as exc:
             t.fail(loc, f"{found}: {exc}")
         _check_count(t, len(cases), loc)
-    return [c for c in cases if isinstance(c, dict)]
+    tests = [c for c in cases if isinstance(c, dict)]
+    if t.project.untrusted:
+        for test in tests:
+            t.problems += tests_file_problems(t.doc, test, loc, t.project.untrusted)
+    return tests
 
 
 def _suite_metadata(data: dict[str, Any]) -> dict[str, Any]:

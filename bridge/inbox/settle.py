@@ -66,6 +66,19 @@ class Settler:
                 del self.files[path]
         return ready
 
+    def waiting(self) -> bool:
+        """Whether a watched file is complete now (it stays watched)."""
+        now = time.monotonic()
+        for path, watched in self.files.items():
+            stat = _stat(path)
+            unchanged = stat is not None and (stat.st_size, stat.st_mtime_ns) == (
+                watched.size,
+                watched.mtime_ns,
+            )
+            if unchanged and now - watched.changed_at >= self.settle:
+                return True
+        return False
+
     def due_in(self) -> float:
         """Seconds until the first watched file may be complete (inf when none is watched):
         the watcher looks then, not at its next tick, so a file is taken as it settles."""

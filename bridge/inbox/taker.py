@@ -21,7 +21,7 @@ import redis
 
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile
-from bridge.evalfile.isolated import LoadStopped, Outcome, load_all
+from bridge.evalfile.isolated import LoadDeferred, LoadStopped, Outcome, load_all
 from bridge.evalfile.project import Project
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identity
@@ -47,6 +47,12 @@ log = logging.getLogger(__name__)
 
 BATCH = 100
 """Files taken together at most: more share each round trip, fewer reach `queued/` sooner."""
+
+FAIR_SECONDS = 3.0
+"""How long one file may load while others wait behind it before it lets them go first."""
+
+MOST_DEFERRALS = 3
+"""Times a slow file lets others go first; then it loads to its end (or its limit)."""
 
 RENEW_SECONDS = LOCK_SECONDS / 3
 """How often the batch's locks are renewed while it is loaded and submitted."""
@@ -110,6 +116,13 @@ class Taker:
         self.tell = tell
         self.stopping: Callable[[], bool] = lambda: False
         """Set by the watcher: whether it is asked to stop (a file loading is then killed)."""
+        self.others_waiting: Callable[[], bool] = lambda: False
+        """Set by the watcher: whether complete files wait to be taken."""
+        self.meanwhile: Callable[[], None] = lambda: None
+        """Set by the watcher: its own round (results, campaigns complete), done while a
+        file loads, so a slow file holds up no campaign already running."""
+        self.deferred: dict[Path, int] = {}
+        """Files whose load was stopped to let others go first, and how often."""
         self.submitted = 0
         self._locked: list[str] = []
         self._renewed = 0.0
@@ -213,14 +226,37 @@ class Taker:
                 continue
             found.append((drop, project))
         files = [(drop.path, project) for drop, project in found]
+
+        def give_way(index: int, seconds: float) -> bool:
+            """A slow file lets the other files of its batch (whose jobs are sent when the
+            batch has loaded) and the files newly complete go first: so one file cannot
+            hold the inbox for its whole load limit."""
+            try:
+                self.meanwhile()
+            except (redis.RedisError, OSError) as exc:  # the load goes on; next poll retries
+                log.warning("watcher %s: while a file loads: %s", self.name, exc)
+            path = files[index][0]
+            return (
+                seconds >= FAIR_SECONDS
+                and self.deferred.get(path, 0) < MOST_DEFERRALS
+                and (len(files) > 1 or self.others_waiting())
+            )
+
         return [
             found[index][0]
-            for index, outcome in load_all(files, self.stopping)
+            for index, outcome in load_all(files, self.stopping, give_way)
             if self._load(found[index][0], outcome)
         ]
 
     def _load(self, drop: Drop, outcome: Outcome) -> bool:
         """Plan the loaded file; on failure say why (`failed/`) and return False."""
+        if isinstance(outcome, LoadDeferred):
+            self.deferred[drop.path] = self.deferred.get(drop.path, 0) + 1
+            self.settler.touched(drop.path)  # taken again, after the files now waiting
+            log.info("watcher %s: %s loads slowly; the files waiting go first", self.name,
+                     drop.relative)  # fmt: skip
+            return False
+        self.deferred.pop(drop.path, None)
         try:
             if isinstance(outcome, Exception):
                 raise outcome

@@ -3,44 +3,60 @@
 Whoever can write to the inbox is not the operator. A dropped file runs with the
 operator's configuration only (the project configuration and targets files outside the
 inbox): a targets file inside it could turn the operator's target into a command, or point
-a keyed target at another server. Evaluators that run commands on the workers are refused
-too. Each is allowed only when the operator says so when starting the watcher.
+a keyed target at another server. What the file itself may hold is the allow-list of
+`bridge.evalfile.untrusted`, checked as it loads; how many jobs it may make is bounded
+here. Each bound is lifted only when the operator says so when starting the watcher.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, eval_document, written_evaluators
-from bridge.evalfile.evaluators import CodeEvaluator, CompositeEvaluator, EvaluatorSpec
+from bridge.evalfile.cases import LoadedEvalFile
 from bridge.evalfile.project import AGENTV_CONFIG, CONFIG_NAME, Project, find_root
+from bridge.evalfile.untrusted import Untrusted
 from bridge.targets.targets_file import TARGET_FILES
 
 CONFIG_FILES = (CONFIG_NAME, str(AGENTV_CONFIG), *TARGET_FILES)
 """Files that configure a project or its targets when they stand beside an eval file or
 above it."""
 
+DEFAULT_MAX_JOBS = 10_000
+"""Jobs one dropped file may make unless the operator raises it."""
+
 
 class InboxTrust(BaseModel):
-    """The operator's opt-ins, from `evalrelay watch --allow-code / --trust-inbox-config`."""
+    """The operator's opt-ins, from `evalrelay watch --allow-code / --trust-inbox-config /
+    --max-jobs-per-file`. What a dropped file may hold is the allow-list of
+    `bridge.evalfile.untrusted`; these lift parts of it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     allow_code: bool = False
-    """Dropped files may name evaluators that run commands on the workers."""
+    """Dropped files may name code: script evaluators, transforms, workspace commands,
+    test generators and prompt functions."""
     inbox_config: bool = False
     """Configuration files inside the inbox are read, as for a file run by hand: droppers
     may then define targets, including ones that run commands or send keys elsewhere."""
+    max_jobs: int = Field(default=DEFAULT_MAX_JOBS, ge=1)
+    """Jobs one dropped file may make (cases times repeats times targets)."""
+
+    def untrusted(self, inbox_root: Path) -> Untrusted:
+        return Untrusted(
+            inbox=inbox_root, allow_code=self.allow_code, define_targets=self.inbox_config
+        )
 
     def project(self, inbox_root: Path, drop: Path) -> Project:
         """The project a dropped file loads in: without `inbox_config`, the operator's, read
         from the inbox's parent folder upwards; a configuration file inside the inbox that
-        would apply to the file refuses it (InvalidFileError) rather than be passed over."""
+        would apply to the file refuses it (InvalidFileError) rather than be passed over.
+        Either way the file is untrusted: it loads under the allow-list."""
+        untrusted = self.untrusted(inbox_root)
         if self.inbox_config:
-            return Project.containing(drop)
+            return Project(find_root(drop), near=drop, untrusted=untrusted)
         found = inbox_config_files(inbox_root, drop)
         if found:
             why = (
@@ -53,32 +69,31 @@ class InboxTrust(BaseModel):
                 [Diagnostic(drop, 1, 1, f"{p.relative_to(inbox_root)} {why}") for p in found]
             )
         operator = inbox_root.parent
-        return Project(find_root(operator), near=operator, configured_at=operator)
+        return Project(
+            find_root(operator), near=operator, configured_at=operator, untrusted=untrusted
+        )
 
     def check(self, loaded: LoadedEvalFile) -> None:
-        """Refuse (InvalidFileError, each place named) what the file may not do."""
-        if self.allow_code:
-            return
-        runs_code = [
-            (loc, spec, case_id)
-            for loc, spec, case_id in written_evaluators(loaded.spec)
-            if _command_of(spec)
-        ]
-        if not runs_code:
-            return
-        doc = eval_document(loaded.path, loaded.project).document
-        raise InvalidFileError(
-            [
-                doc.diagnostic(
-                    loc,
-                    f"evaluator {spec.type} runs a command on the workers ({_command_of(spec)}); "
-                    "files dropped in the inbox may not run code: start the watcher with "
-                    "--allow-code if everyone who can write here is trusted",
-                    case_id,
-                )
-                for loc, spec, case_id in runs_code
-            ]
-        )
+        """Refuse (InvalidFileError) a file that would make more jobs than `max_jobs`,
+        before they are planned: `repeats: 1000` on a thousand cases is a million jobs."""
+        jobs = job_count(loaded)
+        if jobs > self.max_jobs:
+            why = (
+                f"this file makes {jobs} jobs (cases times repeats times targets), over the "
+                f"{self.max_jobs} a dropped file may make; split it, lower `repeats`, or start "
+                "the watcher with a higher --max-jobs-per-file"
+            )
+            raise InvalidFileError([Diagnostic(loaded.path, 1, 1, why)])
+
+
+def job_count(loaded: LoadedEvalFile) -> int:
+    """The jobs the file makes at most: each case once per repeat on each of its targets."""
+    file_targets = len(set(loaded.spec.target_names())) or 1
+    return sum(
+        (case.case.repeats or loaded.spec.repeats or 1)
+        * (len(set(case.case.target_names())) or file_targets)
+        for case in loaded.cases
+    )
 
 
 def inbox_config_files(inbox_root: Path, drop: Path) -> list[Path]:
@@ -91,14 +106,3 @@ def inbox_config_files(inbox_root: Path, drop: Path) -> list[Path]:
             break
         folder = folder.parent
     return found
-
-
-def _command_of(spec: EvaluatorSpec) -> str | None:
-    """The command an evaluator runs on the workers, shortened, if it runs one."""
-    if isinstance(spec, CodeEvaluator):
-        command = spec.script if isinstance(spec.script, str) else " ".join(spec.script)
-    elif isinstance(spec, CompositeEvaluator) and spec.aggregator.path:
-        command = spec.aggregator.path
-    else:
-        return None
-    return repr(command if len(command) <= 60 else command[:57] + "...")

@@ -170,6 +170,8 @@ class Watcher:
     def run(self, stop: object) -> None:
         """Watch until `stop.is_set()` (a threading.Event)."""
         self.taker.stopping = stop.is_set  # type: ignore[attr-defined]
+        self.taker.others_waiting = self._others_waiting
+        self.taker.meanwhile = self._follow_when_due
         prepare()  # the process that loads each file, ready before the first one
         observer = PollingObserver(timeout=1.0) if self.polling else Observer()
         observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
@@ -190,10 +192,7 @@ class Watcher:
         if time.monotonic() - self.last_scan >= RESCAN_SECONDS or not self.last_scan:
             self.scan()
         self.taker.take(self.settler.complete())
-        if time.monotonic() - self.followed_at >= FOLLOW_SECONDS:
-            self._follow()
-            self.followed_at = time.monotonic()
-        self._report()
+        self._follow_when_due()
 
     def scan(self) -> None:
         for path in self.inbox.scan():
@@ -357,6 +356,25 @@ class Watcher:
                 return
             if self.inbox.wants(path):
                 self.settler.touched(path, closed)
+
+    def _follow_when_due(self) -> None:
+        """Collect results and finish campaigns, when it is time to look again."""
+        if time.monotonic() - self.followed_at >= FOLLOW_SECONDS:
+            self._follow()
+            self.followed_at = time.monotonic()
+        self._report()
+
+    def _others_waiting(self) -> bool:
+        """Whether complete files wait while one loads: the events so far taken in, without
+        waiting for more."""
+        while True:
+            try:
+                path, closed = self.events.get_nowait()
+            except queue.Empty:
+                break
+            if self.inbox.wants(path):
+                self.settler.touched(path, closed)
+        return self.settler.waiting()
 
     def _follow(self) -> None:
         """Collect the inbox's campaigns; move each file to `done/` when its campaign is."""

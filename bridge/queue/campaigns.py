@@ -234,8 +234,10 @@ def plan_jobs(
 
 def case_targets(loaded: LoadedEvalFile) -> Targets:
     """The targets file the eval file's jobs are planned with."""
+    project = loaded.project
+    derive = project.untrusted is None or project.untrusted.define_targets
     return Targets.load(
-        loaded.project.root, loaded.project.configured_at or loaded.path, loaded.path
+        project.root, project.configured_at or loaded.path, loaded.path, derive=derive
     )
 
 

@@ -136,6 +136,7 @@ def _start(data_dir: Path, url: str) -> None:
             stdout=subprocess.DEVNULL,
             stderr=keeper_log,
             start_new_session=True,
+            env=_server_environment(),
         )
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while not _answers(url):
@@ -145,6 +146,13 @@ def _start(data_dir: Path, url: str) -> None:
                 f"the embedded redis-server did not start; see {data_dir / 'redis.log'}"
             )
         time.sleep(0.05)
+
+
+def _server_environment() -> dict[str, str]:
+    """What the keeper and its redis-server need of this process's environment: no key,
+    as any program of the same user could read theirs."""
+    kept = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+    return {name: os.environ[name] for name in kept if name in os.environ}
 
 
 def _stop(url: str) -> None:

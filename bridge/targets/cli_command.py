@@ -1,11 +1,16 @@
-"""A `cli` target's command must not hand a placeholder to a shell inside its script.
+"""A `cli` target's command must not hand case content to a shell inside its script.
 
 The worker runs the command without a shell and fills each placeholder into its own
 argument, so `{prompt}` can hold any text. In `sh -c 'agent {prompt}'` the filled-in
-argument is itself shell code: the case's text (or a campaign or file name inside a
-path) would run as commands on the worker. The same holds for any interpreter given a
-script as an argument (`bash -c`, `cmd /c`, `powershell -Command`, `python -c`,
-`node -e`...): such a template is refused when the targets file loads.
+argument is itself shell code: the case's text would run as commands on the worker. The
+same holds for any interpreter given a script as an argument (`bash -c`, `cmd /c`,
+`powershell -Command`, `python -c`, `node -e`...): such a template is refused when the
+targets file loads.
+
+The paths evalrelay makes itself (`{output_file}`, `{task_file}`, `{workspace}`) may
+stand inside a POSIX shell's script, as AgentV's targets write them
+(`bash -c '... > {OUTPUT_FILE}'`): the worker fills them in shell-quoted there
+(`shell_scripts`), so a campaign name inside the path stays one word of data.
 """
 
 from __future__ import annotations
@@ -18,6 +23,13 @@ PLACEHOLDERS = frozenset(
     {"task_file", "prompt_file", "output_file", "workspace", "prompt", "files"}
 )
 """The placeholders the worker fills in (case does not matter; `prompt_file` is `task_file`)."""
+
+QUOTED_IN_SHELLS = frozenset({"task_file", "prompt_file", "output_file", "workspace"})
+"""Paths evalrelay makes, filled in shell-quoted inside a POSIX shell's script. `{prompt}`
+and `{files}` carry the case's content and stay refused there."""
+
+POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+"""The shells whose quoting `shlex.quote` writes."""
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
 
@@ -55,23 +67,37 @@ def placeholders_in_scripts(command: str | list[str]) -> list[tuple[str, str, st
     for index, token in enumerate(tokens):
         name = interpreter(token)
         script = _script_after(name, tokens[index + 1 :]) if name else None
-        if script is not None:
-            option, text = script
+        if name is not None and script is not None:
+            option, text, _ = script
             found += [
                 (PureWindowsPath(token).name, option, f"{{{m}}}")
                 for m in PLACEHOLDER.findall(text)
                 if m.lower() in PLACEHOLDERS
+                and not (name in POSIX_SHELLS and m.lower() in QUOTED_IN_SHELLS)
             ]
     return found
 
 
-def _script_after(name: str, arguments: list[str]) -> tuple[str, str] | None:
-    """The interpreter's script option and script, if its options give one."""
+def shell_scripts(tokens: list[str]) -> set[int]:
+    """The indices of the tokens that are a POSIX shell's script (`bash -c SCRIPT`):
+    where the worker fills placeholders in shell-quoted."""
+    found = set()
+    for index, token in enumerate(tokens):
+        name = interpreter(token)
+        script = _script_after(name, tokens[index + 1 :]) if name in POSIX_SHELLS else None
+        if name is not None and script is not None:
+            found.add(index + 1 + script[2])
+    return found
+
+
+def _script_after(name: str, arguments: list[str]) -> tuple[str, str, int] | None:
+    """The interpreter's script option, its script and the script's index in
+    `arguments`, if its options give one."""
     index = 0
     while index + 1 < len(arguments):
         option = arguments[index]
         if SCRIPT_OPTIONS[name].fullmatch(option):
-            return option, arguments[index + 1]
+            return option, arguments[index + 1], index + 1
         if option in VALUE_OPTIONS.get(name, ()):
             index += 2  # `bash -o pipefail -c ...`
         elif option.startswith(("-", "/", "+")) or name == "powershell":

@@ -140,6 +140,9 @@ class AgentTargetBase(TargetBase):
     inherit_env: list[str] = Field(default_factory=list)
     """More of the worker's environment variables the agent gets (names, or `PREFIX_*`)
     beyond the few any program needs and its own vendor's."""
+    output_limit_bytes: PositiveInt = 8_000_000
+    """What is kept of the agent's standard output and error (and of a `cli` agent's
+    answer file): past it the text is cut, and the result says so."""
 
 
 class ApiTargetBase(TargetBase):

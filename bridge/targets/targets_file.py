@@ -97,33 +97,44 @@ class Targets:
         targets: dict[str, Target],
         path: Path | None = None,
         searched: tuple[Path, ...] = (),
+        derive: bool = True,
     ) -> None:
         self.by_name = {**{n: _target(raw) for n, raw in BUILTIN_TARGETS.items()}, **targets}
         self.path = path
         self.searched = searched
+        self.derive = derive
+        """Whether a promptfoo provider id names a target of its own; not for an untrusted
+        file, which runs on the operator's targets only."""
 
     @classmethod
     def load(
-        cls, project_root: Path, near: Path | None = None, eval_file: Path | None = None
+        cls,
+        project_root: Path,
+        near: Path | None = None,
+        eval_file: Path | None = None,
+        *,
+        derive: bool = True,
     ) -> Targets:
         """The targets file nearest to `near` (an eval file or folder), up to the root.
         A promptfoo config (`eval_file`, else `near`) adds targets for its provider ids;
-        the targets file's own win."""
+        the targets file's own win. `derive=False`: the targets file's only."""
         path = find_targets_file(project_root, near)
         config = eval_file or near
         derived = {
             name: _target(raw)
             for name, raw in (
-                config_targets(config, project_root) if config and config.is_file() else {}
+                config_targets(config, project_root) if derive and config and config.is_file()
+                else {}
             ).items()
-        }
+        }  # fmt: skip
         if path is None:
-            return cls(derived, searched=tuple(searched_folders(project_root, near)))
-        return cls({**derived, **load_targets_file(path)}, path)
+            searched = tuple(searched_folders(project_root, near))
+            return cls(derived, searched=searched, derive=derive)
+        return cls({**derived, **load_targets_file(path)}, path, derive=derive)
 
     def get(self, name: str) -> Target:
         """The target, or a TargetError saying why it cannot be used here."""
-        if name not in self.by_name:  # a promptfoo id: `openai:chat:gpt-4o-mini`
+        if self.derive and name not in self.by_name:  # a promptfoo id: `openai:chat:gpt-4o-mini`
             derived = target_for(name, {}, name)
             if derived is not None:
                 self.by_name[name] = _target(derived)

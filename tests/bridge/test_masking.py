@@ -345,3 +345,37 @@ def test_the_masking_filter_keeps_every_record(monkeypatch: pytest.MonkeyPatch) 
     record = logging.LogRecord("x", logging.INFO, "f.py", 1, "key %s", (KEY,), None)
     assert MaskingFilter().filter(record) is True
     assert record.getMessage() == f"key {MASK}"
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        KEY[::-1],
+        KEY.upper(),
+        KEY.lower(),
+        " ".join(KEY),
+        "\u200b".join(KEY),
+        "-".join(KEY[13:28]),
+        KEY.encode().hex(),
+        KEY.encode().hex().upper(),
+        ":".join(f"{b:02x}" for b in KEY.encode()),
+        " ".join(KEY[::-1].upper()),
+    ],
+    ids=[
+        "reversed", "upper", "lower", "spaced", "zero-width", "dashed piece", "hex", "HEX",
+        "hex with colons", "reversed upper spaced",
+    ],
+)  # fmt: skip
+def test_a_reversed_hex_recased_or_split_copy_is_masked(detector: Detector, copy: str) -> None:
+    """How the watcher's keys left through a template: reversed, so the plain search
+    missed them. Each copy is masked where it stands, the words around it kept."""
+    masked_text = detector.mask(f"before {copy} after")
+    assert masked_text.startswith("before ") and masked_text.endswith(" after"), masked_text
+    assert MASK in masked_text
+    left = masked_text.removeprefix("before ").removesuffix(" after").replace(MASK, "")
+    assert len(left.replace(" ", "").replace("\u200b", "")) < 8, masked_text
+
+
+def test_the_folded_search_leaves_ordinary_text_alone(detector: Detector) -> None:
+    text = "Hunter 2 went home. The KEY-to-success: test it, ship it; ZQ? no."
+    assert detector.mask(text) == text

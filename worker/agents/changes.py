@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 from pathlib import Path
 
 from bridge.results.changes import DIFF_CHARS, FileChange, WorkspaceChanges
 from bridge.results.trajectory import trimmed
+from worker.agents.inside import NotInside, open_inside
 
 COMPARED_BYTES = 1_000_000
 """Files up to this size are kept as text to diff; larger ones only by hash."""
@@ -37,11 +39,13 @@ class Snapshot:
         """Path to text (or to a hash, for binary and large files)."""
         seen: dict[str, bytes | str] = {}
         budget = TEXT_BYTES
-        for path in sorted(self.folder.rglob("*"))[:MOST_FILES]:
-            name = path.relative_to(self.folder).as_posix()
-            if self._ignored(name) or not path.is_file() or path.is_symlink():
+        for name in _files(self.folder)[:MOST_FILES]:
+            if self._ignored(name):
                 continue
-            seen[name] = _content(path, min(budget, COMPARED_BYTES))
+            try:
+                seen[name] = _content(self.folder, name, min(budget, COMPARED_BYTES))
+            except (NotInside, OSError):
+                continue  # a link (never followed out of the workspace), or gone meanwhile
             if isinstance(seen[name], str):
                 budget -= len(seen[name])
         return seen
@@ -70,17 +74,27 @@ class Snapshot:
         return WorkspaceChanges(files=files, diff=diff, diff_chars_cut=cut)
 
 
-def _content(path: Path, limit: int) -> bytes | str:
+def _files(folder: Path) -> list[str]:
+    """The workspace's files, `/`-separated and sorted, found without entering a link."""
+    found = []
+    for where, _, names in os.walk(folder, followlinks=False):
+        base = Path(where).relative_to(folder)
+        found += [(base / name).as_posix() for name in names]
+    return sorted(found)
+
+
+def _content(folder: Path, name: str, limit: int) -> bytes | str:
     """The file's text, or the hash of its bytes (binary, or over `limit`)."""
-    if path.stat().st_size <= limit:
-        data = path.read_bytes()
-        if b"\0" not in data:
-            try:
-                return data.decode("utf-8")
-            except UnicodeDecodeError:
-                pass
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
+    with os.fdopen(open_inside(folder, name), "rb") as stream:
+        if os.fstat(stream.fileno()).st_size <= limit:
+            data = stream.read(limit + 1)
+            if b"\0" not in data and len(data) <= limit:
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    pass
+            stream.seek(0)
+        digest = hashlib.sha256()
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.digest()

@@ -7,6 +7,7 @@ submitting machine's disk.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path, PurePosixPath
 
@@ -51,12 +52,21 @@ def fetch_inputs(client: redis.Redis | None, job: Job) -> list[InputFile]:
 
 
 def write_inputs(workspace: Path, inputs: list[InputFile]) -> list[Path]:
-    """Replace the workspace's `inputs/` with these files; their absolute paths, in order."""
-    shutil.rmtree(workspace / INPUTS_FOLDER, ignore_errors=True)
+    """Replace the workspace's `inputs/` with these files; their absolute paths, in order.
+    A reused workspace's `inputs` may be a link an earlier agent planted: it is removed,
+    not followed, and each file is created new (`O_EXCL | O_NOFOLLOW`)."""
+    folder = workspace / INPUTS_FOLDER
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    shutil.rmtree(folder, ignore_errors=True)
     paths = []
     for item in inputs:
         path = workspace / item.workspace_path
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(item.text, encoding="utf-8")
+        if not path.parent.resolve().is_relative_to(folder.resolve()):
+            raise OSError(f"{item.workspace_path}: its folder is a link out of the workspace")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        with os.fdopen(os.open(path, flags, 0o644), "w", encoding="utf-8") as handle:
+            handle.write(item.text)
         paths.append(path)
     return paths

@@ -24,6 +24,9 @@ from typing import NamedTuple
 import psutil
 from pydantic import BaseModel
 
+from worker.agents.environment import agent_environment
+from worker.agents.inside import NotInside, read_inside
+
 GRACE_SECONDS = 3.0
 """Between SIGTERM and SIGKILL when an agent is stopped."""
 
@@ -42,6 +45,12 @@ LimitCheck = Callable[[int], str | None]
 over, or None (`worker.agents.sandbox_limits`)."""
 
 
+OUTPUT_BYTES = 8_000_000
+"""What is kept of an agent's standard output (and error) by default: an agent printing
+150 MB made a result line of that size, held whole by the worker, Redis and the
+collector."""
+
+
 class AgentRun(BaseModel):
     argv: list[str]
     returncode: int | None
@@ -53,6 +62,8 @@ class AgentRun(BaseModel):
     """The fatal error the agent reported, for which it was stopped before its deadline."""
     over_limit: str | None = None
     """The limit the agent went over, for which it was stopped before its deadline."""
+    stdout_truncated: bool = False
+    """The agent printed more than the run's `output_bytes`: `stdout` is its beginning."""
 
     @property
     def timed_out(self) -> bool:
@@ -69,10 +80,11 @@ def run_agent(
     stdout_file: Path,
     fatal: FatalCheck | None = None,
     limits: LimitCheck | None = None,
+    output_bytes: int = OUTPUT_BYTES,
 ) -> AgentRun:
     """Run until exit, `deadline` (a `time.monotonic()` value), a line of output that
     `fatal` says the agent cannot recover from, or a limit that `limits` says it went
-    over; stdout also goes to a file."""
+    over; stdout also goes to a file, of which `output_bytes` are kept."""
     started = time.monotonic()
     stderr_file = stdout_file.with_suffix(".stderr.txt")
     mark = uuid.uuid4().hex
@@ -94,15 +106,30 @@ def run_agent(
             ending = _wait(process, deadline, stdout_file, fatal, limits)
         finally:
             stop_tree(process, mark)
+    stdout, stdout_cut = _output(stdout_file, output_bytes)
+    stderr, _ = _output(stderr_file, output_bytes)
     return AgentRun(
         argv=argv,
         returncode=ending.returncode,
         stopped_because=ending.stopped_because,
         over_limit=ending.over_limit,
-        stdout=stdout_file.read_text(encoding="utf-8", errors="replace"),
-        stderr=stderr_file.read_text(encoding="utf-8", errors="replace"),
+        stdout=stdout,
+        stderr=stderr,
         duration_ms=int((time.monotonic() - started) * 1000),
+        stdout_truncated=stdout_cut,
     )
+
+
+def _output(path: Path, limit: int) -> tuple[str, bool]:
+    """What the agent printed, as the worker wrote it to `path`, at most `limit` bytes:
+    the agent may have swapped the file for a link since, which is not followed."""
+    try:
+        read = read_inside(path.parent, path.name, limit)
+    except (NotInside, OSError) as exc:
+        return f"[evalrelay: {path.name} was not read: {exc}]", False
+    if read.truncated:
+        return read.text + f"\n[evalrelay: output cut at {limit} bytes]", True
+    return read.text, False
 
 
 class _Ending(NamedTuple):
@@ -206,15 +233,17 @@ def run_command(
     stdin_text: str | None,
     env: dict[str, str] | None = None,
 ) -> AgentRun:
-    """A short command (a grader script, a healthcheck) run like an agent: in its own
-    process group, stopped with everything it started after `seconds`; its output is
-    kept in a scratch folder only while it runs. `env`: the worker's environment unless
-    given. Raises OSError when it cannot start."""
+    """A short command (a grader script, a transform, a healthcheck) run like an agent:
+    in its own process group, stopped with everything it started after `seconds`; its
+    output is kept in a scratch folder only while it runs. `env`: unless given, the clean
+    environment an agent gets, none of the worker's keys or its Redis URL: a grading
+    script is code a file named, which may print what it can read. Raises OSError when
+    it cannot start."""
     with tempfile.TemporaryDirectory(prefix="evalrelay-command-") as scratch:
         return run_agent(
             argv,
             cwd=cwd,
-            env=dict(os.environ) if env is None else env,
+            env=agent_environment() if env is None else env,
             stdin_text=stdin_text,
             deadline=time.monotonic() + seconds,
             stdout_file=Path(scratch) / "stdout.txt",

@@ -7,6 +7,8 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
+from rapidfuzz.distance import Levenshtein
+
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     ContainsSomeEvaluator,
@@ -108,27 +110,26 @@ def _contains_json(spec: JsonContainedEvaluator, answer: str) -> Finding:
     )
 
 
+LEVENSHTEIN_CHARS = 100_000
+"""The longest answer (and value) `levenshtein` compares: the distance of two such texts
+takes rapidfuzz about a second at most, whatever `threshold` a file sets."""
+
+
 def edit_distance(a: str, b: str, limit: int) -> int:
-    """Levenshtein distance, or `limit + 1` when it is more than `limit`: only the band of
-    cells within `limit` of the diagonal is computed, so a long answer costs little."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
-    far = limit + 1
-    previous = [j if j <= limit else far for j in range(len(b) + 1)]
-    for i in range(1, len(a) + 1):
-        row = [far] * (len(b) + 1)
-        row[0] = i if i <= limit else far
-        for j in range(max(1, i - limit), min(len(b), i + limit) + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + cost, far)
-        if min(row) > limit:
-            return far
-        previous = row
-    return previous[len(b)]
+    """Levenshtein distance, or `limit + 1` when it is more than `limit` (rapidfuzz's
+    bit-parallel algorithm, which stops early under a small limit)."""
+    return int(Levenshtein.distance(a, b, score_cutoff=limit))
 
 
 def _levenshtein(spec: LevenshteinEvaluator, answer: str) -> Finding:
     """promptfoo compares the whole answer, untrimmed, with the value."""
+    longest = max(len(answer), len(spec.value))
+    if longest > LEVENSHTEIN_CHARS:
+        why = (
+            f"is too long to compare by edits ({longest} characters; levenshtein compares "
+            f"{LEVENSHTEIN_CHARS} at most)"
+        )
+        return Finding(False, why, why)
     edits = edit_distance(answer, spec.value, spec.threshold)
     return Finding(
         edits <= spec.threshold,

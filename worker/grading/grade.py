@@ -171,7 +171,7 @@ def evaluate(
     if isinstance(spec, WorkspaceFileEvaluator):
         return workspace_file(spec, name, run)
     if isinstance(spec, WorkspaceCommandEvaluator):
-        return workspace_command(spec, name, run, deadline)
+        return workspace_command(spec, name, run, deadline, job.target.settings)
     if isinstance(spec, FieldAccuracyEvaluator):
         return field_accuracy(spec, name, answer, job.reference_answer)
     if isinstance(spec, CompositeEvaluator):

@@ -23,7 +23,7 @@ from worker.agents.changes import Snapshot
 from worker.agents.environment import agent_environment
 from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
-from worker.agents.runner import AgentRun, run_agent
+from worker.agents.runner import OUTPUT_BYTES, AgentRun, run_agent
 from worker.agents.sandbox import Confined, SandboxUnavailable, install_root, sandboxed
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
@@ -77,6 +77,7 @@ class CommandLineAgent(Provider):
                     stdout_file=workspace.folder / TRANSCRIPT_FILE,
                     fatal=self.fatal_error,
                     limits=confined.limits,
+                    output_bytes=self._setting("output_limit_bytes") or OUTPUT_BYTES,
                 )
                 over_limit = run.over_limit or confined.verdict()
         events = json_events(run.stdout)
@@ -88,6 +89,7 @@ class CommandLineAgent(Provider):
             "exit_code": run.returncode,
             "duration_ms": run.duration_ms,
             "transcript": self.transcript(events, run),
+            **({"stdout_truncated": True} if run.stdout_truncated else {}),
             **({"home": str(home)} if home else {}),
         }
         self.keep_log(job, workspace, record)

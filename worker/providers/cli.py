@@ -2,8 +2,10 @@
 
 Placeholders are filled token by token after the command is split, so a path with
 spaces stays one argument; a token that is exactly `{files}` becomes one argument per
-attached file. The task also arrives on standard input. The answer is `answer.md` (the
-task asks for `answer.tmp.md`, renamed when complete), or else standard output.
+attached file. Inside a shell's script (`bash -c '... > {output_file}'`) the paths are
+filled in shell-quoted (the loader refuses any other placeholder there). The task also
+arrives on standard input. The answer is `answer.md` (the task asks for `answer.tmp.md`,
+renamed when complete), or else standard output.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any, ClassVar
 
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.targets.cli_command import shell_scripts
 from bridge.targets.settings import CliHealthcheck, CliTarget
 from worker.agents.inputs import InputFile
+from worker.agents.inside import NotInside, ReadText, read_inside
 from worker.agents.runner import AgentRun, run_command
 from worker.agents.workspace import AttemptWorkspace
 from worker.providers.agent_cli import CommandLineAgent
@@ -60,9 +64,12 @@ class CliProvider(CommandLineAgent):
             for token in shlex.split(self.settings.files_format)
         ]
         argv = [executable]
-        for token in tokens[1:]:
+        scripts = shell_scripts(tokens)
+        for index, token in enumerate(tokens[1:], start=1):
             if token.lower() == "{files}":
                 argv += files
+            elif index in scripts:  # only evalrelay's own paths may stand there, quoted
+                argv.append(_fill(token, {k: shlex.quote(v) for k, v in values.items()}))
             else:
                 argv.append(_fill(token, {**values, "files": " ".join(files)}))
         if self.settings.verbose:
@@ -85,15 +92,31 @@ class CliProvider(CommandLineAgent):
     ) -> ProviderOutput:
         if run.returncode != 0:
             raise self.failed(run, f"exited with code {run.returncode}")
-        answer_file = workspace.folder / ANSWER_FILE
-        from_file = answer_file.is_file() and answer_file.stat().st_size > 0
-        answer = answer_file.read_text(encoding="utf-8", errors="replace") if from_file else ""
-        answer = answer or run.stdout.strip()
+        try:
+            written = read_inside(workspace.folder, ANSWER_FILE, self._answer_bytes())
+        except FileNotFoundError:
+            written = ReadText("", truncated=False)
+        except (NotInside, OSError) as exc:
+            return ProviderOutput(
+                answer="",
+                model_failure=f"the agent's answer was not read: {exc}",
+                artifacts={self.kind: {"answer_from": ANSWER_FILE}},
+            )
+        from_file = bool(written.text)
+        answer = written.text or run.stdout.strip()
         return ProviderOutput(
             answer=answer,
             model_failure=None if answer.strip() else "the agent wrote no answer",
-            artifacts={self.kind: {"answer_from": ANSWER_FILE if from_file else "stdout"}},
+            artifacts={
+                self.kind: {
+                    "answer_from": ANSWER_FILE if from_file else "stdout",
+                    **({"answer_truncated_at": self._answer_bytes()} if written.truncated else {}),
+                }
+            },
         )
+
+    def _answer_bytes(self) -> int:
+        return self.settings.output_limit_bytes
 
     def _setting(self, name: str) -> Any:
         if name == "executable":
@@ -122,7 +145,10 @@ def healthcheck_failure(check: CliHealthcheck) -> str | None:
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     cwd = Path(os.path.expanduser(check.cwd)) if check.cwd else Path.cwd()
     try:
-        run = run_command(argv, cwd=cwd, seconds=check.timeout_seconds, stdin_text=None)
+        # The operator's own check of its own target: it may need the worker's variables.
+        run = run_command(
+            argv, cwd=cwd, seconds=check.timeout_seconds, stdin_text=None, env=dict(os.environ)
+        )
     except OSError as exc:
         return f"could not run {shlex.join(argv)}: {exc}"
     if run.timed_out:

@@ -28,6 +28,7 @@ from bridge.results.result import Status
 from bridge.targets.settings import VSCodeTarget
 from worker.agents.changes import Snapshot
 from worker.agents.inputs import InputFile, fetch_inputs, write_inputs
+from worker.agents.inside import NotInside, read_inside
 from worker.agents.task import render_task, strip_echo
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.vscode_pool import (
@@ -92,6 +93,10 @@ class VSCodeProvider(Provider):
 def new_request_id() -> str:
     """Sortable by time, unique per attempt: `20261121T235801-1a2b3c4d`."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+
+
+ANSWER_BYTES = 1_000_000
+"""The most of an answer file kept."""
 
 
 class Chat:
@@ -217,7 +222,7 @@ class Chat:
                     Status.INFRA_ERROR,
                     f"the claim on {self.workspace.name} was lost while the agent worked",
                 )
-            answer = _read_if_complete(self.answer_file)
+            answer = _read_if_complete(self.workspace.folder, self.answer_file)
             if answer is not None:
                 return answer
             if time.monotonic() >= deadline:
@@ -244,11 +249,12 @@ def dispatch_lock(executable: str, timeout: float) -> filelock.FileLock:
     return filelock.FileLock(str(Path(tempfile.gettempdir()) / name), timeout=timeout)
 
 
-def _read_if_complete(path: Path) -> str | None:
-    """The file's text once it exists and is non-empty; a read that fails is tried again."""
+def _read_if_complete(folder: Path, path: Path) -> str | None:
+    """The file's text once it exists and is non-empty; a read that fails is tried again.
+    A link on the way (the workspace is reused, and an agent may have planted one) is
+    never followed: the answer is then not there."""
     try:
-        if path.stat().st_size == 0:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        read = read_inside(folder, path.relative_to(folder).as_posix(), ANSWER_BYTES)
+    except (NotInside, OSError):
         return None
+    return read.text or None

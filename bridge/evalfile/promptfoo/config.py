@@ -83,7 +83,7 @@ def translate_promptfoo(doc: YamlDocument, project: Project) -> SuiteDocument:
             fail(tuple(error["loc"]), f"{error['msg']}, as promptfoo's reference defines it")
     if "providers" not in data and "targets" in data:
         data["providers"] = data.pop("targets")
-    data["providers"] = provider_entries(data.get("providers"), folder, project.root)
+    data["providers"] = provider_entries(data.get("providers"), folder, project.files_root)
     data.pop("evaluate_options", None)
     if isinstance(data.get("evaluateOptions"), dict):
         options = data["evaluateOptions"]
@@ -153,8 +153,8 @@ def _prompts(raw: Any, folder: Path, project: Project, fail: Any) -> Any:
         if isinstance(reference, str) and is_function_file(reference):
             path_text, name = split_reference(reference)
             path = (folder / path_text).resolve()
-            if not path.is_relative_to(project.root) or not path.is_file():
-                fail(loc, f"prompt function file {path_text} not found inside {project.root}")
+            if not path.is_relative_to(project.files_root) or not path.is_file():
+                fail(loc, f"prompt function file {path_text} not found inside {project.files_root}")
                 continue
             label = entry.get("label") if isinstance(entry, dict) else None
             builder = PromptFunction(path, name, project.config.load_limits)
@@ -195,8 +195,8 @@ def _generated(reference: str, folder: Path, project: Project, loc: Loc, fail: A
     """Tests a Python or JavaScript function returns (`file://gen.py:make_tests`)."""
     path_text, name = split_reference(reference)
     path = (folder / path_text).resolve()
-    if not path.is_relative_to(project.root) or not path.is_file():
-        fail(loc, f"test generator {path_text} not found inside the project {project.root}")
+    if not path.is_relative_to(project.files_root) or not path.is_file():
+        fail(loc, f"test generator {path_text} not found inside {project.files_root}")
         return []
     try:
         made = call_function(path, name, [], project.config.load_limits)

@@ -9,9 +9,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
+from jinja2.exceptions import SecurityError
 
+from bridge.evalfile.bounded_templates import Budget
+from bridge.evalfile.limits import TemplateLimits
 from tests.conftest import WriteFiles
 
 SECONDS = 15.0
@@ -116,15 +120,69 @@ def test_limits_are_set_in_evalrelay_yaml(project: WriteFiles) -> None:
 SECRETS = {"EVALRELAY_REDIS_URL": "redis://:hunter2@db:6379/0", "DATABASE_URL": "pg://u:pw9@x"}
 
 
-@pytest.mark.parametrize("name", list(SECRETS))
-def test_env_variable_not_listed_is_an_error_saying_where_to_list_it(
-    project: WriteFiles, name: str
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("EVALRELAY_REDIS_URL", "looks like a secret and would be sent in every job"),
+        ("DATABASE_URL", "holds a URL with a password and would be sent in every job"),
+        ("OPENAI_API_KEY", "looks like a secret and would be sent in every job"),
+    ],
+)
+def test_no_file_reads_a_secret_from_the_environment(
+    project: WriteFiles, name: str, said: str
 ) -> None:
     root = project({"evalrelay.yaml": "", "a.yaml": suite(f"{{{{ env.{name} }}}} {{{{ q }}}}")})
-    code, output, _ = evalrelay("validate", str(root / "a.yaml"), env=SECRETS)
+    env = {**SECRETS, "OPENAI_API_KEY": "sk-0123456789"}
+    code, output, _ = evalrelay("validate", str(root / "a.yaml"), env=env)
     assert code == 1
-    assert f"env.{name} is not listed in `template_env` in {root}/evalrelay.yaml" in output
-    assert SECRETS[name] not in output
+    assert f"env.{name} {said}" in output
+    assert env[name] not in output
+
+
+def test_the_operators_file_reads_a_variable_by_name(project: WriteFiles) -> None:
+    """As AgentV's env-interpolation example does: no `template_env` needed."""
+    prompt = "{{ env.CUSTOM_SYSTEM_PROMPT }} / {{ env.UNSET_ONE | default('fallback') }}"
+    root = project({"evalrelay.yaml": "", "a.yaml": suite(prompt)})
+    code, output, _ = evalrelay(
+        "render", "--json", str(root / "a.yaml"), env={"CUSTOM_SYSTEM_PROMPT": "be brief"}
+    )
+    assert code == 0, output
+    assert "be brief / fallback" in output
+
+
+def test_an_untrusted_file_reads_only_listed_variables(project: WriteFiles) -> None:
+    root = project({"evalrelay.yaml": "", "in/a.yaml": suite("{{ env.HOME }} {{ q }}")})
+    code, output, _ = evalrelay("validate", "--untrusted", str(root / "in"))
+    assert code == 1
+    assert f"env.HOME is not listed in `template_env` in {root}/evalrelay.yaml" in output
+    assert os.environ["HOME"] not in output.replace(str(root), "")
+
+
+ESCAPES = {
+    "read": "{{ env.project.root.joinpath('/proc/self/environ').read_text() | reverse | join }}",
+    "write": "{{ env.project.root.joinpath('targets.yaml').write_text('targets: []') }}",
+    "config": "{{ env._config }}",
+    "class": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "method of a mapping": "{{ env.get('HOME') }}",
+}
+
+
+@pytest.mark.parametrize("name", list(ESCAPES))
+@pytest.mark.parametrize("command", ["validate", "render", "validate --untrusted"])
+def test_a_template_reaches_no_object_with_methods(
+    project: WriteFiles, name: str, command: str
+) -> None:
+    """The issue's attacks: a template that walks from `env` to a path, to read the
+    process's environment or rewrite the operator's targets file."""
+    targets = "targets:\n  - {name: main, provider: mock}\n"
+    root = project(
+        {"evalrelay.yaml": "", "targets.yaml": targets, "in/a.yaml": suite(ESCAPES[name])}
+    )
+    code, output, _ = evalrelay(*command.split(), str(root / "in" / "a.yaml"), env=SECRETS)
+    assert code == 1, output
+    assert f"{root}/in/a.yaml:2:5: template error" in output or "nothing to send" in output
+    assert not any(v in output or v[::-1] in output for v in SECRETS.values())
+    assert (root / "targets.yaml").read_text() == targets
 
 
 def test_loop_over_env_shows_only_the_listed_variables(project: WriteFiles) -> None:
@@ -136,3 +194,12 @@ def test_loop_over_env_shows_only_the_listed_variables(project: WriteFiles) -> N
     assert code == 0, output
     assert "[SHOWN=visible;] visible" in output
     assert not any(value in output for value in SECRETS.values())
+
+
+def test_an_object_in_a_context_offers_no_attribute() -> None:
+    """Were a path ever put in a template's context, its methods would stay out of reach:
+    attributes are looked up on data only."""
+    budget = Budget(TemplateLimits())
+    with pytest.raises(SecurityError, match="access to attribute 'read_text' of 'PosixPath'"):
+        budget.render("{{ p.read_text() }}", {"p": Path("/proc/self/environ")})
+    assert budget.render("{{ s.upper() }} {{ d.get('k') }}", {"s": "a", "d": {"k": 1}}) == "A 1"

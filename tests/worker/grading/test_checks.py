@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
@@ -18,7 +21,7 @@ from bridge.evalfile.evaluators import (
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from tests.conftest import direct_job
+from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl
 from worker.grading.checks import check, edit_distance, token_f1
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
@@ -270,3 +273,65 @@ def test_levenshtein_miss_says_it_is_beyond_the_threshold() -> None:
     assert check(spec, "x", "kitten", None).misses == [  # type: ignore[arg-type]
         "answer is more than 2 edit(s) from 'sitting'"
     ]
+
+
+def test_levenshtein_on_a_long_answer_with_a_huge_threshold_ends_within_seconds() -> None:
+    """The issue's attack: 60,000 characters each way and a threshold past both, which
+    the banded Python loop computed cell by cell for hours on the event loop."""
+    spec = TypeAdapter(EvaluatorSpec).validate_python(
+        {"type": "levenshtein", "value": "y" * 60_000, "threshold": 10**9}
+    )
+    started = time.monotonic()
+    finding = check(spec, "x", "x" * 60_000, None)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 10
+    assert finding.score == 1.0
+    assert finding.hits == [f"answer is 60000 edit(s) from {'y' * 60_000!r}, within 1000000000"]
+
+
+def test_levenshtein_past_its_length_bound_is_a_miss_saying_so() -> None:
+    spec = TypeAdapter(EvaluatorSpec).validate_python({"type": "levenshtein", "value": "a"})
+    finding = check(spec, "x", "a" * 100_001, None)  # type: ignore[arg-type]
+    assert finding.score == 0.0
+    assert finding.misses == [
+        "answer is too long to compare by edits (100001 characters; levenshtein compares "
+        "100000 at most)"
+    ]
+
+
+def test_a_long_levenshtein_holds_up_no_other_job_of_a_real_run(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """A real `evalrelay run`: one case compares a 60,000-character answer with a huge
+    threshold, twenty others are plain; all end, within seconds."""
+    long_answer = "x" * 60_000
+    plain = "".join(
+        f"  - {{id: plain-{i}, input_messages: [{{role: user, content: q}}]}}\n" for i in range(20)
+    )
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: t, provider: mock, response: '${ANSWER}'}\n",
+            "evals.yaml": (
+                "evalcases:\n"
+                "  - id: long\n"
+                "    input_messages: [{role: user, content: q}]\n"
+                f"    evaluators: [{{type: levenshtein, value: {'y' * 60_000}, "
+                "threshold: 1000000000}]\n" + plain
+            ),
+        }
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "t"],
+        cwd=root,
+        env=embedded_env(private_home) | {"ANSWER": long_answer},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 60
+    lines = read_jsonl(next((root / "results").glob("*.jsonl")))
+    assert len(lines) == 21
+    (long,) = [line for line in lines if line["case_id"] == "long"]
+    assert long["score"] == 1.0 and long["status"] == "ok"

@@ -141,3 +141,44 @@ def test_trajectory_values_agentv_refuses_are_located_errors(tmp_path: Path) -> 
         "trajectory:tool-args-match assertion must include an args or arguments property",
     ]
     assert str(raised.value).splitlines()[0].startswith(f"{path}:5:9: case 'steps': ")
+
+
+def test_a_link_out_of_the_workspace_is_not_followed(tmp_path: Path) -> None:
+    """An agent links its files to a host file: neither `file_contains` nor `file_exists`
+    may then tell what the host file holds, or that it is there."""
+    host = tmp_path / "host"
+    host.mkdir()
+    (host / "id_ed25519").write_text("PRIVATE KEY 0123\n")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "notes.txt").symlink_to(host / "id_ed25519")
+    (workspace / "peek").symlink_to(host)
+    os.link(host / "id_ed25519", workspace / "hard.txt")
+
+    for path in ("notes.txt", "peek/id_ed25519", "hard.txt"):
+        for kind in ("file_contains", "file_exists"):
+            spec = WorkspaceFileEvaluator(type=kind, path=path, value="PRIVATE KEY")  # type: ignore[arg-type]
+            verdict = workspace_file(spec, "f", facts(workspace))
+            assert verdict.score == 0.0, (path, kind)
+            (miss,) = verdict.misses
+            assert miss.startswith(f"{path} was not read: "), miss
+            assert "link" in miss
+
+
+def test_the_command_of_a_sandboxed_agent_runs_in_its_sandbox(tmp_path: Path) -> None:
+    """What a sandboxed agent left may be code: the command that runs it sees the
+    workspace and nothing else of the worker's, as the agent did (bubblewrap here)."""
+    host = tmp_path / "host-only.txt"
+    host.write_text("worker's file\n")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "made.txt").write_text("x")
+    sandbox = {"runtime": "sandbox", "isolation": {"engine": "bubblewrap"}}
+
+    def score(command: str, target: dict[str, object] | None) -> float | None:
+        spec = WorkspaceCommandEvaluator(type="workspace_command", command=command)
+        return workspace_command(spec, "c", facts(workspace), None, target).score
+
+    assert score("test -f made.txt", sandbox) == 1.0
+    assert score(f"cat {host}", sandbox) == 0.0
+    assert score(f"cat {host}", None) == 1.0  # on the host, it was within reach

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from bridge.results.result import Result, Status
@@ -135,3 +136,60 @@ def test_a_failing_healthcheck_stops_the_target_with_a_clear_error(
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
     assert "target 'agent': healthcheck false exited with 1" in result.error.message
+
+
+def test_a_path_inside_a_bash_script_is_filled_in_shell_quoted(
+    project: WriteFiles, client: redis.Redis, monkeypatch: pytest.MonkeyPatch, private_home: Path
+) -> None:
+    """AgentV's targets write `bash -c '... > {OUTPUT_FILE}'`. The path is filled in as
+    one shell word, so a worker home holding a quote and `$(...)` is data, not code."""
+    home = private_home.parent / "it's $(touch pwned) home"
+    monkeypatch.setenv("EVALRELAY_HOME", str(home))
+    result = run_cli(
+        project, client, "\"bash -c 'cd {workspace} && echo written by bash > {OUTPUT_FILE}'\""
+    )
+    assert result.status is Status.OK, result.error
+    assert result.answer == "written by bash\n"
+    assert result.artifacts["cli"]["answer_from"] == "answer.md"
+    assert str(home) in result.artifacts["cli"]["workspace"]
+    assert not list(private_home.parent.rglob("pwned")) and not Path("pwned").exists()
+
+
+def test_links_the_agent_plants_are_not_followed_out_of_its_workspace(
+    project: WriteFiles, client: redis.Redis, tmp_path: Path
+) -> None:
+    """The agent links its answer file, its transcript and a folder to host files: none
+    of them reaches the result."""
+    secret = tmp_path / "host" / "id_ed25519"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY 0123\n")
+    script = (
+        f"ln -s {secret} {{OUTPUT_FILE}} && rm transcript.jsonl && "
+        f"ln -s {secret} transcript.jsonl && ln -s {secret.parent} peek && echo printed"
+    )
+    result = run_cli(project, client, f"\"bash -c '{script}'\"")
+    assert result.status is Status.MODEL_FAILURE, result.error
+    assert result.error is not None
+    assert "answer.md is (or passes through) a symbolic link" in result.error.message
+    assert "PRIVATE KEY" not in result.model_dump_json()
+    workspace = Path(result.artifacts["cli"]["workspace"])
+    assert (workspace / "peek" / "id_ed25519").read_text() == "PRIVATE KEY 0123\n"  # it was there
+
+
+def test_output_and_the_answer_file_are_cut_at_the_targets_limit(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """An agent printing 100 kB, and writing 100 kB of answer, under a 1,000-byte limit:
+    the result keeps the beginnings and says they were cut."""
+    script = (
+        "head -c 100000 /dev/zero | tr '\\\\0' x; "
+        "head -c 100000 /dev/zero | tr '\\\\0' y > {OUTPUT_FILE}"
+    )
+    result = run_cli(project, client, f'"sh -c \\"{script}\\""', output_limit_bytes="1000")
+    assert result.status is Status.OK, result.error
+    assert result.answer == "y" * 1000
+    record: dict[str, Any] = result.artifacts["cli"]
+    assert record["answer_truncated_at"] == 1000
+    assert record["stdout_truncated"] is True
+    sizes = {k: len(str(v)) for k, v in result.model_dump().items()}
+    assert len(result.model_dump_json()) < 80_000, sizes
