@@ -1,10 +1,12 @@
 """The local worker of `evalrelay run`: the same Celery worker as in a cluster, in a child
 process forked from the command.
 
-Forked, not started afresh: the child has every module the command imported already, so
-it is ready at once; and in a process of its own it has a core of its own, where a worker
-in the command's process shared one with the collector and the progress display (a
-2,000-case run took a third longer that way).
+Forked, not started afresh: the child has every module the command imported already
+(Celery, pydantic, the contracts), and imports the worker's own while the command goes on
+loading and sending (`wait=False`: the command waits for it only once the jobs are sent);
+in a process of its own it has a core of its own, where a worker in the command's process
+shared one with the collector and the progress display (a 2,000-case run took a third
+longer that way).
 
 This is the one place the submitting side imports `worker` (import-linter holds the rest
 of `bridge` to that).
@@ -19,7 +21,7 @@ import select
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bridge.errors import PrerequisiteError
@@ -33,15 +35,17 @@ STOP_TIMEOUT_SECONDS = 30.0
 
 
 @contextlib.contextmanager
-def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> Iterator[None]:
+def local_worker(
+    redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
+) -> Iterator[Callable[[], None]]:
     """A Celery worker (threads pool) in a child process, stopped on leaving the block.
 
     The child stops when the pipe from this process closes: on leaving the block, and
     also when this process dies without leaving it (SIGKILL), so no worker outlives it.
     Ctrl-C is this process's to handle (it cancels the campaign, then stops the worker).
+    Yields a call that returns once the worker is ready, or raises when it did not start:
+    made before yielding unless `wait` is False (then the caller makes it, later).
     """
-    import worker.app  # noqa: F401  (imported before the fork: the child starts at once)
-
     hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"  # named after the command
     ready_read, ready_write = os.pipe()
     stop_read, stop_write = os.pipe()
@@ -58,10 +62,18 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
             os._exit(code)
     os.close(ready_write)
     os.close(stop_read)
-    try:
-        if not _ready(ready_read, START_TIMEOUT_SECONDS):
+    started = False
+
+    def ready() -> None:
+        nonlocal started
+        if not started and not _ready(ready_read, START_TIMEOUT_SECONDS):
             raise PrerequisiteError("the local worker did not start; see the log above")
-        yield
+        started = True
+
+    try:
+        if wait:
+            ready()
+        yield ready
     finally:
         os.close(stop_write)  # the worker finishes the jobs it runs, then exits
         os.close(ready_read)
@@ -94,13 +106,14 @@ def _serve(
     """The child: run the worker until the parent's pipe closes or SIGTERM comes."""
     from celery.worker import state as worker_state
 
-    from worker.app import create_app, preload_http_client, start_background, stop_background
-
     def stop_worker(*_: Any) -> None:
         worker_state.should_stop = 0  # EX_OK: the worker's loop stops it, after its jobs
 
+    # Set before the worker's modules are imported here: Ctrl-C is the command's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop_worker)
+
+    from worker.app import create_app, preload_http_client, start_background, stop_background
 
     def on_ready(consumer: Any) -> None:
         start_background(consumer)
