@@ -200,14 +200,15 @@ def run_command(
                 f"Continue with `evalrelay resume {campaign_id}`."
             )
             sys.exit(130)
-    print_summary(console, info, final)
-    for results in dict.fromkeys(complete):  # the collector may say so twice
-        write_report_beside(console, results)
-    for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
-        for written in write_promptfoo_outputs(
-            loaded.path, campaign_id, results_path(out_dir, campaign_id)
-        ):
-            console.print(f"promptfoo results: {written}")
+        runtime.stop_worker()  # it winds down while the summary is printed
+        print_summary(console, info, final)
+        for results in dict.fromkeys(complete):  # the collector may say so twice
+            write_report_beside(console, results)
+        for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
+            for written in write_promptfoo_outputs(
+                loaded.path, campaign_id, results_path(out_dir, campaign_id)
+            ):
+                console.print(f"promptfoo results: {written}")
     code, why = exit_status(final, min_score)
     if why:
         console.print(why)

@@ -1,12 +1,12 @@
 """The local worker of `evalrelay run`: the same Celery worker as in a cluster, in a child
 process forked from the command.
 
-Forked, not started afresh: the child has every module the command imported already
-(Celery, pydantic, the contracts), and imports the worker's own while the command goes on
-loading and sending (`wait=False`: the command waits for it only once the jobs are sent);
-in a process of its own it has a core of its own, where a worker in the command's process
-shared one with the collector and the progress display (a 2,000-case run took a third
-longer that way).
+Forked, not started afresh: the child has every module the command imported already,
+the worker's own too (imported on a thread while the embedded Redis starts), so it is ready
+at once, while the command goes on sending (`wait=False`: the command waits for it only
+once the jobs are sent); in a process of its own it has a core of its own, where a worker
+in the command's process shared one with the collector and the progress display (a
+2,000-case run took a third longer that way).
 
 This is the one place the submitting side imports `worker` (import-linter holds the rest
 of `bridge` to that).
@@ -15,6 +15,7 @@ of `bridge` to that).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import select
@@ -22,7 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from bridge.errors import PrerequisiteError
 
@@ -34,18 +35,53 @@ STOP_TIMEOUT_SECONDS = 30.0
 """How long the worker may take to finish the jobs it runs once told to stop."""
 
 
+_importing: list[threading.Thread] = []
+
+
+def import_worker_meanwhile() -> None:
+    """Start importing the worker's modules on a thread while this process waits for
+    something else (the embedded Redis to start): the child forked later has them. The
+    fork waits for the thread (forked in the middle of an import, the child could find the
+    import lock held for good)."""
+    if not _importing:
+        _importing.append(
+            threading.Thread(
+                target=importlib.import_module,
+                args=("worker.app",),
+                name="evalrelay-worker-imports",
+                daemon=True,
+            )
+        )
+        _importing[0].start()
+
+
+def worker_imported() -> None:
+    """Wait for `import_worker_meanwhile`'s thread, if one was started."""
+    for thread in _importing:
+        thread.join()
+
+
+class LocalWorker(NamedTuple):
+    ready: Callable[[], None]
+    """Returns once the worker is ready; raises when it did not start."""
+    stop: Callable[[], None]
+    """Tells it to finish the jobs it runs and exit, without waiting for it (leaving the
+    block waits)."""
+
+
 @contextlib.contextmanager
 def local_worker(
     redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
-) -> Iterator[Callable[[], None]]:
+) -> Iterator[LocalWorker]:
     """A Celery worker (threads pool) in a child process, stopped on leaving the block.
 
-    The child stops when the pipe from this process closes: on leaving the block, and
-    also when this process dies without leaving it (SIGKILL), so no worker outlives it.
-    Ctrl-C is this process's to handle (it cancels the campaign, then stops the worker).
-    Yields a call that returns once the worker is ready, or raises when it did not start:
-    made before yielding unless `wait` is False (then the caller makes it, later).
+    The child stops when the pipe from this process closes: on leaving the block (or at
+    `stop`), and also when this process dies without leaving it (SIGKILL), so no worker
+    outlives it. Ctrl-C is this process's to handle (it cancels the campaign, then stops
+    the worker). `ready` is waited for before the block starts unless `wait` is False
+    (then the caller calls it, later).
     """
+    worker_imported()
     hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"  # named after the command
     ready_read, ready_write = os.pipe()
     stop_read, stop_write = os.pipe()
@@ -63,6 +99,7 @@ def local_worker(
     os.close(ready_write)
     os.close(stop_read)
     started = False
+    stopping = False
 
     def ready() -> None:
         nonlocal started
@@ -70,12 +107,18 @@ def local_worker(
             raise PrerequisiteError("the local worker did not start; see the log above")
         started = True
 
+    def stop() -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            os.close(stop_write)  # the worker finishes the jobs it runs, then exits
+
     try:
         if wait:
             ready()
-        yield ready
+        yield LocalWorker(ready, stop)
     finally:
-        os.close(stop_write)  # the worker finishes the jobs it runs, then exits
+        stop()
         os.close(ready_read)
         _reap(child)
 
