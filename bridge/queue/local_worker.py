@@ -45,14 +45,14 @@ def import_worker_meanwhile() -> None:
     import lock held for good)."""
     if not _importing:
         _importing.append(
-            threading.Thread(
-                target=importlib.import_module,
-                args=("worker.app",),
-                name="evalrelay-worker-imports",
-                daemon=True,
-            )
+            threading.Thread(target=_import_worker, name="evalrelay-worker-imports", daemon=True)
         )
         _importing[0].start()
+
+
+def _import_worker() -> None:
+    """The worker's modules, and the HTTP client its vendors' SDKs are built on."""
+    importlib.import_module("worker.app").preload_http_client()
 
 
 def worker_imported() -> None:

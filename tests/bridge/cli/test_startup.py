@@ -102,10 +102,12 @@ def test_a_run_of_an_ungraded_case_never_loads_the_statistics(
     one_case: Path, private_home: Path
 ) -> None:
     """A one-case mock run, embedded, start to exit: its summary has nothing graded, so no
-    statistics' library is loaded, nor any SDK; it writes its HTML report all the same."""
+    statistics' library is loaded, nor any SDK; it writes its HTML report all the same.
+    (The worker's modules and httpx are in the count: imported while the Redis starts, for
+    the worker forked from this process; it was 2,100 modules with the statistics.)"""
     modules = modules_of(
         ["run", "one.yaml", "--target", "mock"], one_case, embedded_env(private_home)
     )
     assert not heavy(modules)
-    assert len(modules) <= 900, f"{len(modules)} modules for a one-case run (budget 900)"
+    assert len(modules) <= 1000, f"{len(modules)} modules for a one-case run (budget 1000)"
     assert len(list((one_case / "results").glob("*.html"))) == 1
