@@ -45,8 +45,8 @@ def test_each_id_takes_about_16_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a collector keeps for a campaign grows by 16 bytes an id (the sorted buffer),
     and by as much again for a moment while the recent ids are merged into it; the ids
     kept apart are at most `RECENT` (a Python set of the strings took 120 bytes an id)."""
-    monkeypatch.setattr(module, "RECENT", 256)  # fewer apart: the buffer's share shows
-    count = 20_000
+    monkeypatch.setattr(module, "RECENT", 128)  # fewer apart: the buffer's share shows
+    count = 10_000
     ids = (hashlib.sha256(str(i).encode()).hexdigest()[:32] for i in range(count))
     tracemalloc.start()
     try:

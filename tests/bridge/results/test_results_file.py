@@ -42,8 +42,8 @@ def test_the_open_file_keeps_a_few_bytes_a_job(
 ) -> None:
     """The ids of the jobs written (to write each once) and the summary's counts: a dict of
     the ids took 120 bytes a job, and a collector 570 MiB at a million cases."""
-    monkeypatch.setattr(job_ids, "RECENT", 256)  # few apart, so the buffer's share shows
-    count = 6000
+    monkeypatch.setattr(job_ids, "RECENT", 128)  # few apart, so the buffer's share shows
+    count = 3000
     file = ResultsFile(tmp_path, "camp", count)
     tracemalloc.start()
     try:
