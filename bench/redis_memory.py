@@ -6,9 +6,9 @@ A redis-server of its own (no persistence), `--workers` `evalrelay worker` proce
 `evalrelay collect` run a campaign of `--cases` mock cases (one system and one user message
 each, answers of about 200 characters). Printed: Redis's used memory empty, at its peak
 (INFO memory sampled every 0.2 s) and `--settle` seconds after the campaign ended (workers
-and collector still running, as in a fleet); the peak RSS of the collector and of the
-workers; the enqueue time and the total time; and whether the JSONL holds every case
-exactly once.
+and collector still running, as in a fleet); the peak RSS of the collector (and its growth
+per case from a quarter of the cases to the end) and of the workers; the enqueue time and
+the total time; and whether the JSONL holds every case exactly once.
 
 The cases are written as eval files of `FILE_CASES` each and planned and sent a file at a
 time (as `submit` does: stored, then sent), so a million cases fit in the bench's memory.
@@ -73,6 +73,10 @@ class MemorySampler:
     peak: int = 0
     rss_kb: dict[int, int] = field(default_factory=dict)
     stopping: threading.Event = field(default_factory=threading.Event)
+    collector: tuple[int, str] | None = None
+    """The collector's pid and campaign, once started."""
+    growth: dict[int, int] = field(default_factory=dict)
+    """The collector's RSS (KiB) when a quarter, a half... of the cases were collected."""
 
     def start(self) -> None:
         threading.Thread(target=self._run, daemon=True).start()
@@ -85,6 +89,12 @@ class MemorySampler:
         self.peak = max(self.peak, used_memory(self.client))
         for pid in self.pids:
             self.rss_kb[pid] = max(self.rss_kb.get(pid, 0), vm_hwm_kb(pid))
+        if self.collector is not None:
+            pid, campaign_id = self.collector
+            state = progress(self.client, campaign_id)
+            quarter = 4 * state.done // max(state.total, 1)
+            if quarter and quarter not in self.growth:
+                self.growth[quarter] = vm_hwm_kb(pid)
 
 
 def used_memory(client: redis.Redis) -> int:
@@ -258,6 +268,7 @@ def main() -> None:
             )  # fmt: skip
             processes.append(collector)
             sampler.pids.append(collector.pid)
+            sampler.collector = (collector.pid, campaign_id)
 
         enqueue(client, queue, campaign_id, files, args.cases, out, start_collector)
         enqueued = time.monotonic() - started
@@ -266,6 +277,7 @@ def main() -> None:
         running = collector
 
         shown = [time.monotonic()]
+        growth = sampler.growth
 
         def finished() -> bool:
             state = progress(client, campaign_id)
@@ -301,6 +313,10 @@ def main() -> None:
             f"({(left - empty) / args.cases:.0f} B/case)\n"
             f"peak RSS: collector {sampler.rss_kb.get(collector.pid, 0) / 1024:.0f} MiB, "
             f"worker {worker_rss:.0f} MiB\n"
+            f"collector peak RSS at 1/4, 2/4, 3/4, 4/4 of the cases: "
+            f"{', '.join(f'{growth.get(q, 0) / 1024:.0f}' for q in (1, 2, 3, 4))} MiB; "
+            f"from 1/4 to 4/4 {per_case_growth(growth, args.cases):.0f} B/case (then the final "
+            f"summary and HTML report)\n"
             f"enqueue {enqueued:.1f} s ({args.cases / enqueued:.0f}/s), "
             f"total {total:.1f} s ({args.cases / total:.0f}/s)\n"
             f"every case exactly once in the JSONL: {check}",
@@ -317,6 +333,13 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
         else:
             print(f"kept {folder}")
+
+
+def per_case_growth(growth: dict[int, int], cases: int) -> float:
+    """The collector's peak RSS growth per case from a quarter of the cases to all of them."""
+    if 1 not in growth or 4 not in growth:
+        return float("nan")
+    return (growth[4] - growth[1]) * 1024 / (cases * 3 / 4)
 
 
 def wait_for(condition: object, seconds: float) -> None:

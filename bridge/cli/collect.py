@@ -123,7 +123,6 @@ def collect_command(
             return folder
 
         consumer = name or f"collect@{socket.gethostname()}"
-        import_in_background()  # a service: its summaries' libraries at once, on a thread
         collector = Collector(
             runtime.client,
             consumer,
@@ -171,6 +170,8 @@ def collect_command(
             for campaign_id in active:
                 out_dir_for(campaign_id)  # its record, before Redis may lose it
             collector.poll(active, block_ms=1000)
+            if collector.graded():  # its summaries' libraries, on a thread, once
+                import_in_background()
             for campaign_id in active:
                 state = progress(runtime.client, campaign_id)
                 shown.report(campaign_id, state.done, state.total)

@@ -51,6 +51,16 @@ def statistics_due(done: int, total: int, rate: float) -> bool:
     return rate > 0 and (total - done) / rate <= STATISTICS_LEAD_SECONDS
 
 
+def graded_so_far(collector: Collector | None, campaign_id: str) -> bool:
+    """Whether the summary will have statistics to compute: a result this command collected
+    was graded (a campaign of cases without evaluators never needs the libraries), or
+    another process collects it and this one cannot tell yet."""
+    if collector is None:
+        return True
+    file = collector.files.get(campaign_id)
+    return file is not None and file.summary.scored > 0
+
+
 def follow_campaign(
     client: redis.Redis,
     info: CampaignInfo,
@@ -59,6 +69,7 @@ def follow_campaign(
     sent: Sequence[str] | None = None,
     rebuild: Callable[[set[str]], Sequence[object] | None] | None = None,
     collect: bool = True,
+    on_complete: Callable[[Path], object] = ensure_html_beside,
 ) -> CampaignSummary:
     """Follow the campaign until every job has its line, or, given the ids of the jobs a
     command `sent` again, until each of those has its new line; returns the summary.
@@ -69,7 +80,8 @@ def follow_campaign(
     campaign: with `rebuild` (given the job ids the results file holds, it makes the
     campaign known again and sends the rest) the campaign goes on, else it is an error
     saying how to rebuild it. With `collect` False it only watches: another process
-    (the `run` collecting the campaign) writes the file.
+    (the `run` collecting the campaign) writes the file. `on_complete` gets the results
+    file once it is complete (by default the HTML report is written beside it).
     """
     out_dir = Path(info.out_dir)
 
@@ -81,7 +93,7 @@ def follow_campaign(
             consumer or f"run-{info.campaign_id}",
             lambda _: out_dir,
             lambda _: info.total,
-            ensure_html_beside,
+            on_complete,
         )
 
     collector = new_collector()
@@ -119,7 +131,9 @@ def follow_campaign(
             while True:
                 state = ride_out(one_round)
                 rate = state.done / max(time.monotonic() - started, 1e-6)
-                if statistics_due(state.done, state.total, rate):
+                if statistics_due(state.done, state.total, rate) and graded_so_far(
+                    collector, info.campaign_id
+                ):
                     import_in_background()  # once; the summary waits for it
                 if time.monotonic() - checked >= PAUSE_CHECK_SECONDS and not state.finished:
                     checked = time.monotonic()

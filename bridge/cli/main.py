@@ -14,7 +14,7 @@ from bridge.cli.terminal import TerminalConsole, echo
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.masking import mask_logs
 from bridge.private import keep_private
-from bridge.targets.settings import DEFAULT_KEY_VARIABLES
+from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
 
 QUIET_LOGGERS = (
     *("httpx", "httpx2", "httpcore", "httpcore2", "h11", "h2", "hpack", "urllib3", "aiohttp"),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+from rich.console import Console
 from rich.table import Table
 
 from bridge.cli.env_files import load_env_files
@@ -26,16 +29,20 @@ from bridge.queue.campaigns import (
     submit,
 )
 from bridge.queue.connection import configured_url
-from bridge.queue.estimate import TargetEstimate
-from bridge.queue.estimate import estimate as estimate_jobs
 from bridge.queue.jobs import Job
 from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import who
 from bridge.reports.promptfoo_json import write_promptfoo_outputs
+from bridge.reports.writer import ensure_html_beside
 from bridge.results.results_file import results_path
 from bridge.targets.targets_file import Targets
+
+if TYPE_CHECKING:
+    from bridge.queue.estimate import TargetEstimate
+
+log = logging.getLogger(__name__)
 
 
 @click.command("run")
@@ -136,6 +143,8 @@ def run_command(
     if cache:
         jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
     if estimate:
+        from bridge.queue.estimate import estimate as estimate_jobs  # its price database
+
         TerminalConsole().print(estimate_table(estimate_jobs(jobs)))
         return
     out_dir = (out or default_out(files)).resolve()
@@ -143,7 +152,10 @@ def run_command(
     if not detach and (local_worker or configured_url() is None):
         load_env_files((f.path, f.project.root) for f in files)  # this process is the worker
     with open_runtime(
-        worker=not detach, force_local_worker=local_worker, concurrency=concurrency
+        worker=not detach,
+        force_local_worker=local_worker,
+        concurrency=concurrency,
+        await_worker=False,
     ) as runtime:
         if runtime.embedded or local_worker:
             check_targets_here(files, jobs)
@@ -171,13 +183,16 @@ def run_command(
         if detach:
             echo(campaign_id)
             return
+        runtime.worker_ready()  # it started while the jobs were planned and sent
         console.print(f"campaign [bold]{campaign_id}[/]: {counted(len(jobs), 'job')}")
+        complete: list[Path] = []  # its report is written once the summary is printed
         try:
             final = follow_campaign(
                 runtime.client,
                 info,
                 console,
                 rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done, "run"),
+                on_complete=complete.append,
             )
             paid = paid_again(runtime.client, campaign_id)
         except KeyboardInterrupt:
@@ -187,14 +202,17 @@ def run_command(
                 f"Continue with `evalrelay resume {campaign_id}`."
             )
             sys.exit(130)
-    print_summary(console, info, final)
-    if paid:
-        console.print(paid_again_text(paid))
-    for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
-        for written in write_promptfoo_outputs(
-            loaded.path, campaign_id, results_path(out_dir, campaign_id)
-        ):
-            console.print(f"promptfoo results: {written}")
+        runtime.stop_worker()  # it winds down while the summary is printed
+        print_summary(console, info, final)
+        if paid:
+            console.print(paid_again_text(paid))
+        for results in dict.fromkeys(complete):  # the collector may say so twice
+            write_report_beside(console, results)
+        for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
+            for written in write_promptfoo_outputs(
+                loaded.path, campaign_id, results_path(out_dir, campaign_id)
+            ):
+                console.print(f"promptfoo results: {written}")
     code, why = exit_status(final, min_score)
     if why:
         console.print(why)
@@ -211,6 +229,15 @@ DETACH_NEEDS_A_CLUSTER = (
     "  evalrelay collect\n"
     "  evalrelay run FILES --detach"
 )
+
+
+def write_report_beside(console: Console, results: Path) -> None:
+    """The HTML report beside the complete results; one that cannot be written is only
+    logged, as the collector does: the results stand."""
+    try:
+        console.print(f"report: {ensure_html_beside(results)}")
+    except Exception:
+        log.exception("could not write the report of %s", results)
 
 
 def estimate_table(found: dict[str, TargetEstimate]) -> Table:

@@ -22,7 +22,6 @@ from bridge.evalfile.evaluators import (
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.config import translate_promptfoo
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
 from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import (
@@ -32,7 +31,6 @@ from bridge.evalfile.schema import (
     FileSegment,
     ToolMessage,
 )
-from bridge.evalfile.suite_format import is_suite, translate_suite
 from bridge.evalfile.tools import (
     ToolChoice,
     ToolDefinition,
@@ -146,16 +144,30 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
     doc = load_document(path, project.config.load_limits)
     if project.untrusted:
         _refuse_untrusted(doc, path, project.untrusted)
+    if isinstance(doc.data, dict) and "evalcases" in doc.data:
+        # Already an `evalcases` document: the translators (and the template engine they
+        # load, a tenth of a second) are imported only for the files that need them.
+        return EvalDocument(doc, [], _plain_format(path))
+    from bridge.evalfile.suite_format import is_suite, translate_suite
+
     if is_promptfoo(path, doc.data):
+        from bridge.evalfile.promptfoo.config import translate_promptfoo
+
         doc, notes = translate_promptfoo(doc, project)
         return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
     if is_suite(doc.data):
         doc, notes = translate_suite(doc, project)
         return EvalDocument(doc, notes, SUITE_FORMAT)
-    return EvalDocument(doc, [], "AgentV JSONL dataset" if path.suffix == ".jsonl" else None)
+    return EvalDocument(doc, [], _plain_format(path))
+
+
+def _plain_format(path: Path) -> str | None:
+    return "AgentV JSONL dataset" if path.suffix == ".jsonl" else None
 
 
 def _refuse_untrusted(doc: YamlDocument, path: Path, untrusted: Untrusted) -> None:
+    from bridge.evalfile.suite_format import is_suite
+
     shape = "promptfoo" if is_promptfoo(path, doc.data) else "suite" if is_suite(doc.data) else None
     problems = raw_problems(doc, shape, untrusted) if shape else []
     if problems:

@@ -12,8 +12,6 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import Draft202012Validator, validator_for
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -69,6 +67,10 @@ class ToolDefinition(_Written):
     @field_validator("parameters")
     @classmethod
     def _a_json_schema_of_an_object(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        # Imported here: a tenth of a second that only cases with tools need.
+        from jsonschema.exceptions import SchemaError
+        from jsonschema.validators import Draft202012Validator, validator_for
+
         try:
             validator_for(schema, default=Draft202012Validator).check_schema(schema)
         except SchemaError as exc:

@@ -33,6 +33,10 @@ SOCKET_PATH_LIMIT = 100
 
 START_TIMEOUT_SECONDS = 20.0
 
+START_POLL_SECONDS = 0.01
+"""How often a starting server is asked whether it answers: a refused connection to a Unix
+socket costs microseconds, and every command on the embedded default waits for this."""
+
 
 def evalrelay_home() -> Path:
     return Path(os.environ.get("EVALRELAY_HOME") or Path.home() / ".evalrelay")
@@ -145,7 +149,7 @@ def _start(data_dir: Path, url: str) -> None:
             raise PrerequisiteError(
                 f"the embedded redis-server did not start; see {data_dir / 'redis.log'}"
             )
-        time.sleep(0.05)
+        time.sleep(START_POLL_SECONDS)
 
 
 def _server_environment() -> dict[str, str]:

@@ -1,8 +1,10 @@
 """The local worker of `evalrelay run`: the same Celery worker as in a cluster, in a child
 process forked from the command.
 
-Forked, not started afresh: the child has every module the command imported already, so
-it is ready at once; and in a process of its own it has a core of its own, where a worker
+Forked, not started afresh: the child has every module the command imported already,
+the worker's own too (imported on a thread while the embedded Redis starts), so it is ready
+at once, while the command goes on sending (`wait=False`: the command waits for it only
+once the jobs are sent); in a process of its own it has a core of its own, where a worker
 in the command's process shared one with the collector and the progress display (a
 2,000-case run took a third longer that way).
 
@@ -13,14 +15,15 @@ of `bridge` to that).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import select
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 from bridge.errors import PrerequisiteError
 
@@ -32,16 +35,53 @@ STOP_TIMEOUT_SECONDS = 30.0
 """How long the worker may take to finish the jobs it runs once told to stop."""
 
 
+_importing: list[threading.Thread] = []
+
+
+def import_worker_meanwhile() -> None:
+    """Start importing the worker's modules on a thread while this process waits for
+    something else (the embedded Redis to start): the child forked later has them. The
+    fork waits for the thread (forked in the middle of an import, the child could find the
+    import lock held for good)."""
+    if not _importing:
+        _importing.append(
+            threading.Thread(target=_import_worker, name="evalrelay-worker-imports", daemon=True)
+        )
+        _importing[0].start()
+
+
+def _import_worker() -> None:
+    """The worker's modules, and the HTTP client its vendors' SDKs are built on."""
+    importlib.import_module("worker.app").preload_http_client()
+
+
+def worker_imported() -> None:
+    """Wait for `import_worker_meanwhile`'s thread, if one was started."""
+    for thread in _importing:
+        thread.join()
+
+
+class LocalWorker(NamedTuple):
+    ready: Callable[[], None]
+    """Returns once the worker is ready; raises when it did not start."""
+    stop: Callable[[], None]
+    """Tells it to finish the jobs it runs and exit, without waiting for it (leaving the
+    block waits)."""
+
+
 @contextlib.contextmanager
-def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> Iterator[None]:
+def local_worker(
+    redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
+) -> Iterator[LocalWorker]:
     """A Celery worker (threads pool) in a child process, stopped on leaving the block.
 
-    The child stops when the pipe from this process closes: on leaving the block, and
-    also when this process dies without leaving it (SIGKILL), so no worker outlives it.
-    Ctrl-C is this process's to handle (it cancels the campaign, then stops the worker).
+    The child stops when the pipe from this process closes: on leaving the block (or at
+    `stop`), and also when this process dies without leaving it (SIGKILL), so no worker
+    outlives it. Ctrl-C is this process's to handle (it cancels the campaign, then stops
+    the worker). `ready` is waited for before the block starts unless `wait` is False
+    (then the caller calls it, later).
     """
-    import worker.app  # noqa: F401  (imported before the fork: the child starts at once)
-
+    worker_imported()
     hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"  # named after the command
     ready_read, ready_write = os.pipe()
     stop_read, stop_write = os.pipe()
@@ -58,12 +98,27 @@ def local_worker(redis_url: str, queues: list[str], concurrency: int = 16) -> It
             os._exit(code)
     os.close(ready_write)
     os.close(stop_read)
-    try:
-        if not _ready(ready_read, START_TIMEOUT_SECONDS):
+    started = False
+    stopping = False
+
+    def ready() -> None:
+        nonlocal started
+        if not started and not _ready(ready_read, START_TIMEOUT_SECONDS):
             raise PrerequisiteError("the local worker did not start; see the log above")
-        yield
+        started = True
+
+    def stop() -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            os.close(stop_write)  # the worker finishes the jobs it runs, then exits
+
+    try:
+        if wait:
+            ready()
+        yield LocalWorker(ready, stop)
     finally:
-        os.close(stop_write)  # the worker finishes the jobs it runs, then exits
+        stop()
         os.close(ready_read)
         _reap(child)
 
@@ -94,13 +149,14 @@ def _serve(
     """The child: run the worker until the parent's pipe closes or SIGTERM comes."""
     from celery.worker import state as worker_state
 
-    from worker.app import create_app, preload_http_client, start_background, stop_background
-
     def stop_worker(*_: Any) -> None:
         worker_state.should_stop = 0  # EX_OK: the worker's loop stops it, after its jobs
 
+    # Set before the worker's modules are imported here: Ctrl-C is the command's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop_worker)
+
+    from worker.app import create_app, preload_http_client, start_background, stop_background
 
     def on_ready(consumer: Any) -> None:
         start_background(consumer)

@@ -4,8 +4,9 @@ A job's JSON (about 1.2 KB for a one-turn case, more with files, rubrics or a lo
 prompt) is stored in Redis once, under its id, for the reaper, `resume` and `retry`
 (`bridge.queue.campaigns.store_jobs`). Carrying it whole in its message as well doubled
 what a queued campaign costs Redis, and kombu's base64 of the body added a third on top.
-So a message names the job (campaign, id, attempt, and when it began waiting for
-capacity), and the worker reads the stored job. Sending stores a job that is not stored
+So a message names the job (its id, attempt, and when it began waiting for capacity if
+it did: the campaign is in the stored job, and a batch of 64 jobs carried its id 64
+times), and the worker reads the stored job. Sending stores a job that is not stored
 yet (a job sent by hand, or by a test), so every message names a job Redis has.
 
 These two functions are the whole contract between sender and worker on a message's
@@ -27,13 +28,14 @@ from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 
-REFERENCE_FIELDS = ("campaign_id", "job_id", "attempt", "waiting_since")
-"""What a message carries of its job; the rest is read from the stored job."""
-
 
 def payload_of(job: Job) -> dict[str, Any]:
-    """The message's argument for `job`: a reference to the stored job."""
-    return {field: getattr(job, field) for field in REFERENCE_FIELDS}
+    """The message's argument for `job`: a reference to the stored job (a waiting time
+    only once it has one: base64 made each `null` cost a queued job 30 bytes)."""
+    payload: dict[str, Any] = {"job_id": job.job_id, "attempt": job.attempt}
+    if job.waiting_since is not None:
+        payload["waiting_since"] = job.waiting_since
+    return payload
 
 
 def keep_stored(client: redis.Redis, pipe: Any, jobs: list[Job]) -> None:

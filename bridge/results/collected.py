@@ -15,6 +15,7 @@ import logging
 import socket
 from collections import Counter
 from collections.abc import Iterable
+from itertools import islice
 from pathlib import Path
 from typing import Any, cast
 
@@ -149,11 +150,11 @@ def make_home(client: redis.Redis, campaign_id: str, file: ResultsFile, collecto
 
 def record_lines(client: redis.Redis, campaign_id: str, file: ResultsFile) -> None:
     """Add to `collected` and `counts` the jobs whose line is in the file and not in Redis."""
-    ids = sorted(file.job_ids)
-    known: list[Any] = []
-    for start in range(0, len(ids), SCAN_PAGE):
-        known += client.smismember(collected_key(campaign_id), ids[start : start + SCAN_PAGE])
-    unknown = {job_id for job_id, member in zip(ids, known, strict=True) if not member}
+    unknown: set[str] = set()
+    ids = iter(file.job_ids)
+    while page := list(islice(ids, SCAN_PAGE)):  # never every id of a big campaign at once
+        known = client.smismember(collected_key(campaign_id), page)
+        unknown.update(job_id for job_id, member in zip(page, known, strict=True) if not member)
     if unknown:
         count(client, campaign_id, file.statuses_of(unknown), sign=1)
 
@@ -182,7 +183,11 @@ def forget_results(client: redis.Redis, campaign_id: str, results: Iterable[Resu
 def copy_from_stream(client: redis.Redis, campaign_id: str, file: ResultsFile) -> int:
     """Write into the file, from the stream, the collected results it lacks; returns how many
     it still lacks (their entries are gone: the stream is emptied once a file is complete)."""
-    lacking = {str(i) for i in client.smembers(collected_key(campaign_id))} - file.job_ids
+    lacking = {
+        str(job_id)
+        for job_id in client.sscan_iter(collected_key(campaign_id), count=SCAN_PAGE)
+        if str(job_id) not in file.job_ids
+    }
     if lacking:
         file.append(_taken(lacking, checkpointed(client, campaign_id)))
     stream, start = results_stream_key(campaign_id), "-"

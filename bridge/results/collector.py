@@ -144,6 +144,12 @@ class Collector:
         """Each campaign's entries acknowledged and still in its stream, with their result
         JSON, until there are enough to move into its checkpoint."""
 
+    def graded(self) -> bool:
+        """Whether a campaign open here has a graded result: its summaries will compute
+        statistics (and load their libraries, a hundred MB a process never loads for
+        campaigns without evaluators)."""
+        return any(file.summary.scored for file in self.files.values())
+
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
         try:

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from genai_prices import Usage as PricedUsage
-from genai_prices import data_snapshot
-
 from bridge.results.result import Cost, Usage
 
 log = logging.getLogger(__name__)
+
+_importing = threading.Lock()
 
 PRICE_PROVIDERS = {
     **{kind: kind for kind in ("openai", "anthropic", "azure")},
@@ -38,6 +38,11 @@ def cost_of(
         return Cost(usd=vendor_usd, source="vendor")
     if usage is None or usage.input_tokens is None:
         return None
+    with _importing:  # a worker's threads price answers at once: one of them imports
+        # Imported here: the database (and the HTTP client it brings) is for answers with
+        # token counts only, and every worker, collector and `run` imports this module.
+        from genai_prices import Usage as PricedUsage
+
     priced = PricedUsage(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens or 0,
@@ -61,6 +66,9 @@ def cost_of(
 def _priced_model(model: str, vendor: str | None) -> tuple[Any, Any] | None:
     """The database's provider and model for a name, looked up once per process: a name
     it does not know is searched for in every provider, a cost paid for every answer."""
+    with _importing:
+        from genai_prices import data_snapshot
+
     try:
         return data_snapshot.get_snapshot().find_provider_model(model, None, vendor, None)
     except LookupError:

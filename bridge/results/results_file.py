@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator, KeysView
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from bridge.results.job_ids import JobIds
 from bridge.results.result import Result
 from bridge.results.summary import CampaignSummary, write_atomically
 
@@ -29,7 +30,7 @@ def summary_path(out_dir: Path, campaign_id: str) -> Path:
 
 
 class ResultsFile:
-    """The file as it is on disk: what it holds in memory (`statuses`, `summary`) is only
+    """The file as it is on disk: what it holds in memory (`job_ids`, `summary`) is only
     ever what an fsync has made durable, so a disk error (ENOSPC, EFBIG, EIO, a failing
     fsync) leaves nothing counted, acknowledged or trimmed that the disk does not hold."""
 
@@ -38,13 +39,13 @@ class ResultsFile:
         self.path = results_path(out_dir, campaign_id)
         self.summary_path = summary_path(out_dir, campaign_id)
         self.summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
-        self.statuses: dict[str, str] = {}
-        """The status of each job with a line in the file."""
+        self.job_ids = JobIds()
+        """The jobs with a line in the file (16 bytes each: a campaign may have millions)."""
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
         try:
             _drop_torn_tail(self.path, self.fd)
             for result in read_results(self.path):
-                self.statuses[result.job_id] = result.status.value
+                self.job_ids.add(result.job_id)
                 self.summary.add(result)
             self.synced_size = os.fstat(self.fd).st_size
             """Bytes known to be on disk: the file is cut back to this after a failed write."""
@@ -59,7 +60,7 @@ class ResultsFile:
         line stays behind) and the error is raised: nothing of the batch counts as written."""
         new: dict[str, Result] = {}
         for result in results:
-            if result.job_id not in self.statuses and result.job_id not in new:
+            if result.job_id not in self.job_ids and result.job_id not in new:
                 new[result.job_id] = result
         if not new:
             return []
@@ -72,7 +73,7 @@ class ResultsFile:
             raise
         self.synced_size += len(data)
         for result in new.values():
-            self.statuses[result.job_id] = result.status.value
+            self.job_ids.add(result.job_id)
             self.summary.add(result)
         return list(new.values())
 
@@ -85,12 +86,15 @@ class ResultsFile:
         except OSError:
             pass
 
-    @property
-    def job_ids(self) -> KeysView[str]:
-        return self.statuses.keys()
-
-    def statuses_of(self, job_ids: Iterable[str]) -> dict[str, str]:
-        return {job_id: self.statuses[job_id] for job_id in job_ids}
+    def statuses_of(self, job_ids: set[str]) -> dict[str, str]:
+        """The status of each of these jobs, read from the file's lines (kept in memory,
+        they would cost every job of the campaign; this is asked only when a file is
+        opened, of the few lines Redis did not record)."""
+        return {
+            result.job_id: result.status.value
+            for result in _whole_lines(self.path, sync=False)
+            if result.job_id in job_ids
+        }
 
     def write_summary(self) -> None:
         write_atomically(self.summary_path, json.dumps(self.summary.as_json(), indent=2) + "\n")
@@ -107,7 +111,7 @@ def summary_on_disk(path: Path, campaign_id: str, expected: int | None) -> Campa
     """The summary of the whole lines the file holds on disk, each job once: what
     `summary.json` says at the end, never what a collector believes it wrote."""
     summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
-    seen: set[str] = set()
+    seen = JobIds()
     for result in _whole_lines(path, sync=True):
         if result.job_id not in seen:
             seen.add(result.job_id)

@@ -136,6 +136,10 @@ class Observations:
                 bool(result.passed),
             )
 
+    def __bool__(self) -> bool:
+        """Whether any result was graded."""
+        return any(self.by_target.values())
+
     def cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
         """Each case's graded answers of `target`, in repeat order; of a repeat listed
         twice (a retried job), the later line."""
@@ -383,7 +387,11 @@ def _libraries() -> None:
 
 
 def campaign_statistics(observations: Observations) -> CampaignStatistics:
-    """Every target, and every pair of targets in name order (`b` against `a`, a < b)."""
+    """Every target, and every pair of targets in name order (`b` against `a`, a < b).
+    With no graded result there is nothing to compute, and the libraries (seconds of
+    imports) are not waited for: a run of cases without evaluators never loads them."""
+    if not observations:
+        return CampaignStatistics(targets={}, pairs=[])
     with quiet():
         return _campaign_statistics(observations)
 

@@ -27,6 +27,7 @@ from pydantic import (
 from bridge.evalfile.evaluators import compile_regex
 from bridge.evalfile.limits import Seconds
 from bridge.targets.cli_command import check_no_placeholder_in_scripts
+from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES as DEFAULT_KEY_VARIABLES
 
 ENV_REFERENCE = re.compile(
     r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}"
@@ -522,7 +523,6 @@ QUEUE_FOR_KIND = {
 }
 """Which Celery queue runs jobs of each provider kind."""
 
-DEFAULT_KEY_VARIABLES = frozenset(
-    cls.KEY_ENV for cls in (OpenAITarget, AzureTarget, AnthropicTarget, GeminiTarget) if cls.KEY_ENV
-)
-"""The variables API providers read keys from when a target names none."""
+API_KEY_TARGETS = (OpenAITarget, AzureTarget, AnthropicTarget, GeminiTarget)
+"""The API providers that read a key from a variable when a target names none: theirs are
+`DEFAULT_KEY_VARIABLES`."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from jsonschema import Draft202012Validator
 
 MAX_OBJECT = 100_000
 """promptfoo reads at most this many characters from each `{`."""
@@ -63,6 +62,8 @@ def _object_end(text: str, start: int) -> tuple[Any, int] | None:
 
 def schema_errors(value: Any, schema: dict[str, Any]) -> str | None:
     """Why `value` breaks `schema` (its first error), or None when it conforms."""
+    from jsonschema import Draft202012Validator  # a tenth of a second, for these checks only
+
     error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
     if error is None:
         return None

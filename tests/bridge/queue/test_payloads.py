@@ -33,7 +33,7 @@ def test_a_message_names_its_job_and_carries_none_of_it(
     store_jobs(client, [job])
     JobQueue.connect(redis_url).send([job])
     payload, size = sent_payload(client, "api")
-    assert payload == {"campaign_id": "c", "job_id": "j", "attempt": 1, "waiting_since": None}
+    assert payload == {"job_id": "j", "attempt": 1}
     assert size < 2000  # the 5,000-character question stays in the stored job
     assert job_of(client, payload) == job
 

@@ -41,6 +41,18 @@ def test_results_come_back_by_target_dataset_case_and_repeat(tmp_path: Path) -> 
     assert campaign.summary.results == 6 and campaign.tallies["gpt"].outcomes.total() == 5
 
 
+def test_the_order_is_that_of_the_ids_and_repeats_as_python_sorts_them(tmp_path: Path) -> None:
+    """Ids that begin others, upper case, accents and repeats past 255 sort as the
+    (case id, repeat) of each line would, whatever the keys are made of."""
+    cases = [("ab", 0), ("a", 300), ("a-b", 1), ("é", 0), ("Z", 2), ("a", 2), ("a", 256)]
+    lines = [
+        graded(case_id, "gpt", 0.9, job_id=f"{case_id}/{repeat}", repeat=repeat)
+        for case_id, repeat in cases
+    ]
+    campaign = CampaignResults.load(write_campaign(tmp_path, lines))
+    assert [r.job_id for r in campaign.results()] == [f"{c}/{r}" for c, r in sorted(cases)]
+
+
 def test_a_results_file_replaced_since_it_was_loaded_is_not_read_at_its_old_offsets(
     tmp_path: Path,
 ) -> None:
