@@ -219,9 +219,7 @@ def expected_pairs(graded: dict[str, Graded], pairs: list[tuple[str, str]]) -> l
 
 
 def sign_flip_p(differences: np.ndarray) -> float:
-    test = permutation_test(
-        (differences,), np.mean, permutation_type="samples", n_resamples=np.inf
-    )
+    test = permutation_test((differences,), np.mean, permutation_type="samples", n_resamples=np.inf)
     return float(test.pvalue)
 
 
