@@ -170,7 +170,7 @@ def run_command(
         if detach:
             echo(campaign_id)
             return
-        console.print(f"campaign [bold]{campaign_id}[/]: {counted(len(jobs), 'job')}")
+        console.print(f"campaign {campaign_id}: {counted(len(jobs), 'job')}")
         try:
             final = follow_campaign(
                 runtime.client,
