@@ -19,6 +19,8 @@ what the calls under way cost beyond their estimates, and never more than they c
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 import time
 
 import redis
@@ -26,7 +28,7 @@ import redis
 from bridge.keys import audit_key, budget_key, cancel_key, paused_key
 from bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
 from bridge.queue.campaigns import JOB_TTL_SECONDS
-from bridge.queue.steering import AUDIT_LENGTH, Paused
+from bridge.queue.steering import AUDIT_LENGTH
 
 _ADMIT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
@@ -97,22 +99,34 @@ class Admitted(enum.Enum):
         return self in (Admitted.PAUSED, Admitted.CANCELLED, Admitted.BUDGET)
 
 
+_ADMIT_SHA = hashlib.sha1(_ADMIT.encode()).hexdigest()
+"""The script is sent by its hash (EVALSHA), its text only when Redis does not have it: it
+runs once for every call to a target."""
+
+_DETAIL = f"{BUDGET_REASON}: the next call would pass the limit"
+
+
 def admit(
     client: redis.Redis, campaign_id: str, job_id: str, by: str, estimate_usd: float | None = None
 ) -> Admitted:
     """One round trip: may this job's call start now?"""
     now = time.time()
-    state = Paused(reason=BUDGET_REASON, at=now, by=by).model_dump_json()
-    keys = (
+    # A `Paused`, written only if this call pauses the campaign (json: no model per call).
+    state = json.dumps({"reason": BUDGET_REASON, "at": now, "by": by})
+    keys = [
         cancel_key(campaign_id),
         paused_key(campaign_id),
         budget_key(campaign_id),
         audit_key(campaign_id),
-    )
+    ]
     estimate = -1 if estimate_usd is None else round(estimate_usd * NANO)
-    detail = f"{BUDGET_REASON}: the next call would pass the limit"
-    args = (job_id, estimate, state, str(now), by, detail, AUDIT_LENGTH, JOB_TTL_SECONDS)
-    return Admitted(str(client.eval(_ADMIT, len(keys), *keys, *args, HELD_PREFIX)))
+    args: list[str | int] = [job_id, estimate, state, str(now), by, _DETAIL, AUDIT_LENGTH]
+    args += [JOB_TTL_SECONDS, HELD_PREFIX]
+    try:
+        found = client.evalsha(_ADMIT_SHA, len(keys), *keys, *args)
+    except redis.exceptions.NoScriptError:
+        found = client.eval(_ADMIT, len(keys), *keys, *args)
+    return Admitted(str(found))
 
 
 def release(client: redis.Redis, campaign_id: str, job_id: str) -> bool:
