@@ -158,3 +158,37 @@ def test_cancel_of_a_running_campaign_stops_its_calls_and_ends_it(
     statuses = Counter(str(line["status"]) for line in lines)
     assert statuses == {"ok": calls, "cancelled": SLOW_CASES - calls}, statuses
     assert len({line["job_id"] for line in lines}) == SLOW_CASES
+
+
+def test_cancel_of_a_detached_campaign_ends_its_collector_within_seconds(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    with serving(Reply(openai_chat(), delay=SLOW_CALL_SECONDS)) as server:
+        root = slow_target_project(project, server.url)
+        processes.worker(client, "w1@test", "--concurrency", "16", extra_env=KEY)
+        out = root / "out"
+        evals = str(root / "evals/e.yaml")
+        sent = evalrelay(
+            "run",
+            evals,
+            "--target",
+            "m",
+            "--out",
+            str(out),
+            "--detach",
+            env=processes.env,
+            cwd=root,
+        )
+        assert sent.returncode == 0, sent.stderr
+        campaign = sent.stdout.strip()
+        collect = processes.start("collect", "--campaign", campaign, name="collect")
+        wait_for(lambda: len(server.seen) >= 4, 60, "the first calls")
+        cancelled = evalrelay("cancel", campaign, env=processes.env, cwd=root)
+        returned = time.monotonic()
+        assert cancelled.returncode == 0, cancelled.stderr
+        assert collect.wait(20) == 0, processes.log("collect")
+        assert starts_after(server, returned) == []
+        calls = len(server.seen)
+    lines = read_jsonl(out / f"{campaign}.jsonl")
+    statuses = Counter(str(line["status"]) for line in lines)
+    assert statuses == {"ok": calls, "cancelled": SLOW_CASES - calls}, statuses
