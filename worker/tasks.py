@@ -124,7 +124,9 @@ def spend(client: redis.Redis, result: Result, published: bool, worker: str) -> 
         if charge(client, campaign_id, usd if published else None, worker, result.job_id):
             log.warning("campaign %s: budget reached; paused", campaign_id)
     except redis.RedisError as exc:
-        log.warning("campaign %s: could not charge $%g to its budget: %s", campaign_id, usd, exc)
+        log.warning(
+            "campaign %s: could not charge $%g to its budget: %s", campaign_id, usd or 0, exc
+        )
 
 
 def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
