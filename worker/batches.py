@@ -34,11 +34,12 @@ from worker.execute import execute_async
 from worker.heap import settle_once
 from worker.holds import take_hold
 from worker.lease import BEGIN, LeaseBegin
-from worker.providers.base import NoCapacity
+from worker.providers.admission import holds_reservation
+from worker.providers.base import NoCapacity, Steered
 from worker.publish import PUBLISH, PUBLISHED, Publication, outcome_of
 from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
-from worker.tasks import JOB_TASK, spend, wait_for_capacity
+from worker.tasks import JOB_TASK, skipped, spend, step_aside, wait_for_capacity
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +212,10 @@ async def run_job(
     lease = begin.lease(client, outcome)
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
-        await rounds.run(_LET_GO, (holders_key(),), (job.job_id, message))
+        if outcome == "cancelled":  # rare: a campaign cancelled for good gets its line
+            await asyncio.to_thread(skipped, client, job, worker, outcome, message)
+        else:
+            await rounds.run(_LET_GO, (holders_key(),), (job.job_id, message))
         return outcome
     try:
         with lease.heartbeat():  # also while publishing waits for Redis
@@ -220,15 +224,17 @@ async def run_job(
     except NoCapacity as busy:
         await asyncio.to_thread(lease.release)
         return await asyncio.to_thread(wait_for_capacity, client, queue, job, worker, busy, message)
+    except Steered as steered:
+        await asyncio.to_thread(lease.release)
+        return await asyncio.to_thread(step_aside, client, queue, job, steered, message)
     except BaseException:
         with contextlib.suppress(redis.RedisError):
             await asyncio.to_thread(lease.release)
         raise
-    spent = result.spent_usd()  # the answer and its judges, in one charge
-    if published == PUBLISHED and spent is not None:
-        await asyncio.to_thread(spend, client, job.campaign_id, spent, worker)
+    if result.spent_usd() is not None or holds_reservation(job.job_id):
+        # the answer and its judges, in one charge
+        await asyncio.to_thread(spend, client, result, published == PUBLISHED, worker)
     log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
-
     return result.status.value
 
 

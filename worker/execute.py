@@ -36,7 +36,7 @@ from bridge.targets.targets_file import references
 from worker.conversation import Conversation, Respond, converse
 from worker.grading.grade import grade, grades_at_once
 from worker.grading.run_facts import RunFacts
-from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput
+from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, Steered
 from worker.providers.call import call_provider, call_provider_async
 from worker.recorded import recorded_output, recorded_turn
 
@@ -63,8 +63,9 @@ async def execute_async(job: Job, worker: str, client: redis.Redis | None = None
         return await asyncio.to_thread(execute, job, worker, client)
     began = Began.now()
     try:
-        output = await call_provider_async(job, began.clock + job.timeout_seconds, client)
-    except NoCapacity:
+        deadline = began.clock + job.timeout_seconds
+        output = await call_provider_async(job, deadline, client, steered=True)
+    except (NoCapacity, Steered):
         raise
     except Exception as exc:
         answered = failure_of(job, exc)
@@ -104,10 +105,10 @@ class Answered:
 
 def answer_of(job: Job, call: Callable[[], ProviderOutput | Conversation]) -> Answered:
     """The target's answer, or the failure that stood for it: every outcome is one, but
-    `NoCapacity` (not a result: the job goes back to its queue)."""
+    `NoCapacity` and `Steered` (not results: the job goes back to its queue)."""
     try:
         got = call()
-    except NoCapacity:
+    except (NoCapacity, Steered):
         raise
     except Exception as exc:
         return failure_of(job, exc)
@@ -222,7 +223,7 @@ def _answer(job: Job, deadline: float, client: redis.Redis | None) -> ProviderOu
     """The target's answer; in a regrade, the answer recorded, with no call."""
     if job.recorded is not None:
         return recorded_output(job.recorded)
-    return call_provider(job, deadline, client)
+    return call_provider(job, deadline, client, steered=True)
 
 
 def _responder(deadline: float, client: redis.Redis | None) -> Respond:
@@ -231,7 +232,7 @@ def _responder(deadline: float, client: redis.Redis | None) -> Respond:
 
     def respond(asking: Job, number: int) -> ProviderOutput | None:
         if asking.recorded is None:
-            return call_provider(asking, deadline, client)
+            return call_provider(asking, deadline, client, steered=True)
         if number == 1:
             recorded_output(asking.recorded)
         return recorded_turn(asking, number)

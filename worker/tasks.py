@@ -11,15 +11,17 @@ from celery import Celery, Task
 
 from bridge.clock import now_seconds
 from bridge.queue.budget import charge
+from bridge.queue.campaigns import cancel_ends
 from bridge.queue.celery_queue import RUN_CASE, JobQueue
 from bridge.queue.holders import let_go
 from bridge.queue.jobs import Job
 from bridge.queue.payloads import job_of
-from bridge.results.result import Status
+from bridge.results.result import Result, Status
 from worker.execute import execute, never_started
 from worker.holds import take_hold
 from worker.lease import Lease
-from worker.providers.base import NoCapacity
+from worker.providers.admission import give_back, holds_reservation, settled
+from worker.providers.base import NoCapacity, Steered
 from worker.publish import PUBLISHED, publish
 from worker.stopping import hand_back, released, stopping
 
@@ -58,6 +60,32 @@ def register_tasks(app: Celery, client: Callable[[], redis.Redis]) -> None:
             return run_job(client(), job, worker, message)
         except NoCapacity as busy:
             return wait_for_capacity(client(), JobQueue(app, client()), job, worker, busy, message)
+        except Steered as steered:
+            return step_aside(client(), JobQueue(app, client()), job, steered, message)
+
+
+def step_aside(
+    client: redis.Redis, queue: JobQueue, job: Job, steered: Steered, message: str
+) -> str:
+    """Back to the queue, unstarted, after its campaign was steered while it waited to call:
+    its next delivery meets the pause (left for `unpause`) or the cancel (a `cancelled`
+    line) as any queued job does."""
+    give_back(client, job)
+    log.info("job %s: %s; back to its queue", job.job_id, steered)
+    queue.send([job])
+    let_go(client, job.job_id, message)  # after the new message went out: never unheld
+    return "stepped aside"
+
+
+def skipped(client: redis.Redis, job: Job, worker: str, outcome: str, message: str) -> None:
+    """A job not run: a campaign cancelled for good gets its `cancelled` line (once, however
+    many deliveries meet it); else the worker only stops holding its message."""
+    if outcome == "cancelled" and cancel_ends(client, job.campaign_id):
+        why = "the campaign was cancelled before this job started"
+        line = never_started(job, worker, Status.CANCELLED, why, now_seconds(client))
+        publish(client, line, job.target.queue, message_id=message)
+    elif message:
+        let_go(client, job.job_id, message)
 
 
 def wait_for_capacity(
@@ -82,14 +110,23 @@ def wait_for_capacity(
     return "waiting"
 
 
-def spend(client: redis.Redis, campaign_id: str, usd: float, worker: str) -> None:
-    """Charge the campaign's budget, if it has one; a charge Redis refused is logged, the
-    result being published already."""
+def spend(client: redis.Redis, result: Result, published: bool, worker: str) -> None:
+    """Charge the campaign's budget what a published result cost (answer and judges), if
+    it has one, settling the reservation its call held; a result already published only
+    gives the reservation back. A charge Redis refused is logged, the result being
+    published already."""
+    campaign_id, usd = result.campaign_id, result.spent_usd()
+    held = holds_reservation(result.job_id)
+    if not held and (usd is None or not published):
+        return
+    settled(result.job_id)
     try:
-        if charge(client, campaign_id, usd, worker):
+        if charge(client, campaign_id, usd if published else None, worker, result.job_id):
             log.warning("campaign %s: budget reached; paused", campaign_id)
     except redis.RedisError as exc:
-        log.warning("campaign %s: could not charge $%g to its budget: %s", campaign_id, usd, exc)
+        log.warning(
+            "campaign %s: could not charge $%g to its budget: %s", campaign_id, usd or 0, exc
+        )
 
 
 def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> str:
@@ -112,8 +149,7 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
         raise
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
-        if message:
-            let_go(client, job.job_id, message)
+        skipped(client, job, worker, outcome, message)
         return outcome
     try:
         with lease.heartbeat():  # also while publishing waits for Redis
@@ -122,8 +158,8 @@ def run_job(client: redis.Redis, job: Job, worker: str, message: str = "") -> st
     except BaseException:
         lease.release()
         raise
-    spent = result.spent_usd()  # the answer and its judges, in one charge
-    if published == PUBLISHED and spent is not None:
-        spend(client, job.campaign_id, spent, worker)
+    spend(
+        client, result, published == PUBLISHED, worker
+    )  # the answer and its judges, in one charge
     log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
     return result.status.value

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import redis
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, TimeElapsedColumn
 from rich.progress import Progress as Bar
+from rich.text import Text
 
 from bridge.cli.terminal import counted
 from bridge.clock import now_seconds
@@ -97,17 +98,17 @@ def follow_campaign(
         )
 
     collector = new_collector()
-    ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"))
+    ride_out = RideOut(lambda text: console.print(text, style="yellow"))
     started = time.monotonic()
     warned = False
     held: Paused | None = None
     checked = float("-inf")
     columns = (
-        TextColumn("[bold]{task.description}"),
+        FieldColumn("label"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[counts]}"),
-        TextColumn("{task.fields[rate]}"),
+        FieldColumn("counts"),
+        FieldColumn("rate"),
         TimeElapsedColumn(),
     )
 
@@ -127,7 +128,8 @@ def follow_campaign(
     try:
         with Bar(*columns, console=console, transient=False) as bar:
             total = info.total if sent is None else len(sent)
-            task = bar.add_task("jobs", total=total, counts="", rate="")
+            running = Text("jobs", style="bold")
+            task = bar.add_task("jobs", total=total, label=running, counts=Text(), rate="")
             while True:
                 state = ride_out(one_round)
                 rate = state.done / max(time.monotonic() - started, 1e-6)
@@ -143,7 +145,7 @@ def follow_campaign(
                     held = now_held
                 bar.update(
                     task,
-                    description=f"[red]paused: {held.reason}[/]" if held else "jobs",
+                    label=Text(f"paused: {held.reason}", style="red") if held else running,
                     completed=state.done,
                     total=state.total,
                     counts=counts_text(state.counts),
@@ -156,7 +158,7 @@ def follow_campaign(
                     kept = set(collector.results_file(info.campaign_id).job_ids)
                     collector.close()
                     again = ride_out(functools.partial(rebuild, kept))
-                    console.print(f"[red]{lost_and_rebuilt(info, len(kept), again)}[/]")
+                    console.print(lost_and_rebuilt(info, len(kept), again), style="red")
                     collector = new_collector()
                 if state.finished:
                     break
@@ -169,18 +171,32 @@ def follow_campaign(
     return summary
 
 
-def pause_line(campaign_id: str, held: Paused | None) -> str:
+class FieldColumn(ProgressColumn):
+    """A task's field shown as the text it is: a pause's reason is never read as markup."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__()
+        self.field = field
+
+    def render(self, task: Task) -> Text:
+        value = task.fields.get(self.field, "")
+        return value if isinstance(value, Text) else Text(str(value))
+
+
+def pause_line(campaign_id: str, held: Paused | None) -> Text:
     """What the progress says when the campaign it follows is paused, or goes on again."""
     if held is None:
-        return f"[green]campaign {campaign_id} goes on[/]"
+        return Text(f"campaign {campaign_id} goes on", style="green")
     if held.reason == BUDGET_REASON:
-        return (
-            f"[red]campaign {campaign_id} is paused: {BUDGET_REASON}. `evalrelay unpause "
-            f"{campaign_id} --budget-usd N` lets it go on with a higher budget[/]"
+        return Text(
+            f"campaign {campaign_id} is paused: {BUDGET_REASON}. `evalrelay unpause "
+            f"{campaign_id} --budget-usd N` lets it go on with a higher budget",
+            style="red",
         )
-    return (
-        f"[yellow]campaign {campaign_id} is paused ({held.reason}, by {held.by}): "
-        f"`evalrelay unpause {campaign_id}` lets it go on[/]"
+    return Text(
+        f"campaign {campaign_id} is paused ({held.reason}, by {held.by}): "
+        f"`evalrelay unpause {campaign_id}` lets it go on",
+        style="yellow",
     )
 
 
@@ -246,11 +262,15 @@ def warn_without_workers(client: redis.Redis, console: Console, info: CampaignIn
         else f"no worker has reported in the last {NO_WORKER_WARNING_SECONDS:.0f} s"
     )
     console.print(
-        f"[yellow]{who}; start one with `evalrelay worker --queues {queues}`, or run "
-        "with --local-worker. Waiting.[/]"
+        f"{who}; start one with `evalrelay worker --queues {queues}`, or run "
+        "with --local-worker. Waiting.",
+        style="yellow",
     )
     return True
 
 
-def counts_text(counts: dict[str, int]) -> str:
-    return " ".join(f"[{STATUS_STYLES.get(k, 'red')}]{k} {v}[/]" for k, v in sorted(counts.items()))
+def counts_text(counts: dict[str, int]) -> Text:
+    """`ok 3 timeout 1`, each status in its colour."""
+    return Text(" ").join(
+        Text(f"{k} {v}", style=STATUS_STYLES.get(k, "red")) for k, v in sorted(counts.items())
+    )

@@ -31,11 +31,9 @@ def limit_command(
     with open_runtime(worker=False) as runtime:
         if clear:
             clear_limits(runtime.client, target, who())
-            console.print(f"target [bold]{target}[/]: back to its targets file's limits")
+            console.print(f"target {target}: back to its targets file's limits")
             return
         limits = LiveLimits(rpm=rpm, tpm=tpm, max_concurrency=concurrency)
         set_limits(runtime.client, target, limits, who())
         shown = ", ".join(f"{k} {v}" for k, v in limits.model_dump(exclude_none=True).items())
-        console.print(
-            f"target [bold]{target}[/]: {shown} for every worker within {REFRESH_SECONDS:.0f} s"
-        )
+        console.print(f"target {target}: {shown} for every worker within {REFRESH_SECONDS:.0f} s")

@@ -9,6 +9,7 @@ import click
 import redis
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from bridge.cli.follow import STATUS_STYLES
 from bridge.cli.terminal import counted
@@ -23,13 +24,14 @@ from bridge.reports.statistics_text import (
 )
 from bridge.reports.writer import report_path
 from bridge.results.collected import results_home, where_results_are
+from bridge.results.result import Status
 from bridge.results.results_file import results_path
 from bridge.results.statistics import CampaignStatistics
 from bridge.results.summary import CampaignSummary
 
 SHOWN_FAILURES = 20
 
-EXIT_OK, EXIT_CASES_FAILED, EXIT_UNANSWERED = 0, 1, 2
+EXIT_OK, EXIT_CASES_FAILED, EXIT_UNANSWERED, EXIT_CANCELLED = 0, 1, 2, 3
 
 
 def print_summary(
@@ -114,7 +116,7 @@ def print_failures(console: Console, summary: CampaignSummary) -> None:
     table.add_column("why")
     for failure in summary.failures[:SHOWN_FAILURES]:
         repeat = f" #{failure.repeat}" if failure.repeat else ""
-        status = f"[{STATUS_STYLES.get(failure.status, 'red')}]{failure.status}[/]"
+        status = Text(failure.status, style=STATUS_STYLES.get(failure.status, "red"))
         table.add_row(failure.case_id + repeat, failure.target, status, failure.reason)
     console.print(table)
     if summary.failed > SHOWN_FAILURES:
@@ -122,8 +124,15 @@ def print_failures(console: Console, summary: CampaignSummary) -> None:
 
 
 def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int, str | None]:
-    """2 when a job got no answer to grade; else 1 below `--min-score`, or, without it,
-    when a case failed; else 0. The text says why, for the terminal."""
+    """3 when the campaign was cancelled (its jobs not started have `cancelled` lines); else
+    2 when a job got no answer to grade; else 1 below `--min-score`, or, without it, when a
+    case failed; else 0. The text says why, for the terminal."""
+    cancelled = summary.counts.get(Status.CANCELLED.value, 0)
+    if cancelled:
+        return EXIT_CANCELLED, (
+            f"exit {EXIT_CANCELLED}: the campaign was cancelled; {cancelled} of "
+            f"{counted(summary.results, 'job')} never started"
+        )
     if summary.unanswered:
         return EXIT_UNANSWERED, (
             f"exit {EXIT_UNANSWERED}: {summary.unanswered} of "

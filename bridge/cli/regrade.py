@@ -99,7 +99,7 @@ def regrade_command(
         write_record(info)
         submit(client, runtime.queue, info, planned.jobs, files)
         console.print(
-            f"campaign [bold]{campaign_id}[/]: {counted(len(planned.jobs), 'result')} "
+            f"campaign {campaign_id}: {counted(len(planned.jobs), 'result')} "
             f"of {old.campaign_id} graded again, no target called"
         )
         if planned.left_out:

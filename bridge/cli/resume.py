@@ -107,7 +107,7 @@ def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
     alone (sending them again would only pay for them twice)."""
     waiting = missing - unsent
     left = f"; {waiting} still queued, running or waiting to be collected" if waiting else ""
-    return f"campaign [bold]{campaign}[/]: {unsent} of {counted(total, 'job')} sent again{left}"
+    return f"campaign {campaign}: {unsent} of {counted(total, 'job')} sent again{left}"
 
 
 def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
@@ -174,7 +174,7 @@ def rebuilt(
             f"`evalrelay resume {info.campaign_id}` sends what it still lacks"
         )
     console.print(
-        f"campaign [bold]{info.campaign_id}[/] was not in this Redis (it lost its data): "
+        f"campaign {info.campaign_id} was not in this Redis (it lost its data): "
         f"rebuilt from its eval files and {results.parent}: "
         f"{counted(len(done), 'result')} kept, {counted(len(sent), 'job')} sent again"
     )

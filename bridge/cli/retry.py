@@ -91,7 +91,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         detail = f"{counted(len(jobs), 'job')} sent again ({chosen}){by}"
         change = Change(action="retry", at=time.time(), by=who(), detail=detail)
         record(runtime.client, campaign, change)
-        console.print(f"campaign [bold]{campaign}[/]: {counted(len(jobs), 'job')} sent again{by}")
+        console.print(f"campaign {campaign}: {counted(len(jobs), 'job')} sent again{by}")
         summary = follow_campaign(
             runtime.client, info, console, sent=[j.job_id for j in jobs], collect=not collector
         )

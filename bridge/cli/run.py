@@ -184,7 +184,7 @@ def run_command(
             echo(campaign_id)
             return
         runtime.worker_ready()  # it started while the jobs were planned and sent
-        console.print(f"campaign [bold]{campaign_id}[/]: {counted(len(jobs), 'job')}")
+        console.print(f"campaign {campaign_id}: {counted(len(jobs), 'job')}")
         complete: list[Path] = []  # its report is written once the summary is printed
         try:
             final = follow_campaign(

@@ -16,7 +16,6 @@ from typing import Any
 import click
 import redis
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
@@ -31,6 +30,7 @@ from bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
     Rebuilt,
+    ended_many,
     list_campaigns,
     load_info,
     progress_many,
@@ -111,9 +111,10 @@ def print_campaigns(
     shown = infos if show_all else recent(infos, states, last)
     if shown:
         homes = results_homes(client, [i.campaign_id for i in shown])
-        stopped = paused_many(client, [i.campaign_id for i in shown])
-        paid = paid_again_many(client, [i.campaign_id for i in shown])
-        print_fitted(console, *campaign_tables(shown, states, homes, stopped, paid))
+        ids = [i.campaign_id for i in shown]
+        stopped, ended = paused_many(client, ids), ended_many(client, ids)
+        paid = paid_again_many(client, ids)
+        print_fitted(console, *campaign_tables(shown, states, homes, stopped, ended, paid))
         unfinished = [i for i in shown if not states[i.campaign_id].finished]
         print_lost_jobs(console, unfinished)
         print_uncollected(console, client, unfinished, embedded)
@@ -140,6 +141,7 @@ def campaign_tables(
     states: dict[str, Progress],
     homes: dict[str, ResultsHome | None],
     stopped: set[str],
+    ended: set[str],
     paid: dict[str, dict[str, int]] | None = None,
 ) -> Iterator[Table]:
     """The campaigns table, then the same with ever fewer columns, for `print_fitted`."""
@@ -153,7 +155,8 @@ def campaign_tables(
                 info.campaign_id,
                 f"{state.done}/{state.total}"
                 + (" rebuilt" if info.rebuilt else "")
-                + (" paused" if info.campaign_id in stopped else "")
+                + (" cancelled" if info.campaign_id in ended else "")
+                + (" paused" if info.campaign_id in stopped - ended else "")
                 + paid_again_mark((paid or {}).get(info.campaign_id, {})),
                 counts_text(state.counts),
                 f"{info.created_at:%Y-%m-%d %H:%M}",
@@ -176,13 +179,14 @@ def campaign_detail(client: redis.Redis, info: CampaignInfo) -> Table:
     table = Table(show_header=False)
     table.add_column("field", style="bold", no_wrap=True)
     table.add_column("value")
-    rows = {
+    rows: dict[str, str | Text] = {
         "name": info.name or "",
         "created": f"{info.created_at:%Y-%m-%d %H:%M}",
         "targets": ", ".join(info.targets),
         "done": f"{state.done}/{state.total} "
         f"({count_missing(client, info.campaign_id)} without a result)",
         "statuses": counts_text(state.counts),
+        "cancelled": "yes" if ended_many(client, [info.campaign_id]) else "",
         "paused": paused_text(paused(client, info.campaign_id)),
         "budget": budget_text(budget_of(client, info.campaign_id)),
         "changes": "\n".join(change_text(c) for c in audit(client, info.campaign_id)),
@@ -201,7 +205,7 @@ def paused_text(state: Paused | None) -> str:
     if state is None:
         return ""
     since = datetime.fromtimestamp(state.at, UTC)
-    return escape(f"yes, since {since:%Y-%m-%d %H:%M:%S} UTC by {state.by}: {state.reason}")
+    return f"yes, since {since:%Y-%m-%d %H:%M:%S} UTC by {state.by}: {state.reason}"
 
 
 def budget_text(budget: Budget | None) -> str:
@@ -214,7 +218,7 @@ def change_text(change: Change) -> str:
     """One line of the campaign's audit, as `status CAMPAIGN` lists them."""
     when = datetime.fromtimestamp(change.at, UTC)
     detail = f": {change.detail}" if change.detail else ""
-    return escape(f"{when:%Y-%m-%d %H:%M:%S} UTC {change.action} by {change.by}{detail}")
+    return f"{when:%Y-%m-%d %H:%M:%S} UTC {change.action} by {change.by}{detail}"
 
 
 def print_uncollected(
@@ -318,7 +322,7 @@ def limits_table(changes: Sequence[dict[str, str]]) -> Table:
     for change in changes:
         when = datetime.fromtimestamp(float(change["at"]), UTC)
         row = (f"{when:%Y-%m-%d %H:%M:%S}", change["target"], change["change"], change["by"])
-        table.add_row(*map(escape, row))
+        table.add_row(*row)
     return table
 
 
@@ -392,4 +396,4 @@ def print_lost(console: Console, known: set[str]) -> None:
     """Campaigns whose results folder here keeps them but this Redis does not: it lost its
     data. Each is named with the command that rebuilds it."""
     for lost in lost_campaigns(Project.containing(Path.cwd()).results_dir, known):
-        console.print(f"[red]{lost}[/]")
+        console.print(lost, style="red")

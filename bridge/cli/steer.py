@@ -10,32 +10,42 @@ import click
 
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
-from bridge.queue.budget import budget_of, set_budget
+from bridge.queue.budget import BUDGET_REASON, budget_of, set_budget
 from bridge.queue.campaigns import resolve_campaign
 from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import cancel_campaign, pause, paused, unpause, who
+from bridge.queue.steering import (
+    cancel_campaign,
+    pause,
+    paused,
+    refuse_finished,
+    unpause,
+    who,
+)
 
 
 @click.command("pause")
 @click.argument("campaign")
 @click.option("--reason", default="paused by hand", show_default=True, help="Shown by status.")
 def pause_command(campaign: str, reason: str) -> None:
-    """Stop workers taking CAMPAIGN's jobs; running ones finish. `unpause` continues it.
+    """Stop CAMPAIGN's calls: none starts once this returns; calls under way finish.
+    `unpause` continues it.
 
     CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
     """
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=False) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
+        refuse_finished(runtime.client, campaign, "pause")
         if pause(runtime.client, campaign, reason, who()):
             console.print(
-                f"campaign [bold]{campaign}[/] paused: workers take none of its jobs now, "
-                f"those running finish; `evalrelay unpause {campaign}` continues it"
+                f"campaign {campaign} paused: no call of its jobs starts now, those under "
+                f"way finish; `evalrelay unpause {campaign}` continues it",
+                markup=False,
             )
         else:
             state = paused(runtime.client, campaign)
             why = f" ({state.reason}, by {state.by})" if state else ""
-            console.print(f"campaign [bold]{campaign}[/] was paused already{why}")
+            console.print(f"campaign {campaign} was paused already{why}", markup=False)
 
 
 @click.command("unpause")
@@ -53,10 +63,13 @@ def unpause_command(campaign: str, budget_usd: float | None) -> None:
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=False) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
+        refuse_finished(runtime.client, campaign, "unpause")
         budget = budget_of(runtime.client, campaign)
         if budget is not None:
             limit = budget_usd if budget_usd is not None else budget.limit_usd
-            if limit <= budget.spent_usd:
+            held = paused(runtime.client, campaign)
+            reached = held is not None and held.reason == BUDGET_REASON and budget_usd is None
+            if limit <= budget.spent_usd or reached:  # reached: the next call would pass it
                 raise EvalrelayError(
                     f"campaign {campaign} spent ${budget.spent_usd:g} of its ${budget.limit_usd:g} "
                     f"budget: give a higher one, `evalrelay unpause {campaign} --budget-usd N`"
@@ -68,23 +81,27 @@ def unpause_command(campaign: str, budget_usd: float | None) -> None:
         again = unpause(runtime.client, campaign, who())
         runtime.queue.send(again)
         console.print(
-            f"campaign [bold]{campaign}[/] goes on: {counted(len(again), 'job')} sent again"
+            f"campaign {campaign} goes on: {counted(len(again), 'job')} sent again", markup=False
         )
 
 
 @click.command("cancel")
 @click.argument("campaign")
 def cancel_command(campaign: str) -> None:
-    """Stop CAMPAIGN for good: workers skip its jobs; running ones finish.
+    """End CAMPAIGN: no call starts once this returns; calls under way finish; every job
+    not started gets a `cancelled` line, so `run` and the collector finish.
 
     CAMPAIGN is an id, the start of one, a name given to `run --name`, or `latest`.
-    `resume` or `unpause` sends the skipped jobs after all.
+    `retry CAMPAIGN --status cancelled` runs the cancelled jobs after all.
     """
     console = TerminalConsole(stderr=True)
     with open_runtime(worker=False) as runtime:
         campaign = resolve_campaign(runtime.client, campaign)
-        cancel_campaign(runtime.client, campaign, who())
+        refuse_finished(runtime.client, campaign, "cancel")
+        runtime.queue.send(cancel_campaign(runtime.client, campaign, who()))
         console.print(
-            f"campaign [bold]{campaign}[/] cancelled: workers skip its jobs; "
-            f"`evalrelay resume {campaign}` sends them after all"
+            f"campaign {campaign} cancelled: no call of its jobs starts now; each job not "
+            f"started gets a `cancelled` line; `evalrelay retry {campaign} --status "
+            "cancelled` runs them after all",
+            markup=False,
         )

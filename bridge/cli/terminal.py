@@ -4,6 +4,11 @@ screen, retitle the window or ring the bell of whoever reads the output.
 
 rich leaves ESC alone (it strips only BEL, BS, VT, FF and CR), and click prints as it
 gets: every command prints through `TerminalConsole` or `echo`.
+
+Nor does rich read any of it as markup or emoji codes: a target named `m` printed after a
+colon (`g1:m:`) became an emoji, and one named `[red]` would colour the line. The console
+reads strings as plain text; what the commands colour, they colour with a `Text` or a
+`style`, never with markup around text that came from a user.
 """
 
 from __future__ import annotations
@@ -35,6 +40,11 @@ class TerminalConsole(Console):
     `printable`, whether it came as a string, markup, a Text, a table cell or a log line.
     A Text built from a file's text is best made with `printable` itself: rich measures a
     Text before it is rendered."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        options.setdefault("markup", False)
+        options.setdefault("emoji", False)
+        super().__init__(*args, **options)
 
     def render_str(self, text: str, **options: Any) -> Text:
         """Strings and markup are made printable before rich measures them, so a table
@@ -86,6 +96,12 @@ def plain_logs() -> None:
 def echo(message: str, err: bool = False) -> None:
     """`click.echo` of text that may hold a case id, an answer or a message from a file."""
     click.echo(printable(message), err=err)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """A line of plain text and (text, style) parts: the way to colour text that may hold
+    a name, an id or a reason, none of it read as markup."""
+    return Text.assemble(*parts)
 
 
 def counted(count: int, noun: str) -> str:

@@ -17,10 +17,16 @@ from pathlib import Path
 import redis
 
 from bridge.keys import campaign_key
-from bridge.live.feed import CampaignRow
+from bridge.live.feed import CampaignRow, State
 from bridge.live.redis_link import RedisLink
 from bridge.live.tally import Tallies, Tally
-from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
+from bridge.queue.campaigns import (
+    CampaignInfo,
+    Progress,
+    ended_many,
+    list_campaigns,
+    progress_many,
+)
 from bridge.queue.steering import Paused, pauses
 from bridge.results.collected import (
     PARTIAL,
@@ -57,6 +63,8 @@ class Known:
     progress: Progress
     home: ResultsHome | None
     paused: Paused | None = None
+    cancelled: bool = False
+    """Cancelled for good (`evalrelay cancel`)."""
 
     @property
     def file(self) -> Path | None:
@@ -142,7 +150,7 @@ class Campaigns:
             done=done,
             total=progress.total,
             counts=counts,
-            state=("finished" if progress.finished else "running") if reachable else "out of reach",
+            state=_state(entry, reachable),
             created_at=info.created_at,
             targets=info.targets,
             results_in=where_results_are(entry.home, info.out_dir),
@@ -174,9 +182,15 @@ def _all_known(client: redis.Redis) -> list[Known]:
     infos = list_campaigns(client, limit=None)
     ids = [i.campaign_id for i in infos]
     states, homes = progress_many(client, ids), results_homes(client, ids)
-    held = pauses(client, ids)
+    held, ended = pauses(client, ids), ended_many(client, ids)
     return [
-        Known(i, states[i.campaign_id], homes[i.campaign_id], held.get(i.campaign_id))
+        Known(
+            i,
+            states[i.campaign_id],
+            homes[i.campaign_id],
+            held.get(i.campaign_id),
+            i.campaign_id in ended,
+        )
         for i in infos
     ]
 
@@ -189,7 +203,16 @@ def _one_known(client: redis.Redis, campaign_id: str) -> list[Known]:
     info = CampaignInfo.model_validate_json(raw)
     progress = progress_many(client, [campaign_id])[campaign_id]
     home = results_homes(client, [campaign_id])[campaign_id]
-    return [Known(info, progress, home, pauses(client, [campaign_id]).get(campaign_id))]
+    held = pauses(client, [campaign_id]).get(campaign_id)
+    return [Known(info, progress, home, held, bool(ended_many(client, [campaign_id])))]
+
+
+def _state(entry: Known, reachable: bool) -> State:
+    if not reachable:
+        return "out of reach"
+    if entry.cancelled:
+        return "cancelled"
+    return "finished" if entry.progress.finished else "running"
 
 
 def _newest_first(row: CampaignRow) -> tuple[bool, float]:

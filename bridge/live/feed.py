@@ -8,7 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-State = Literal["running", "finished", "file only", "out of reach"]
+State = Literal["running", "finished", "cancelled", "file only", "out of reach"]
+"""`cancelled`: ended by `evalrelay cancel`, its jobs not started given `cancelled` lines
+(while they arrive, and once all are in)."""
 """`file only`: Redis does not know the campaign, its results file is all there is;
 `out of reach`: Redis knew it, and cannot be asked now."""
 

@@ -22,10 +22,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bridge.errors import EvalrelayError
-from bridge.queue.budget import budget_of
+from bridge.queue.budget import BUDGET_REASON, budget_of
 from bridge.queue.campaigns import load_info
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.steering import cancel_campaign, pause, unpause
+from bridge.queue.steering import cancel_campaign, pause, paused, refuse_finished, unpause
 
 TOKEN_VARIABLE = "EVALRELAY_SERVE_TOKEN"
 STEER_HEADER = "X-Evalrelay-Steer"
@@ -83,15 +83,17 @@ class Steering:
 
     def _do(self, campaign_id: str, action: str) -> str:
         load_info(self.client, campaign_id)  # raises, naming it, when unknown
+        refuse_finished(self.client, campaign_id, action)
         by = "evalrelay serve"
         if action == "pause":
             done = pause(self.client, campaign_id, "paused from serve", by)
             return "paused" if done else "paused already"
         if action == "cancel":
-            cancel_campaign(self.client, campaign_id, by)
+            self.queue().send(cancel_campaign(self.client, campaign_id, by))
             return "cancelled"
-        budget = budget_of(self.client, campaign_id)
-        if budget is not None and budget.spent_usd >= budget.limit_usd:
+        budget, held = budget_of(self.client, campaign_id), paused(self.client, campaign_id)
+        reached = held is not None and held.reason == BUDGET_REASON
+        if budget is not None and (budget.spent_usd >= budget.limit_usd or reached):
             raise EvalrelayError(
                 f"campaign {campaign_id} spent its budget: "
                 f"`evalrelay unpause {campaign_id} --budget-usd N` gives it a higher one"

@@ -2,12 +2,12 @@
 
 Each worker charges what a result cost (`bridge.results.pricing`), its answer and its
 judges' calls in one charge, once the result is published, so a job is charged once
-however often it was delivered. The charge and the
-check are one Lua script: the charge that reaches the limit pauses the campaign
-(`bridge.queue.steering`) in the same step, with a line in its audit, and no worker starts
-another of its jobs. Calls already under way when the limit is reached still finish and
-are charged: the overshoot is at most the calls the fleet runs at once. Amounts are kept
-as whole nanodollars so that every worker adds them exactly.
+however often it was delivered. Before each call, the worker reserves what it may cost
+(`bridge.queue.admission`); the charge settles that reservation in the same step. The
+charge and the check are one Lua script: the charge that reaches the limit pauses the
+campaign (`bridge.queue.steering`) in the same step, with a line in its audit, and no
+worker starts another of its calls. Amounts are kept as whole nanodollars so that every
+worker adds them exactly.
 """
 
 from __future__ import annotations
@@ -26,8 +26,18 @@ NANO = 1_000_000_000
 
 BUDGET_REASON = "budget reached"
 
+HELD_PREFIX = "held:"
+"""The budget's hash field of one job's reservation: `held:<job_id>`."""
+
 _CHARGE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local own = redis.call('HGET', KEYS[1], ARGV[8])
+if own then
+  redis.call('HDEL', KEYS[1], ARGV[8])
+  redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(own))
+end
+if ARGV[9] == '0' then return 1 end
+redis.call('HINCRBY', KEYS[1], 'charged', 1)
 local spent = redis.call('HINCRBY', KEYS[1], 'spent', ARGV[1])
 local limit = tonumber(redis.call('HGET', KEYS[1], 'limit'))
 if spent >= limit and redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[7]) then
@@ -37,13 +47,16 @@ if spent >= limit and redis.call('SET', KEYS[2], ARGV[2], 'NX', 'EX', ARGV[7]) t
 end
 return 1
 """
-"""Charge; 2 when this charge reached the limit and paused the campaign, 1 when charged,
-0 when the campaign has no budget."""
+"""Settle the job's reservation (ARGV[8], its field) and charge (unless ARGV[9] is 0: a
+result with no price only gives its reservation back); 2 when this charge reached the
+limit and paused the campaign, 1 when charged, 0 when the campaign has no budget."""
 
 
 class Budget(BaseModel):
     limit_usd: float
     spent_usd: float
+    reserved_usd: float = 0.0
+    """What the calls under way may cost, held back from the budget until charged."""
 
 
 def nanodollars(usd: float) -> int:
@@ -63,15 +76,23 @@ def budget_of(client: redis.Redis, campaign_id: str) -> Budget | None:
     raw = cast(dict[str, str], client.hgetall(budget_key(campaign_id)))
     if "limit" not in raw:
         return None
-    return Budget(limit_usd=int(raw["limit"]) / NANO, spent_usd=int(raw.get("spent", 0)) / NANO)
+    return Budget(
+        limit_usd=int(raw["limit"]) / NANO,
+        spent_usd=int(raw.get("spent", 0)) / NANO,
+        reserved_usd=max(0, int(raw.get("reserved", 0))) / NANO,
+    )
 
 
-def charge(client: redis.Redis, campaign_id: str, usd: float, by: str) -> bool:
-    """Add what one result cost (answer and judges); True when it spent the budget and
-    paused the campaign."""
+def charge(
+    client: redis.Redis, campaign_id: str, usd: float | None, by: str, job_id: str = ""
+) -> bool:
+    """Add what one result cost (answer and judges), settling the reservation its job
+    held; `usd` None (no price) only settles. True when it spent the budget and paused the
+    campaign."""
     now = time.time()
     state = Paused(reason=BUDGET_REASON, at=now, by=by).model_dump_json()
     keys = (budget_key(campaign_id), paused_key(campaign_id), audit_key(campaign_id))
-    detail = f"{BUDGET_REASON} after a result of ${usd:g}"
-    args = (nanodollars(usd), state, str(now), by, detail, AUDIT_LENGTH, JOB_TTL_SECONDS)
-    return int(client.eval(_CHARGE, len(keys), *keys, *args)) == 2
+    detail = f"{BUDGET_REASON} after a result of ${usd or 0:g}"
+    args = (nanodollars(usd or 0), state, str(now), by, detail, AUDIT_LENGTH, JOB_TTL_SECONDS)
+    held, priced = HELD_PREFIX + job_id, "0" if usd is None else "1"
+    return int(client.eval(_CHARGE, len(keys), *keys, *args, held, priced)) == 2

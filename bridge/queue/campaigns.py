@@ -500,8 +500,31 @@ def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:
     return [job for job in stored_jobs(client, campaign_id) if job.job_id not in collected]
 
 
-def cancel(client: redis.Redis, campaign_id: str) -> None:
-    client.set(cancel_key(campaign_id), str(time.time()), ex=JOB_TTL_SECONDS)
+CANCEL_ENDS = "ends"
+"""The start of a cancel's value when the cancel ends the campaign (`evalrelay cancel`): a
+worker that meets one of its jobs then writes a `cancelled` line for it. Any other value
+(Ctrl-C on `run`) leaves the jobs without a line, for `resume`."""
+
+
+def cancel(client: redis.Redis, campaign_id: str, *, ends: bool = False) -> None:
+    """Workers skip the campaign's jobs from now on; `ends`: each gets a `cancelled` line."""
+    value = f"{CANCEL_ENDS if ends else 'interrupted'} {time.time()}"
+    client.set(cancel_key(campaign_id), value, ex=JOB_TTL_SECONDS)
+
+
+def cancel_ends(client: redis.Redis, campaign_id: str) -> bool:
+    """The campaign was cancelled for good: its jobs not started get `cancelled` lines."""
+    return str(client.get(cancel_key(campaign_id)) or "").startswith(CANCEL_ENDS)
+
+
+def ended_many(client: redis.Redis, campaign_ids: Sequence[str]) -> set[str]:
+    """The campaigns of `campaign_ids` cancelled for good, in one round trip."""
+    if not campaign_ids:
+        return set()
+    values = client.mget([cancel_key(c) for c in campaign_ids])
+    return {
+        c for c, v in zip(campaign_ids, values, strict=True) if str(v or "").startswith(CANCEL_ENDS)
+    }
 
 
 def uncancel(client: redis.Redis, campaign_id: str) -> None:

@@ -3,10 +3,17 @@
 A paused campaign keeps everything it has. Workers check the pause in the same round trip
 that would take a job's lease (`worker.lease`): a job they meet then is not run, and is
 taken off the jobs sent (`outstanding`) in that same step, so it counts as never sent.
-Jobs already running finish and are collected. `unpause` lifts the pause first and only
-then sends again the jobs that are nowhere (no result, not queued, not running): a job a
-worker skipped before the pause was lifted is among them, one still queued runs as it is,
-so none is lost and none runs twice.
+A job that had begun but still waits for its call (a `max_concurrency` slot, a rate
+limit, a retry's back-off) is checked again right before the call starts
+(`bridge.queue.admission`) and goes back to its queue, to be met there the same way: no
+call starts once the command has returned. Calls under way finish and are collected.
+`unpause` lifts the pause first and only then sends again the jobs that are nowhere (no
+result, not queued, not running): a job a worker skipped before the pause was lifted is
+among them, one still queued runs as it is, so none is lost and none runs twice.
+
+A cancel ends the campaign: every job not started gets a `cancelled` line, written by
+the worker that meets it (the jobs a pause left nowhere are sent again for that), so
+`run` and the collector finish. A finished campaign cannot be steered.
 """
 
 from __future__ import annotations
@@ -20,8 +27,16 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from bridge.errors import EvalrelayError
 from bridge.keys import audit_key, paused_key
-from bridge.queue.campaigns import JOB_TTL_SECONDS, cancel, missing_jobs, uncancel
+from bridge.queue.campaigns import (
+    JOB_TTL_SECONDS,
+    cancel,
+    cancel_ends,
+    missing_jobs,
+    progress,
+    uncancel,
+)
 from bridge.queue.jobs import Job
 from bridge.queue.outstanding import not_sent
 
@@ -115,7 +130,23 @@ def unpause(client: redis.Redis, campaign_id: str, by: str) -> list[Job]:
     return again
 
 
-def cancel_campaign(client: redis.Redis, campaign_id: str, by: str) -> None:
-    """Workers skip the campaign's jobs from now on; `resume` or `unpause` sends them."""
-    cancel(client, campaign_id)
+def cancel_campaign(client: redis.Redis, campaign_id: str, by: str) -> list[Job]:
+    """End the campaign: workers start none of its jobs from now on and write a `cancelled`
+    line for each they meet. Returns the jobs to send for that: those no queue holds (left
+    by a pause), which no worker would otherwise meet."""
+    cancel(client, campaign_id, ends=True)
+    again = not_sent(client, missing_jobs(client, campaign_id))
     record(client, campaign_id, Change(action="cancel", at=time.time(), by=by))
+    return again
+
+
+def refuse_finished(client: redis.Redis, campaign_id: str, action: str) -> None:
+    """Raise, saying so, when the campaign has every line: there is nothing to steer."""
+    done = progress(client, campaign_id)
+    if done.finished:
+        ended = " (it was cancelled)" if cancel_ends(client, campaign_id) else ""
+        raise EvalrelayError(
+            f"campaign {campaign_id} is finished{ended}: all {done.total} jobs have their "
+            f"result, so there is nothing to {action}; `evalrelay retry {campaign_id} --status "
+            "STATUSES` runs jobs again"
+        )

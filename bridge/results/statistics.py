@@ -8,6 +8,14 @@ The unit of sampling is the case (dataset and case id): repeats of one case are 
 independent, so standard errors are clustered by case (Miller 2024, "Adding Error Bars to
 Evals") and paired differences average a case's repeats first. Only graded results count
 (status `ok` or `model_failure`, with a score), as in the mean score and pass rate.
+
+Spreads follow one rule: a sample's spread is estimated with one degree of freedom taken
+for its mean (ddof=1; clustered by case, statsmodels' small-sample factor G/(G-1) over G
+cases), as Student's t requires: the mean score's interval, the paired t-test and the
+power. The pass rate's Wilson interval is the exception the rule itself makes: its
+variance p(1-p)/n is the binomial model's, not a sample's, and the clustered variance
+that sets its effective number of results is put on that same footing (no factor), so
+that one result per case gives exactly Wilson's interval on the count.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
@@ -75,16 +83,23 @@ class PairStatistics(BaseModel):
     difference: float | None
     """Mean score of `b` less that of `a`: positive when `b` scores higher."""
     difference_ci: tuple[float, float] | None
-    """The paired t interval on the case mean scores (a case's repeats averaged first),
-    cut to -1..1; null with fewer than two shared cases."""
+    """The 95% interval of `test` on the case mean scores (a case's repeats averaged
+    first), within -1..1; null with fewer than two shared cases, or when every case moved
+    by the same amount (there is no spread to make one from)."""
     test: str = "paired t-test on the case mean scores"
+    """The test behind `p_value`, the interval and the verdict: an exact sign-flip test
+    below 30 cases or when every case moved alike, else the paired t-test (`paired_test`)."""
     p_value: float | None
+    smallest_p_value: float | None = None
+    """The smallest p-value `test` can give on these cases (0.5 on two): when it is not below
+    0.05, no verdict of better or worse is possible, whatever the scores."""
     p_value_holm: float | None
     """`p_value` corrected by Holm's method across every pair of the comparison."""
     p_value_mcnemar: float | None
     """Exact McNemar on pass/fail; null when a case has several graded repeats."""
     verdict: Verdict
-    """`better` or `worse` (said of `b`) when `p_value_holm` is below 0.05."""
+    """`better` or `worse` (said of `b`) when `p_value_holm` is below 0.05 (which the
+    smallest p-value the test can give must allow)."""
     cases_for_80_power: int | None
     """About how many paired cases would detect this difference 80% of the time (at the
     5% level, before correction); null when there is no difference to detect."""
@@ -220,9 +235,10 @@ def _within(low: float, high: float, least: float, most: float) -> tuple[float, 
 
 def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     """Wilson's interval on the effective number of results (Kish): as many as would give
-    the binomial variance p(1-p)/n the variance clustered by case has (CR0, so that one
-    result per case is the plain count). Repeats that all pass (or all fail) have no
-    variance to measure: they count as one result per case."""
+    the binomial variance p(1-p)/n the variance clustered by case has (CR0: the binomial
+    variance has no small-sample factor, so neither has this), so that one result per case
+    is the plain count. Repeats that all pass (or all fail) have no variance to measure:
+    they count as one result per case."""
     import numpy as np
     from statsmodels.regression.linear_model import OLS
     from statsmodels.stats.proportion import proportion_confint
@@ -250,34 +266,129 @@ def pair_statistics(
     """`b` against `a` on their shared cases, before the Holm correction (see `corrected`)."""
     _libraries()
     import numpy as np
-    from scipy.stats import ttest_rel
 
     shared = sorted(a_cases.keys() & b_cases.keys())
     a_means = np.array([_mean_score(a_cases[c]) for c in shared], dtype=float)
     b_means = np.array([_mean_score(b_cases[c]) for c in shared], dtype=float)
     differences = b_means - a_means
-    difference = float(differences.mean()) if shared else None
-    ci = p_value = None
-    if len(shared) >= 2 and np.ptp(differences) == 0:
-        # Every case moved by the same amount: no spread to test against.
-        ci = (float(differences[0]), float(differences[0]))
-        p_value = 1.0 if differences[0] == 0 else 0.0
-    elif len(shared) >= 2:
-        test = ttest_rel(b_means, a_means)
-        low, high = test.confidence_interval(LEVEL)
-        ci, p_value = _within(low, high, -1.0, 1.0), float(test.pvalue)
+    tested = paired_test(differences)
     return PairStatistics(
         a=a,
         b=b,
         n_paired=len(shared),
-        difference=difference,
-        difference_ci=ci,
-        p_value=p_value,
+        difference=float(differences.mean()) if shared else None,
+        difference_ci=tested.ci,
+        test=tested.name,
+        p_value=tested.p_value,
+        smallest_p_value=tested.smallest_p_value,
         p_value_holm=None,
         p_value_mcnemar=_mcnemar([a_cases[c] for c in shared], [b_cases[c] for c in shared]),
         verdict="no detectable difference",
         cases_for_80_power=_cases_for_power(differences),
     )
+
+
+class PairTest(NamedTuple):
+    """The test a pair's differences got, its p-value, and the interval it gives."""
+
+    name: str
+    p_value: float | None
+    ci: tuple[float, float] | None
+    smallest_p_value: float | None
+
+
+T_TEST_CASES = 30
+"""From this many shared cases whose differences vary, the paired t-test: its p-value is
+then close to the exact one. Below, and whenever every case moved alike, a sign-flip test."""
+
+EXACT_CASES = 16
+"""Up to this many cases, the sign-flip test tries every pattern of signs (2**16)."""
+
+SAMPLED_SIGNS = 20_000
+"""Past `EXACT_CASES`, the sign-flip test tries this many random sign patterns (the same
+ones every time: the p-value does not change from one report to the next)."""
+
+SIGN_FLIP = "exact sign-flip test on the case mean scores"
+SAMPLED_SIGN_FLIP = f"sign-flip test on the case mean scores ({SAMPLED_SIGNS:,} sign patterns)"
+T_TEST = "paired t-test on the case mean scores"
+
+
+def paired_test(differences: np.ndarray) -> PairTest:
+    """The test that suits the differences (b - a, one per case), two-sided.
+
+    A t-test on a few cases, or on differences that do not vary, gives p-values that mean
+    nothing (two cases that moved alike give p = 0). There the sign-flip test is exact: under
+    no difference each case's difference is as likely negative as positive, so the p-value is
+    the share of the 2**n sign patterns whose mean is at least as far from zero as the one
+    observed. Two cases can then give no p-value below 0.5 (`smallest_p_value`), three none
+    below 0.25, five none below 0.0625. Its interval holds the shifts the test does not
+    reject."""
+    import numpy as np
+    from scipy.stats import binomtest, ttest_rel
+
+    n = len(differences)
+    if n < 2:
+        return PairTest(T_TEST, None, None, None)
+    moved = int(np.count_nonzero(differences))
+    smallest = min(1.0, 2.0 / 2.0**moved) if moved else 1.0
+    if np.ptp(differences) == 0:
+        # Every case moved alike: the sign test, which here is the sign-flip test.
+        p_value = float(binomtest(moved, moved, 0.5).pvalue) if moved else 1.0
+        return PairTest(SIGN_FLIP, p_value, None, smallest)
+    if n >= T_TEST_CASES:
+        test = ttest_rel(differences, np.zeros(n))
+        low, high = test.confidence_interval(LEVEL)
+        return PairTest(T_TEST, float(test.pvalue), _within(low, high, -1.0, 1.0), 0.0)
+    flips = SignFlips(differences)
+    name = SIGN_FLIP if flips.exact else SAMPLED_SIGN_FLIP
+    return PairTest(name, flips.p_value(0.0), flips.interval(), smallest)
+
+
+class SignFlips:
+    """The sign-flip test of one set of differences, for any shift of them: the p-value that
+    they are centred on `shift`, and the interval of shifts not rejected at the level."""
+
+    def __init__(self, differences: np.ndarray) -> None:
+        import numpy as np
+
+        n = len(differences)
+        self.exact = n <= EXACT_CASES
+        if self.exact:
+            codes = np.arange(2**n, dtype=np.uint32)[:, None] >> np.arange(n, dtype=np.uint32)
+            signs = 1.0 - 2.0 * (codes & 1)
+        else:
+            rng = np.random.default_rng(20240601)
+            signs = rng.choice(np.array([-1.0, 1.0]), size=(SAMPLED_SIGNS, n))
+        self.differences = differences
+        self.flipped, self.sums = signs @ differences, signs.sum(axis=1)
+
+    def p_value(self, shift: float) -> float:
+        import numpy as np
+
+        observed = abs(float((self.differences - shift).sum()))
+        tolerance = 1e-12 * max(1.0, observed)  # the same sum, added in another order
+        flipped = np.abs(self.flipped - shift * self.sums)
+        as_far = int(np.count_nonzero(flipped >= observed - tolerance))
+        if self.exact:  # every pattern, the observed one among them
+            return as_far / len(self.sums)
+        return (as_far + 1) / (len(self.sums) + 1)
+
+    def interval(self) -> tuple[float, float]:
+        """The shifts, between -1 and 1, whose p-value is at least 5%: found by bisection from
+        the mean (never rejected) outward."""
+        centre = float(self.differences.mean())
+        return self._edge(centre, -1.0), self._edge(centre, 1.0)
+
+    def _edge(self, inside: float, outside: float) -> float:
+        if self.p_value(outside) >= ALPHA:
+            return outside
+        for _ in range(40):
+            middle = (inside + outside) / 2
+            if self.p_value(middle) >= ALPHA:
+                inside = middle
+            else:
+                outside = middle
+        return inside
 
 
 def _mean_score(runs: list[tuple[float, bool]]) -> float:
@@ -329,7 +440,8 @@ def corrected(pairs: list[PairStatistics]) -> list[PairStatistics]:
     for i, p_holm in zip(tested, adjusted, strict=True):
         pair = pairs[i]
         verdict: Verdict = "no detectable difference"
-        if p_holm < ALPHA and pair.difference:
+        reachable = pair.smallest_p_value is None or pair.smallest_p_value < ALPHA
+        if p_holm < ALPHA and reachable and pair.difference:
             verdict = "better" if pair.difference > 0 else "worse"
         result[i] = pair.model_copy(update={"p_value_holm": float(p_holm), "verdict": verdict})
     return result

@@ -33,6 +33,7 @@ from bridge.results.result import Status
 from bridge.targets.live_limits import LIVE
 from bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings
 from worker.providers._openai import JsonDict
+from worker.providers.admission import Admission
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 from worker.providers.failures import classify_exception
 from worker.providers.limits import RateGate
@@ -100,12 +101,20 @@ class ApiProvider(Provider):
         if cached is not None:
             return cached
         gate = self._gate()
+        admission = self._admission(job)
         client = self._client()
 
         def attempt(remaining: float) -> ProviderOutput:
             timeout = self._timeout(remaining)
             with gate.call(deadline, call.tokens) if gate else nullcontext():
-                return self.send(client, call.body, timeout)
+                if admission is None:
+                    return self.send(client, call.body, timeout)
+                admission.admit(deadline)
+                try:
+                    return self.send(client, call.body, timeout)
+                except BaseException:
+                    admission.failed()
+                    raise
 
         output, calls = with_retries(attempt, classify_exception, deadline, self.retry_policy())
         return self._finished(job, call, output, calls)
@@ -117,12 +126,20 @@ class ApiProvider(Provider):
         if cached is not None:
             return cached
         gate = self._gate()
+        admission = self._admission(job)
         client = self._aclient()
 
         async def attempt(remaining: float) -> ProviderOutput:
             timeout = self._timeout(remaining)
             async with gate.acall(deadline, call.tokens) if gate else nullcontext():
-                return await self.asend(client, call.body, timeout)
+                if admission is None:
+                    return await self.asend(client, call.body, timeout)
+                await admission.aadmit(deadline)
+                try:
+                    return await self.asend(client, call.body, timeout)
+                except BaseException:
+                    admission.failed()
+                    raise
 
         output, calls = await awith_retries(
             attempt, classify_exception, deadline, self.retry_policy()
@@ -233,6 +250,12 @@ class ApiProvider(Provider):
         if not (rpm or tpm or concurrency):
             return None
         return RateGate(self.redis, s.name, rpm=rpm, tpm=tpm, max_concurrency=concurrency)
+
+    def _admission(self, job: Job) -> Admission | None:
+        """Admits each of the job's own calls after its waits (none for a judge's call)."""
+        if not self.steered or self.redis is None:
+            return None
+        return Admission(self.redis, job)
 
     def _cache_key(self, body: dict[str, Any]) -> str:
         identity = json.dumps([self.settings.provider, self.endpoint(), body], sort_keys=True)

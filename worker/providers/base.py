@@ -94,11 +94,24 @@ class NoCapacity(Exception):
         self.retry_in = retry_in
 
 
+class Steered(Exception):
+    """The job's campaign was paused or cancelled, or its budget cannot cover the call,
+    while the job waited to call its target: the call does not start, and the job goes
+    back to its queue, where its next delivery finds the campaign's state."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"campaign {why} before the call started")
+        self.why = why
+
+
 class Provider(ABC):
     """One kind of system under test."""
 
     redis: redis.Redis | None = None
     """Set by the worker before `run`: for shared rate limits and the response cache."""
+    steered: bool = False
+    """Set by the worker for a job's own calls, each admitted by its campaign's steering
+    and budget right before it starts (`worker.providers.admission`); a judge's are not."""
 
     def __init__(self, settings: TargetSettings) -> None:
         self.settings = settings

@@ -16,24 +16,31 @@ from bridge.targets.targets_file import OneTarget, interpolate
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
 
-def call_provider(job: Job, deadline: float, client: redis.Redis | None = None) -> ProviderOutput:
-    return _provider(job, client).run(job, deadline)
+def call_provider(
+    job: Job, deadline: float, client: redis.Redis | None = None, *, steered: bool = False
+) -> ProviderOutput:
+    """`steered`: the job's own call, admitted by its campaign's steering and budget right
+    before it starts (`worker.providers.admission`); a judge's call is not."""
+    return _provider(job, client, steered).run(job, deadline)
 
 
 async def call_provider_async(
-    job: Job, deadline: float, client: redis.Redis | None = None
+    job: Job, deadline: float, client: redis.Redis | None = None, *, steered: bool = False
 ) -> ProviderOutput:
     """`call_provider` on an event loop: many calls at once, no thread per call."""
-    return await _provider(job, client).arun(job, deadline)
+    return await _provider(job, client, steered).arun(job, deadline)
 
 
-def _provider(job: Job, client: redis.Redis | None) -> Provider:
+def _provider(job: Job, client: redis.Redis | None, steered: bool = False) -> Provider:
     """The job's provider, its settings read with this worker's environment."""
-    return target_provider(job.target, client)
+    return target_provider(job.target, client, steered=steered)
 
 
-def target_provider(target: TargetRef, client: redis.Redis | None = None) -> Provider:
-    """A target's provider, its settings read with this worker's environment."""
+def target_provider(
+    target: TargetRef, client: redis.Redis | None = None, *, steered: bool = False
+) -> Provider:
+    """A target's provider, its settings read with this worker's environment; `steered` as
+    for `call_provider`."""
     try:
         settings = OneTarget.model_validate(
             {"target": interpolate(target.settings, _Environment())}
@@ -41,7 +48,7 @@ def target_provider(target: TargetRef, client: redis.Redis | None = None) -> Pro
     except TargetError as exc:
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
     provider = provider_for(settings)
-    provider.redis = client
+    provider.redis, provider.steered = client, steered
     return provider
 
 

@@ -113,7 +113,7 @@ class RateGate:
         Raises `timeout` when a wait would end past the deadline."""
         if self.max_concurrency:
             while not self._take_slot(slot, self.max_concurrency):
-                yield _within(deadline, 0.05, f"max_concurrency of target {self.target}")
+                yield within(deadline, 0.05, f"max_concurrency of target {self.target}")
         if self.rpm:
             while wait := self._take(deadline, "rpm", self.rpm, 1):
                 yield wait
@@ -132,7 +132,7 @@ class RateGate:
         )
         if wait_ms == 0:
             return 0.0
-        return _within(deadline, wait_ms / 1000, f"{kind} limit of target {self.target}")
+        return within(deadline, wait_ms / 1000, f"{kind} limit of target {self.target}")
 
     def _take_slot(self, slot: str, cap: int) -> bool:
         return bool(
@@ -152,7 +152,7 @@ class RateGate:
             self.client.zrem(_bucket_key(self.target, "slots"), slot)
 
 
-def _within(deadline: float, seconds: float, what: str) -> float:
+def within(deadline: float, seconds: float, what: str) -> float:
     """`seconds`, when waiting that long still ends before the deadline."""
     if time.monotonic() + seconds >= deadline:
         raise ProviderFailure(Status.TIMEOUT, f"the job's time ran out waiting for the {what}")

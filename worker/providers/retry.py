@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from worker.providers.base import ProviderFailure
+from worker.providers.base import ProviderFailure, Steered
 
 T = TypeVar("T")
 
@@ -101,6 +101,8 @@ def with_retries(
         remaining = retrying.begin()
         try:
             output = call(remaining)
+        except Steered:
+            raise  # not a failure of the call: it never started
         except Exception as exc:
             sleep(retrying.failed(exc))
             continue
@@ -120,6 +122,8 @@ async def awith_retries(
         remaining = retrying.begin()
         try:
             output = await call(remaining)
+        except Steered:
+            raise  # not a failure of the call: it never started
         except Exception as exc:
             await sleep(retrying.failed(exc))
             continue

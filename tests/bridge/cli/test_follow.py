@@ -55,13 +55,16 @@ def test_warns_when_live_workers_serve_none_of_the_campaigns_queues(client: redi
 
 def test_the_pause_line_says_why_and_how_to_go_on() -> None:
     budget = Paused(reason="budget reached", at=0.0, by="w@host")
-    assert pause_line("c", budget) == (
-        "[red]campaign c is paused: budget reached. `evalrelay unpause c --budget-usd N` "
-        "lets it go on with a higher budget[/]"
+    line = pause_line("c", budget)
+    assert line.plain == (
+        "campaign c is paused: budget reached. `evalrelay unpause c --budget-usd N` "
+        "lets it go on with a higher budget"
     )
-    by_hand = Paused(reason="too slow", at=0.0, by="me@here")
-    assert "(too slow, by me@here): `evalrelay unpause c`" in pause_line("c", by_hand)
-    assert pause_line("c", None) == "[green]campaign c goes on[/]"
+    assert line.style == "red"
+    by_hand = Paused(reason="[bold]too slow:m:", at=0.0, by="me@here")  # never markup
+    said = pause_line("c", by_hand).plain
+    assert "([bold]too slow:m:, by me@here): `evalrelay unpause c`" in said
+    assert pause_line("c", None).plain == "campaign c goes on"
 
 
 def test_the_statistics_are_imported_at_once_for_a_small_campaign_else_near_its_end() -> None:

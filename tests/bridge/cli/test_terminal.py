@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from rich.table import Table
 from rich.text import Text
 
 from bridge.cli.terminal import PrintableFormatter, TerminalConsole, counted, plain_logs, printable
 from tests.bridge.cli.test_run import evalrelay
-from tests.conftest import WriteFiles, embedded_env
+from tests.conftest import Processes, WriteFiles, embedded_env
 
 HOSTILE_ID = "title\\e]0;pwned\\a\\e[2J"
 """A case id (YAML's escapes) that would retitle the window, ring the bell, clear the screen."""
@@ -56,15 +57,16 @@ def test_case_ids_and_questions_print_as_escapes_in_every_command(
 
 
 def test_the_console_shows_control_characters_however_they_are_printed() -> None:
-    """rich strips BEL but leaves ESC and C1 controls: strings, markup, Text objects and table
-    cells all come out as escapes, while rich's own colours stay."""
+    """rich strips BEL but leaves ESC and C1 controls: strings, styled strings, Text objects
+    and table cells all come out as escapes, while rich's own colours stay."""
     out = io.StringIO()
     console = TerminalConsole(file=out, force_terminal=True, color_system="standard", width=200)
     hostile = "a\x1b[2Jb\x9b31mc\x00"
     table = Table("case")
     table.add_row(hostile)
     table.add_row(Text(hostile))
-    console.print(f"[red]{hostile}[/]", Text(hostile), table)
+    console.print(hostile, style="red")
+    console.print(Text(hostile), table)
     written = out.getvalue()
     assert "\x1b[31m" in written  # rich's own red, and bold for the highlighted parts
     assert re.sub(r"\x1b\[[0-9;]*m", "", written).count(printable(hostile)) == 4
@@ -121,3 +123,53 @@ def test_plain_log_lines_show_control_characters_as_escapes() -> None:
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "case %s", ("a\x1b[2Jb",), None)
     line = PrintableFormatter("%(levelname)s %(message)s").format(record)
     assert line == "WARNING case a\\x1b[2Jb"
+
+
+NAMED = "targets:\n" + "".join(
+    f"  - {{name: {name}, provider: mock, response: '{answer}'}}\n"
+    for name, answer in (("a", "Paris"), ("b", "Lyon"), ("m", "Paris, France"))
+)
+EMOJI = ("\U0001f170", "\U0001f171", "\u24c2")
+"""What rich made of `:a:`, `:b:` and `:m:`: 🅰, 🅱 and Ⓜ."""
+
+
+def test_targets_named_a_b_and_m_print_as_written_in_every_command(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """rich read `g1:m:` in a line of `compare` as the emoji code `:m:`."""
+    cases = "".join(
+        f"  - {{id: c{i}, input_messages: [{{role: user, content: q{i}}}], "
+        "evaluators: [{type: icontains, value: paris}]}\n"
+        for i in range(3)
+    )
+    root = project({"targets.yaml": NAMED, "evals/e.yaml": f"evalcases:\n{cases}"})
+    processes.worker(client, "w@test")
+    env = processes.env | {"COLUMNS": "200"}
+    said = {}
+    for name in ("g1", "g2"):
+        ran = evalrelay("run", "evals", "--target", "a,b,m", "--name", name, env=env, cwd=root)
+        assert ran.returncode == 1, ran.stderr  # b fails every case
+        said[f"run {name}"] = ran.stdout + ran.stderr
+    said["status"] = evalrelay("status", env=env, cwd=root).stdout
+    compared = evalrelay("compare", "g1", "g2", env=env, cwd=root)
+    said["compare"] = compared.stdout + compared.stderr
+    for command, output in said.items():
+        assert not any(emoji in output for emoji in EMOJI), (command, output)
+    run = " ".join(said["run g1"].split())
+    for line in ("│ a │ 3 │", "│ b │ 3 │", "│ m │ 3 │", "b vs a:", "m vs a:", "m vs b:"):
+        assert line in run, (line, run)
+    assert "a, b, m" in said["status"], said["status"]
+    for t in ("a", "b", "m"):  # each side is CAMPAIGN:TARGET
+        assert re.search(rf"\bg2-\S+:{t} vs g1-\S+:{t}: ", said["compare"]), said["compare"]
+
+
+def test_no_text_is_read_as_markup_or_emoji() -> None:
+    """The console prints what it is given; colour comes from styles only."""
+    output = io.StringIO()
+    console = TerminalConsole(file=output, width=80, color_system=None)
+    console.print("target [red]x[/] on g1:m: :a: :smile:")
+    table = Table("target")
+    table.add_row("[bold]m[/bold] :b:")
+    console.print(table)
+    assert "target [red]x[/] on g1:m: :a: :smile:" in output.getvalue()
+    assert "[bold]m[/bold] :b:" in output.getvalue()

@@ -117,6 +117,35 @@ def test_the_campaign_page_buttons_pause_and_unpause_it_and_say_a_spent_budget(
         browser.run(page, click("cancel"))
         browser.until(page, f'{STEERED} === "cancel: cancelled"', 15, "the cancel")
         assert [c.action for c in audit(client, CAMPAIGN)][-1] == "cancel"
+        browser.until(page, f'{PANEL_STATE} === "cancelled"', 15, "the page to say cancelled")
+        browser.until(page, f"{STEER_SHOWN} === 'none'", 15, "the buttons to go")
+    finally:
+        browser.close()
+
+
+STEER_SHOWN = 'getComputedStyle(document.getElementById("evalrelay-live-steer")).display'
+
+
+def test_a_finished_campaign_is_not_steered_and_shows_no_buttons(
+    processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    results, port = tmp_path / "results", free_port()
+    add_campaign(client, CAMPAIGN, total=2, done=2, out_dir=str(results))
+    write_campaign(results, REPORTED, name=CAMPAIGN)
+    start_serve(processes, port, results)
+    for action in ("pause", "unpause", "cancel"):
+        status, said = post(port, f"/api/campaigns/{CAMPAIGN}/{action}", **STEER)
+        assert status == 409, said
+        assert (
+            f"is finished: all 2 jobs have their result, so there is nothing to {action}"
+            in (said["detail"])
+        )
+    assert paused(client, CAMPAIGN) is None and audit(client, CAMPAIGN) == []
+    browser = Browser(tmp_path / "chromium")
+    try:
+        page = browser.open(f"http://127.0.0.1:{port}/campaigns/{CAMPAIGN}/")
+        browser.until(page, f'{PANEL_STATE} === "finished"', 15, "the panel")
+        assert browser.run(page, STEER_SHOWN) == "none"
     finally:
         browser.close()
 

@@ -480,3 +480,20 @@ def test_a_cases_tools_reach_its_request_and_no_tools_are_none(project: WriteFil
     assert [tool.name for tool in request.tools or []] == ["weather"]
     assert request.tool_choice == "required"
     assert request_for(plain).tools is None
+
+
+def test_a_request_s_own_system_prompt_is_sent_not_the_default() -> None:
+    """A request that carries a system prompt (the case's, or its target's) sends it, with
+    or without a chat prompt; only a request without one sends the default."""
+    from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT
+
+    own = "You answer in French."
+    bare = api_messages(PromptRequest(question="q", system_prompt=own))
+    assert [(m.role, m.content) for m in bare] == [(S, own), (U, "q")]
+    guided = api_messages(PromptRequest(question="q", guidelines="Be brief.", system_prompt=own))
+    assert guided[0].content.startswith(own) and "Be brief." in guided[0].content
+    turns = [ChatMessage(role="user", content="q")]
+    chat = api_messages(PromptRequest(question="q", chat_prompt=turns, system_prompt=own))
+    assert [(m.role, m.content) for m in chat] == [(S, own), (U, "q")]
+    default = api_messages(PromptRequest(question="q"))
+    assert default[0].content == DEFAULT_SYSTEM_PROMPT != own

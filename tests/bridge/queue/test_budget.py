@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 import redis
 
 from bridge.keys import inflight_key
@@ -62,7 +63,11 @@ def test_a_budget_for_n_calls_stops_two_workers_near_n_and_unpause_finishes_it(
         wait_for(lambda: paused(client, info.campaign_id), 60, "the budget to pause it")
         wait_for(lambda: client.zcard(inflight_key()) == 0, 10, "the calls under way")
         calls = len(server.seen)
-        assert COVERED <= calls <= COVERED + WORKERS * PER_WORKER, calls
+        # Each call reserved the mean cost before it started: four could run at once, yet
+        # exactly the calls the budget covers were made.
+        assert calls == COVERED, calls
+        spent = budget_of(client, info.campaign_id)
+        assert spent is not None and spent.spent_usd <= spent.limit_usd
         time.sleep(1.5)  # ten more calls' time: none is made
         assert len(server.seen) == calls and run.poll() is None
         said = f"campaign {info.campaign_id} is paused: budget reached"
@@ -126,6 +131,44 @@ def test_judge_calls_are_charged_with_their_answers_and_reach_the_budget(
         assert state is not None and state.reason == "budget reached", processes.log("run")
         wait_for(lambda: client.zcard(inflight_key()) == 0, 10, "the call under way")
         spent = budget_of(client, info.campaign_id)
-        assert spent is not None and spent.spent_usd >= spent.limit_usd
+        # Paused before the call whose result (answer and judge) would pass the limit.
+        assert spent is not None and spent.limit_usd - 2 * EACH < spent.spent_usd
+        assert spent.spent_usd <= spent.limit_usd
         assert abs(spent.spent_usd - len(server.seen) * EACH) < 1e-9  # every call charged
         assert len(server.seen) < 2 * JUDGED_JOBS and run.poll() is None
+
+
+def test_jobs_waiting_for_a_slot_start_no_call_the_budget_cannot_cover(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """The issue's campaign: a slow priced target with `max_concurrency: 2` and sixteen jobs
+    begun at once, most of them waiting for a slot. Each call reserves its cost before it
+    starts, so the calls stop at the budget (they once went on to twice it)."""
+    covered = 10
+    with serving(Reply(openai_chat(), delay=0.5)) as server:
+        root = project(
+            {
+                "targets.yaml": f"""\
+            targets:
+              - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
+                  base_url: "{server.url}/v1", max_concurrency: 2}}
+            """,
+                "evals/e.yaml": one_turn_cases(60),
+            }
+        )
+        processes.worker(client, "a@test", "--concurrency", "16", extra_env={"OPENAI_API_KEY": "k"})
+        evals, out = str(root / "evals/e.yaml"), str(root / "out")
+        budget = f"{(covered + 0.5) * EACH:.10f}"
+        run = processes.start(
+            "run", evals, "--target", "mini", "--out", out, "--budget-usd", budget, name="run"
+        )
+        wait_for(lambda: list_campaigns(client), 30, "the campaign")
+        (info,) = list_campaigns(client)
+        wait_for(lambda: paused(client, info.campaign_id), 60, "the budget to pause it")
+        wait_for(lambda: client.zcard(inflight_key()) == 0, 10, "the calls under way")
+        time.sleep(1.5)  # three more calls' time at the cap: none is made
+        assert len(server.seen) == covered
+        spent = budget_of(client, info.campaign_id)
+        assert spent is not None and spent.spent_usd == pytest.approx(covered * EACH, abs=1e-9)
+        assert spent.spent_usd <= spent.limit_usd and spent.reserved_usd == 0
+        assert run.poll() is None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.special import comb
-from scipy.stats import ttest_rel
+from scipy.stats import permutation_test
 from statsmodels.regression.linear_model import OLS
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestPower
@@ -179,14 +179,15 @@ def expected_target(cases: Graded) -> dict[str, Any]:
 
 
 def expected_pairs(graded: dict[str, Graded], pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Below 30 cases the exact sign-flip test (scipy's permutation test, every sign pattern);
+    its interval is checked apart (`interval_of`), being no scipy function's output."""
     found = []
     for a, b in pairs:
         shared = sorted(graded[a].keys() & graded[b].keys())
         a_means = np.array([np.mean([s for s, _ in graded[a][c]]) for c in shared])
         b_means = np.array([np.mean([s for s, _ in graded[b][c]]) for c in shared])
-        test = ttest_rel(b_means, a_means)
-        low, high = test.confidence_interval(0.95)
         differences = b_means - a_means
+        assert len(shared) < 30 and np.ptp(differences) > 0  # the campaign's pairs
         effect = abs(differences.mean()) / differences.std(ddof=1)
         power = TTestPower().solve_power(effect_size=effect, alpha=0.05, power=0.8)
         if TTestPower().power(effect_size=effect, nobs=2, alpha=0.05) >= 0.8:
@@ -197,8 +198,9 @@ def expected_pairs(graded: dict[str, Graded], pairs: list[tuple[str, str]]) -> l
                 "b": b,
                 "n_paired": len(shared),
                 "difference": differences.mean(),
-                "difference_ci": [min(max(low, -1.0), 1.0), max(min(high, 1.0), -1.0)],
-                "p_value": test.pvalue,
+                "difference_ci": differences,  # checked by `interval_of`
+                "p_value": sign_flip_p(differences),
+                "smallest_p_value": 2 / 2 ** np.count_nonzero(differences),
                 "p_value_mcnemar": None,  # repeats: pass/fail is no single pair per case
                 "cases_for_80_power": math.ceil(power),
             }
@@ -214,6 +216,24 @@ def expected_pairs(graded: dict[str, Graded], pairs: list[tuple[str, str]]) -> l
             else "worse"
         )
     return found
+
+
+def sign_flip_p(differences: np.ndarray) -> float:
+    test = permutation_test((differences,), np.mean, permutation_type="samples", n_resamples=np.inf)
+    return float(test.pvalue)
+
+
+def interval_of(found: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    """Each interval holds the shifts the sign-flip test does not reject, and no more: at
+    each end within -1..1, the test rejects a shift a little further out."""
+    for pair, wanted in zip(found, expected, strict=True):
+        differences = wanted.pop("difference_ci")
+        low, high = pair.pop("difference_ci")
+        assert -1 <= low <= pair["difference"] <= high <= 1
+        for end, out in ((low, -1e-6), (high, 1e-6)):
+            assert sign_flip_p(differences - end) >= 0.05 - 1e-9
+            if abs(end) < 1:
+                assert sign_flip_p(differences - end - out) < 0.05
 
 
 def assert_close(found: Any, expected: Any, where: str) -> None:
@@ -244,7 +264,9 @@ def test_summary_json_statistics_match_scipy_and_statsmodels(campaign: tuple[Pat
     for target in TARGETS:
         assert_close(stats["targets"][target], expected_target(graded[target]), target)
     pairs = [{k: v for k, v in p.items() if k != "test"} for p in stats["pairs"]]
-    assert_close(pairs, expected_pairs(graded, list(combinations(TARGETS, 2))), "pairs")
+    expected = expected_pairs(graded, list(combinations(TARGETS, 2)))
+    interval_of(pairs, expected)
+    assert_close(pairs, expected, "pairs")
     assert [p["verdict"] for p in stats["pairs"]] == [
         "no detectable difference",  # twin against strong: one case of sixteen
         "worse",  # weak against strong
@@ -264,8 +286,10 @@ def test_compare_json_of_two_targets_matches_scipy_and_statsmodels(
     for target in ("strong", "weak"):
         assert_close(found["targets"][target], expected_target(graded[target]), target)
     (pair,) = found["pairs"]
-    del pair["test"]
-    assert_close([pair], expected_pairs(graded, [("strong", "weak")]), "pair")
+    assert pair.pop("test") == "exact sign-flip test on the case mean scores"
+    expected = expected_pairs(graded, [("strong", "weak")])
+    interval_of([pair], expected)
+    assert_close([pair], expected, "pair")
     assert found["gate"] == {"min_effect": 0.0, "failed": [["strong", "weak"]]}
 
 

@@ -39,7 +39,10 @@ def test_without_repeats_wilson_and_mcnemar_are_those_of_the_counts() -> None:
     assert stats.targets["b"].n == stats.targets["b"].results == 14
     (pair,) = stats.pairs
     assert pair.p_value_mcnemar == pytest.approx(binomtest(1, 8, 0.5).pvalue)
-    assert (pair.a, pair.b, pair.verdict) == ("a", "b", "worse")
+    # Differences of -1, 0 and +1 only: the exact sign-flip test is the exact sign test,
+    # McNemar's (p 0.07): not a difference 14 cases can show (the t-test said p 0.02).
+    assert pair.p_value == pytest.approx(pair.p_value_mcnemar)
+    assert (pair.a, pair.b, pair.verdict) == ("a", "b", "no detectable difference")
     assert pair.difference == pytest.approx(-6 / 14)
 
 
@@ -78,7 +81,7 @@ def test_one_case_or_no_difference_give_no_interval_and_no_verdict() -> None:
     assert single.pairs[0].verdict == "no detectable difference"
     same = campaign_statistics(observed({"a": [1.0, 0.5, 0.0], "b": [1.0, 0.5, 0.0]}))
     (pair,) = same.pairs
-    assert (pair.difference, pair.difference_ci, pair.p_value) == (0.0, (0.0, 0.0), 1.0)
+    assert (pair.difference, pair.difference_ci, pair.p_value) == (0.0, None, 1.0)
     assert pair.cases_for_80_power is None and pair.verdict == "no detectable difference"
 
 
@@ -129,8 +132,69 @@ def test_the_same_difference_in_every_case_needs_no_power_calculation() -> None:
     stats = campaign_statistics(observed({"a": [1.0] * 7, "b": [0.666667] * 7}))
     (pair,) = stats.pairs
     assert pair.cases_for_80_power is None
-    assert pair.difference_ci == (pytest.approx(-0.333333), pytest.approx(-0.333333))
+    assert pair.difference_ci is None  # no spread to make an interval from
+    assert pair.p_value == pytest.approx(2 / 2**7)  # the sign test: 7 cases, all one way
     assert pair.verdict == "worse"
+
+
+@pytest.mark.parametrize(("cases", "p"), [(2, 0.5), (3, 0.25), (5, 0.0625)])
+def test_a_few_cases_all_one_way_get_the_exact_sign_test_and_no_verdict(
+    cases: int, p: float
+) -> None:
+    """Two cases can never show a difference at 5%: the t-test on differences with no
+    spread said p 0 ("better, p <0.001" on two cases)."""
+    stats = campaign_statistics(observed({"a": [0.0] * cases, "b": [1.0] * cases}))
+    (pair,) = stats.pairs
+    assert pair.p_value == pytest.approx(p) == binomtest(cases, cases, 0.5).pvalue
+    assert pair.p_value_holm == pytest.approx(p)  # the verdict's p is the one printed
+    assert pair.smallest_p_value == pytest.approx(p)
+    assert pair.test.startswith("exact sign-flip")
+    assert pair.verdict == "no detectable difference"
+    varied = [1.0, 0.9, 0.8, 0.95, 0.85][:cases]  # spread, still all one way: the same p
+    (spread,) = campaign_statistics(observed({"a": [0.0] * cases, "b": varied})).pairs
+    assert spread.p_value == pytest.approx(p)
+    assert spread.verdict == "no detectable difference"
+    assert spread.difference_ci is not None and spread.difference_ci[0] <= 0.0
+
+
+def test_nine_cases_four_lost_are_no_detectable_difference_as_the_exact_tests_say() -> None:
+    """The t-test said `worse, p 0.035`; exact McNemar, Wilcoxon and sign-flip say 0.125."""
+    from scipy.stats import wilcoxon
+
+    a, b = [1.0] * 4 + [1.0, 0.0] * 2 + [0.0], [0.0] * 4 + [1.0, 0.0] * 2 + [0.0]
+    (pair,) = campaign_statistics(observed({"a": a, "b": b})).pairs
+    assert pair.p_value == pytest.approx(0.125) == pair.p_value_mcnemar
+    moved = [y - x for x, y in zip(a, b, strict=True) if y != x]
+    assert wilcoxon(moved, method="exact").pvalue == pytest.approx(pair.p_value)
+    assert pair.verdict == "no detectable difference"
+
+
+def test_the_sign_flip_test_is_scipy_s_exact_permutation_test() -> None:
+    import numpy as np
+    from scipy.stats import permutation_test
+
+    a = [0.2, 0.5, 0.1, 0.9, 0.4, 0.3, 0.6, 0.7, 0.2, 0.5, 0.4, 0.8]
+    b = [0.5, 0.6, 0.1, 1.0, 0.3, 0.6, 0.9, 0.7, 0.6, 0.4, 0.8, 0.9]
+    (pair,) = campaign_statistics(observed({"a": a, "b": b})).pairs
+    differences = np.array(b) - np.array(a)
+    expected = permutation_test(
+        (differences,), np.mean, permutation_type="samples", n_resamples=np.inf
+    ).pvalue
+    assert pair.p_value == pytest.approx(expected)
+    assert pair.verdict == ("better" if expected < 0.05 else "no detectable difference")
+    assert pair.difference_ci is not None
+    low, high = pair.difference_ci
+    assert low <= pair.difference <= high
+    assert (low > 0) == (pair.p_value < 0.05)  # the interval and the test agree
+
+
+def test_thirty_cases_with_a_clear_effect_are_better_by_the_t_test() -> None:
+    a = [0.2 + 0.01 * i for i in range(30)]
+    b = [x + 0.3 + 0.02 * (i % 5) for i, x in enumerate(a)]
+    (pair,) = campaign_statistics(observed({"a": a, "b": b})).pairs
+    assert pair.test == "paired t-test on the case mean scores"
+    assert pair.p_value is not None and pair.p_value < 0.001
+    assert pair.verdict == "better"
 
 
 INTERRUPTED_IMPORT = """

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +19,13 @@ from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
 from bridge.prompt.build import PromptRequest, api_messages
 from bridge.prompt.messages import ChatMessage
 from bridge.queue.jobs import Job
+from bridge.queue.steering import pause
 from bridge.results.result import Status
 from tests.bridge.cli.test_run import run
-from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl
+from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import (
     Reply,
+    VendorServer,
     anthropic_message,
     anthropic_tool_use,
     gemini_function_call,
@@ -34,6 +37,8 @@ from tests.worker.providers.vendor_server import (
     serving,
 )
 from worker.execute import execute
+from worker.providers.base import Steered
+from worker.providers.call import call_provider
 
 KEY = "sk-test-secret-0123456789"
 
@@ -864,3 +869,56 @@ def test_a_tool_calling_answer_of_each_vendor_is_recorded_and_graded_through_a_r
         str({"type": "tool", "name": "search"}),
     }
     assert sorted(len(b["tools"][0]["functionDeclarations"]) for b in sent["gemini"]) == [1, 2]
+
+
+def pause_after(client: redis.Redis, server: VendorServer, calls: int) -> threading.Thread:
+    """`evalrelay pause` of the jobs' campaign (`c`), from another thread, once the server
+    has received `calls` calls."""
+
+    def paused() -> None:
+        wait_for(lambda: len(server.seen) >= calls, 30, f"{calls} calls")
+        time.sleep(0.2)  # into the wait that follows
+        pause(client, "c", "by hand", "me@here")
+
+    thread = threading.Thread(target=paused, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_pause_during_a_retry_s_back_off_starts_no_second_call(client: redis.Redis) -> None:
+    limited = Reply(
+        {"error": {"message": "slow down", "type": "rate_limit"}},
+        status=429,
+        headers={"retry-after": "1.0"},
+    )
+    with serving(limited, Reply(openai_chat())) as server:
+        pause_after(client, server, 1)
+        with pytest.raises(Steered, match="paused"):
+            execute(job(openai_target(server.url), SPEC_REQUESTS["E10"]), "w", client)
+        time.sleep(1.0)
+    assert len(server.seen) == 1  # the retry found the campaign paused
+
+
+def test_a_pause_while_a_job_waits_for_its_rate_limit_starts_no_call(client: redis.Redis) -> None:
+    """60 requests a minute: one a second. The second job waits for its turn, and is
+    paused meanwhile; its call never starts."""
+    with serving(Reply(openai_chat())) as server:
+        target = openai_target(server.url, rpm=60)
+        first = execute(job(target, SPEC_REQUESTS["E10"]), "w", client)
+        assert first.status is Status.OK
+        pause_after(client, server, 1)
+        with pytest.raises(Steered, match="paused"):
+            execute(job(target, SPEC_REQUESTS["E10"]), "w", client)
+    assert len(server.seen) == 1
+
+
+def test_a_judge_s_call_is_not_held_by_the_steering(client: redis.Redis) -> None:
+    """Only the job's own calls are admitted: a paused campaign's judge still answers
+    (its job's answer came before the pause)."""
+    pause(client, "c", "by hand", "me@here")
+    with serving(Reply(openai_chat())) as server:
+        deadline = time.monotonic() + 20
+        output = call_provider(
+            job(openai_target(server.url), SPEC_REQUESTS["E10"]), deadline, client
+        )
+    assert output.answer == "Paris" and len(server.seen) == 1
