@@ -1,0 +1,146 @@
+"""One trial's container, through the worker's Docker CLI (`worker.agents.docker_cli`).
+
+The container's first process is `sleep infinity`: it only keeps the container up while
+the worker runs the agent and the tests in it with `docker exec`. Such a process ignores
+SIGTERM, so the container is removed with `docker rm --force` (SIGKILL) and never waited
+for. Every container carries the labels of its host and worker process, so the next
+worker of a host removes those a dead worker left (`docker_cli.remove_dead_workers_containers`).
+
+Files go in and out as tar streams (`docker cp -`), keeping their modes; an environment's
+variables go to `docker exec` by name, their values in the CLI's own environment, so none
+shows on the host's command lines.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+
+from bridge.evalfile.harbor.config import EnvironmentConfig
+from worker.agents import docker_cli
+
+WORKER_LABEL = "evalrelay.worker"
+JOB_LABEL = "evalrelay.job"
+KILL_SECONDS = 10.0
+"""How long the clean-up of an overrun command may take (`kill -9 -1` in the container)."""
+
+
+class ContainerError(Exception):
+    """Raised when Docker cannot start the container or move files in or out of it."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A command's exit code and output (standard error after standard output)."""
+
+    code: int
+    output: str
+    timed_out: bool
+    seconds: float
+
+
+class TrialContainer:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @classmethod
+    def start(
+        cls, image: str, env: EnvironmentConfig, workdir: str | None, labels: dict[str, str]
+    ) -> TrialContainer:
+        """The container, running, with the task's limits, network policy and variables."""
+        name = f"evalrelay-trial-{uuid.uuid4().hex[:16]}"
+        args = [
+            "run", "--detach", "--name", name, *docker_cli.labels(),
+            *[a for k, v in labels.items() for a in ("--label", f"{k}={v}")],
+            "--cpus", f"{env.cpus:g}", "--memory", f"{env.memory_mb}m",
+            "--log-driver", "none", "--pull", "never", "--entrypoint", "sleep",
+        ]  # fmt: skip
+        if env.network == "no-network":
+            args += ["--network", "none"]
+        if workdir:
+            args += ["--workdir", workdir]
+        args += [a for name_ in env.env for a in ("--env", name_)]
+        done = _cli([*args, image, "infinity"], env.env, seconds=60)
+        if done.returncode != 0:
+            docker_cli.remove(name)
+            raise ContainerError(f"docker run {image}: {_said(done)}")
+        return cls(name)
+
+    def run(
+        self,
+        command: str,
+        seconds: float,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        workdir: str | None = None,
+    ) -> Ran:
+        """`bash -c command` in the container, stopped (with every process it started) at
+        `seconds`."""
+        env = env or {}
+        args = ["exec", *[a for name in env for a in ("--env", name)]]
+        if user:
+            args += ["--user", user]
+        if workdir:
+            args += ["--workdir", workdir]
+        began = time.monotonic()
+        try:
+            done = _cli([*args, self.name, "bash", "-c", command], env, seconds=seconds)
+        except subprocess.TimeoutExpired as exc:
+            self.kill_commands()
+            output = _text(exc.stdout) + _text(exc.stderr)
+            return Ran(-1, output, True, time.monotonic() - began)
+        return Ran(done.returncode, done.stdout + done.stderr, False, time.monotonic() - began)
+
+    def kill_commands(self) -> None:
+        """Every process but the first (`kill -9 -1` spares the caller and PID 1)."""
+        _cli(["exec", self.name, "kill", "-9", "-1"], {}, seconds=KILL_SECONDS, check=False)
+
+    def put(self, tar: bytes, folder: str) -> None:
+        """Unpack a tar stream into `folder` of the container (which must exist)."""
+        done = subprocess.run(
+            [docker_cli.cli_path(), "cp", "-", f"{self.name}:{folder}"],
+            input=tar, capture_output=True, env=docker_cli.cli_environment(), timeout=120,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise ContainerError(f"docker cp into {folder}: {_text(done.stderr).strip()}")
+
+    def get(self, path: str) -> bytes | None:
+        """A tar stream of `path` in the container; None when it is not there."""
+        done = subprocess.run(
+            [docker_cli.cli_path(), "cp", f"{self.name}:{path}", "-"],
+            capture_output=True, env=docker_cli.cli_environment(), timeout=120,
+        )  # fmt: skip
+        return done.stdout if done.returncode == 0 else None
+
+    def remove(self) -> None:
+        docker_cli.remove(self.name)
+
+
+def _cli(
+    args: list[str], env: dict[str, str], seconds: float, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The Docker CLI with the worker's Docker settings and the variables `--env NAME`
+    reads; `subprocess.TimeoutExpired` past `seconds` (when `check`)."""
+    try:
+        return subprocess.run(
+            [docker_cli.cli_path(), *args],
+            env={**env, **docker_cli.cli_environment()},
+            capture_output=True, text=True, errors="replace", timeout=seconds,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        if check:
+            raise
+        return subprocess.CompletedProcess(args, 124, "", "")
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    lines = (done.stderr or done.stdout).strip().splitlines()
+    return lines[-1] if lines else f"exit code {done.returncode}"
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode("utf-8", "replace")

@@ -1,0 +1,317 @@
+"""One trial of a container task, as Harbor runs one: the image, the container, then for
+each step its files and setup, the agent, the task's tests and their reward; the files
+it left are packed for the results folder, and the container is removed.
+
+A failure of the environment (the image, Docker) ends the trial as `infra_error`; an
+agent that overruns its time is stopped and the tests still grade what it left (the
+trial is a `timeout`, with its reward); tests that overrun theirs give no reward.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from bridge.evalfile.harbor.config import StepConfig
+from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
+from bridge.queue.jobs import Job
+from bridge.results.result import Status, TaskStep
+from worker.trials.agents import AgentTurn, TaskAgent, agent_for
+from worker.trials.capacity import reserved
+from worker.trials.container import JOB_LABEL, WORKER_LABEL, ContainerError, TrialContainer
+from worker.trials.files import fetch_contents, tar_of
+from worker.trials.image import ImageError, ensure_image
+from worker.trials.outcome import TrialOutcome
+from worker.trials.pack import pack
+from worker.trials.rewards import RewardError, read_rewards, reward_of
+
+log = logging.getLogger(__name__)
+
+LOGS = "/logs"
+SETUP_SCRIPT = "setup.sh"
+SETUP_NAME = "evalrelay-setup"
+SETUP_FOLDER = f"/tmp/{SETUP_NAME}"
+"""Where a step's setup.sh runs from: apart from the working folder the agent sees."""
+OUTPUT_CHARS = 4000
+
+
+def run_trial(job: Job, worker: str, client: redis.Redis, deadline: float) -> TrialOutcome:
+    """The trial of `job` (a container task) on this host; NoCapacity when the host's
+    trials leave no room for it."""
+    spec = job.task
+    assert spec is not None
+    outcome = TrialOutcome(trial_dir=trial_dir(job))
+    contents = fetch_contents(client, spec)
+    with reserved(spec.config.environment), tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        Trial(job, spec, contents, outcome, folder, deadline).run(worker)
+        outcome.bundle, outcome.files = pack(client, folder, outcome.trial_dir)
+    return outcome
+
+
+def trial_dir(job: Job) -> str:
+    """`<campaign>/<task>__<job>`, as Harbor names a trial's folder in its job's."""
+    task = re.sub(r"[^A-Za-z0-9_.-]+", "-", job.case_id).strip("-.") or "task"
+    return f"{job.campaign_id}/{task}__{job.job_id[:8]}"
+
+
+class Trial:
+    def __init__(
+        self,
+        job: Job,
+        spec: TaskSpec,
+        contents: dict[str, bytes],
+        outcome: TrialOutcome,
+        folder: Path,
+        deadline: float,
+    ) -> None:
+        self.job, self.spec, self.contents, self.outcome = job, spec, contents, outcome
+        self.folder, self.deadline = folder, deadline
+        self.config = spec.config
+        self.agent: TaskAgent = agent_for(job.target.kind)
+        self.outputs: list[str] = []
+
+    def run(self, worker: str) -> None:
+        timings = self.outcome.timings
+        began = time.monotonic()
+        try:
+            ensure_image(self.spec, self.contents)
+        except ImageError as exc:
+            self._failed(Status.INFRA_ERROR, str(exc))
+            return
+        finally:
+            timings.build = time.monotonic() - began
+        began = time.monotonic()
+        labels = {WORKER_LABEL: worker, JOB_LABEL: self.job.job_id}
+        try:
+            container = TrialContainer.start(
+                self.spec.image, self.config.environment, self.config.environment.workdir, labels
+            )
+        except ContainerError as exc:
+            self._failed(Status.INFRA_ERROR, str(exc))
+            return
+        try:
+            self._prepare(container)
+            timings.setup = time.monotonic() - began
+            self._steps(container)
+            self._collect(container, "/logs/agent", "agent")
+            self._collect(container, "/logs/artifacts", "")
+            for path in _artifact_paths(self.config.artifacts):
+                self._collect(container, path, "artifacts")
+        except ContainerError as exc:
+            self._failed(Status.INFRA_ERROR, str(exc))
+        finally:
+            container.remove()
+        self.outcome.agent_output = "\n".join(self.outputs)[-OUTPUT_CHARS:]
+
+    def _prepare(self, container: TrialContainer) -> None:
+        made = container.run(f"mkdir -p {LOGS}/agent {LOGS}/verifier {LOGS}/artifacts", 60)
+        if made.code != 0:
+            raise ContainerError(f"the container has no working bash: {made.output.strip()}")
+
+    def _steps(self, container: TrialContainer) -> None:
+        steps: list[StepConfig | None] = list(self.config.steps) or [None]
+        results: list[TaskStep] = []
+        stopped = False
+        for step in steps:
+            if stopped:
+                assert step is not None
+                results.append(TaskStep(name=step.name, skipped=True))
+                continue
+            rewards = self._step(container, step)
+            if rewards is None:  # the environment failed: nothing more runs
+                return
+            self.outcome.rewards, self.outcome.reward = rewards, reward_of(rewards)
+            if step is not None:
+                results.append(TaskStep(name=step.name, reward=reward_of(rewards), rewards=rewards))
+                stopped = _below(step, rewards)
+        if self.config.steps:
+            self.outcome.steps = results
+
+    def _step(self, container: TrialContainer, step: StepConfig | None) -> dict[str, float] | None:
+        """One step (or the whole single-step task): its rewards, or None when the trial
+        cannot go on."""
+        timings = self.outcome.timings
+        base = f"steps/{step.name}/" if step else ""
+        logs = f"steps/{step.name}/" if step else ""
+        if step is not None:
+            began = time.monotonic()
+            ready = self._set_up(container, step)
+            timings.setup = (timings.setup or 0.0) + time.monotonic() - began
+            if not ready:
+                return None
+        agent = self.config.agent
+        turn = AgentTurn(
+            instruction=self._text(f"{base}instruction.md"),
+            folder=base,
+            seconds=self._within((step.agent.timeout_sec if step else None) or agent.timeout_sec),
+            env={**agent.env, **(step.agent.env if step else {})},
+            user=(step.agent.user if step else None) or agent.user,
+        )
+        began = time.monotonic()
+        ran = self.agent.work(container, self.spec, self.contents, turn)
+        timings.agent = (timings.agent or 0.0) + time.monotonic() - began
+        if ran is not None:
+            self.outputs.append(ran.output)
+            if ran.timed_out:
+                self._failed(
+                    Status.TIMEOUT,
+                    f"the agent did not finish within {turn.seconds:g} s (its timeout_sec); "
+                    "it was stopped and the tests graded what it left",
+                )
+        began = time.monotonic()
+        rewards = self._verify(container, step, logs)
+        timings.verifier = (timings.verifier or 0.0) + time.monotonic() - began
+        if step is not None:
+            for path in _artifact_paths(step.artifacts):
+                self._collect(container, path, f"{logs}artifacts")
+        return rewards
+
+    def _set_up(self, container: TrialContainer, step: StepConfig) -> bool:
+        """The step's `workdir/` uploaded to the container's working folder, its setup.sh
+        run there, then its healthcheck until it passes; False when either fails."""
+        prefix = f"steps/{step.name}/workdir/"
+        files = self.spec.under(prefix.rstrip("/"))
+        setup = next((f for f in files if f.path == prefix + SETUP_SCRIPT), None)
+        uploads = [f for f in files if f is not setup]
+        workdir = self._workdir(container)
+        if uploads:
+            container.put(tar_of(uploads, self.contents, strip=prefix), workdir)
+        if setup is not None:
+            container.put(tar_of([setup], self.contents, strip=prefix, into=SETUP_NAME), "/tmp")
+            ran = container.run(
+                f"bash {SETUP_FOLDER}/setup.sh; code=$?; rm -rf {SETUP_FOLDER}; exit $code",
+                self._within(self.config.environment.build_timeout_sec),
+            )
+            self.outputs.append(ran.output)
+            if ran.code != 0:
+                self._failed(
+                    Status.INFRA_ERROR, f"step '{step.name}': setup.sh failed: {ran.output[-500:]}"
+                )
+                return False
+        return step.healthcheck is None or self._healthy(container, step)
+
+    def _healthy(self, container: TrialContainer, step: StepConfig) -> bool:
+        """Docker's HEALTHCHECK: the command every `interval_sec` until it exits 0;
+        `retries` failures in a row, once `start_period_sec` is over, fail the step."""
+        check = step.healthcheck
+        assert check is not None
+        began, failures = time.monotonic(), 0
+        while True:
+            ran = container.run(check.command, self._within(check.timeout_sec))
+            if ran.code == 0:
+                return True
+            if time.monotonic() - began >= check.start_period_sec:
+                failures += 1
+            if failures >= check.retries:
+                self._failed(
+                    Status.INFRA_ERROR,
+                    f"step '{step.name}': its healthcheck failed {failures} times: "
+                    f"{ran.output.strip()[-300:]}",
+                )
+                return False
+            time.sleep(check.interval_sec)
+
+    def _verify(
+        self, container: TrialContainer, step: StepConfig | None, logs: str
+    ) -> dict[str, float]:
+        """The task's tests (the shared `tests/`, then the step's on top) in /tests, run
+        with the verifier's time and variables; the rewards they wrote."""
+        verifier = self.config.verifier
+        tests: dict[str, TaskFile] = {}
+        for folder in ["tests", *([f"steps/{step.name}/tests"] if step else [])]:
+            for file in self.spec.under(folder):
+                tests[file.path.removeprefix(folder + "/")] = file
+        cleared = container.run(
+            f"rm -rf /tests {LOGS}/verifier && mkdir -p /tests {LOGS}/verifier", 60
+        )
+        if cleared.code != 0:
+            raise ContainerError(f"could not clear /tests: {cleared.output.strip()}")
+        renamed = [f.model_copy(update={"path": p}) for p, f in tests.items()]
+        container.put(tar_of(renamed, self.contents, strip="", into="tests"), "/")
+        seconds = self._within(
+            (step.verifier.timeout_sec if step else None) or verifier.timeout_sec
+        )
+        ran = container.run(
+            "bash /tests/test.sh",
+            seconds,
+            {**verifier.env, **(step.verifier.env if step else {})},
+            (step.verifier.user if step else None) or verifier.user,
+        )
+        target = self.folder / logs
+        self._collect(container, f"{LOGS}/verifier", logs)
+        (target / "verifier").mkdir(parents=True, exist_ok=True)
+        (target / "verifier" / "test-stdout.txt").write_text(ran.output, encoding="utf-8")
+        if ran.timed_out:
+            self._failed(
+                Status.TIMEOUT,
+                f"the tests did not finish within {seconds:g} s (the verifier's timeout_sec)",
+            )
+            return {"reward": 0.0}
+        try:
+            return read_rewards(target / "verifier")
+        except RewardError as exc:
+            self._failed(Status.INFRA_ERROR, f"the task's tests wrote a bad reward: {exc}")
+            return {"reward": 0.0}
+
+    def _collect(self, container: TrialContainer, path: str, into: str) -> None:
+        """`path` of the container (a file or a folder) copied under `into/` of the trial's
+        files; nothing when it is not there."""
+        tar = container.get(path)
+        if tar is None:
+            return
+        target = self.folder / into
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+            archive.extractall(target, filter="data")
+
+    def _workdir(self, container: TrialContainer) -> str:
+        """The container's working folder: the task's `workdir`, else the image's."""
+        if self.config.environment.workdir:
+            return self.config.environment.workdir
+        ran = container.run("pwd", 30)
+        return ran.output.strip() or "/"
+
+    def _text(self, path: str) -> str:
+        file = self.spec.file(path)
+        return self.contents[file.sha256].decode("utf-8", "replace") if file else ""
+
+    def _within(self, seconds: float) -> float:
+        """`seconds`, or what is left of the job's time when that is less."""
+        return max(1.0, min(seconds, self.deadline - time.monotonic()))
+
+    def _failed(self, status: Status, message: str) -> None:
+        """Record the trial's failure; the first one stands."""
+        log.warning("job %s: %s", self.job.job_id, message)
+        if self.outcome.error is None:
+            self.outcome.status, self.outcome.error = status, message
+
+
+def _below(step: StepConfig, rewards: dict[str, float]) -> bool:
+    """Whether the step's rewards fell under its `min_reward` (the reward, or each named one)."""
+    wanted = step.min_reward
+    if wanted is None:
+        return False
+    if isinstance(wanted, dict):
+        return any(rewards.get(name, 0.0) < floor for name, floor in wanted.items())
+    return reward_of(rewards) < wanted
+
+
+def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:
+    paths = []
+    for artifact in artifacts:
+        source = (
+            artifact
+            if isinstance(artifact, str)
+            else artifact.get("source") or artifact.get("path")
+        )
+        if isinstance(source, str) and source:
+            paths.append(source)
+    return paths
