@@ -230,7 +230,10 @@ def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
     if problems:
         raise InvalidFileError(problems)
     if not files:
-        raise click.ClickException("no .yaml or .yml eval files found in the paths given")
+        raise click.ClickException(
+            "no .yaml or .yml eval files (or task folders, holding task.toml) found in the "
+            "paths given"
+        )
     return files
 
 

@@ -175,7 +175,8 @@ def load_task_file(path: Path, project: Project) -> LoadedEvalFile:
     )
     spec = EvalFile(dataset=dataset_of(path.parent), evalcases=[case])
     loaded = LoadedCase(case, [ResolvedMessage("user", [Text(instruction)])], [], None)
-    return LoadedEvalFile(path, project, spec, [loaded], task.notes, HARBOR_FORMAT, task)
+    notes = tuple(str(note) for note in task.notes)
+    return LoadedEvalFile(path, project, spec, [loaded], notes, HARBOR_FORMAT, task)
 
 
 def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str]:

@@ -69,7 +69,8 @@ class LoadedTask(NamedTuple):
     spec: TaskSpec
     instructions: list[str]
     """The instruction of each step (one for a single-step task)."""
-    notes: tuple[str, ...]
+    notes: tuple[Diagnostic, ...]
+    """Keys read in no way (Harbor ignores unknown keys), each at its place."""
 
 
 def is_task_folder(path: Path) -> bool:
@@ -111,11 +112,13 @@ def load_task(folder: Path) -> LoadedTask:
     if problems:
         raise InvalidFileError(problems)
     notes = tuple(
-        f"{toml_path}:{line}:{column}: `{'.'.join(map(str, loc))}` is not part of Harbor's "
-        "task format as evalrelay reads it; ignored"
+        Diagnostic(
+            toml_path, *places.of(loc),
+            f"`{'.'.join(map(str, loc))}` is not part of Harbor's task format as evalrelay "
+            "reads it; ignored",
+        )
         for loc in unknown_keys(config)
-        for line, column in [places.of(loc)]
-    )
+    )  # fmt: skip
     env = config.environment
     image = env.docker_image or f"{IMAGE_PREFIX}:{context_hash(files)}"
     spec = TaskSpec(
@@ -141,13 +144,19 @@ def _config(toml_path: Path, text: str) -> TaskConfig:
         return TaskConfig.model_validate(data)
     except ValidationError as exc:
         places = Places(text)
-        problems = []
+        said: dict[Loc, list[str]] = {}
         for error in exc.errors(include_url=False):
             loc: Loc = tuple(p for p in error["loc"] if isinstance(p, str | int))
-            loc = tuple(p for p in loc if not (isinstance(p, str) and "[" in p))
+            # a missing key is named in full; past a written key, pydantic's union
+            # members are not keys of the file
+            shown = loc if error["type"] == "missing" else places.written(loc)
+            said.setdefault(shown, []).append(error["msg"])
+        problems = []
+        for loc, messages in said.items():
             line, column = places.of(loc)
             where = ".".join(map(str, loc)) or "task.toml"
-            problems.append(Diagnostic(toml_path, line, column, f"{where}: {error['msg']}"))
+            text_ = "; or ".join(dict.fromkeys(messages))
+            problems.append(Diagnostic(toml_path, line, column, f"{where}: {text_}"))
         raise InvalidFileError(problems) from None
 
 

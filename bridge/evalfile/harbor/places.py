@@ -58,6 +58,13 @@ class Places:
                 path = (*path, counts[path])
         return path
 
+    def written(self, loc: Loc) -> Loc:
+        """`loc` less what pydantic adds past the key written (a union's member names)."""
+        for end in range(len(loc), 0, -1):
+            if loc[:end] in self.at:
+                return loc[:end]
+        return loc
+
     def of(self, loc: Loc) -> tuple[int, int]:
         """The place of `loc`, else of its nearest enclosing key found; 1:1 for none."""
         for end in range(len(loc), 0, -1):
