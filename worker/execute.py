@@ -238,6 +238,7 @@ def trial_result(job: Job, worker: str, client: redis.Redis | None, began: Began
         rewards=outcome.rewards or None,
         steps=outcome.steps,
         timings=outcome.timings,
+        trajectory=outcome.trajectory,
         started_at=began.at,
         finished_at=finished,
         duration_ms=int((time.monotonic() - began.clock) * 1000),

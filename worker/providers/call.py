@@ -12,6 +12,7 @@ import redis
 from bridge.errors import TargetError
 from bridge.queue.jobs import Job
 from bridge.results.result import Status
+from bridge.targets.settings import TargetSettings
 from bridge.targets.targets_file import OneTarget, interpolate
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
@@ -29,15 +30,20 @@ async def call_provider_async(
 
 def _provider(job: Job, client: redis.Redis | None) -> Provider:
     """The job's provider, its settings read with this worker's environment."""
+    provider = provider_for(resolved_settings(job))
+    provider.redis = client
+    return provider
+
+
+def resolved_settings(job: Job) -> TargetSettings:
+    """The job's target settings, its `${VAR}` references read from this worker's
+    environment; an `infra_error` naming a variable this worker lacks."""
     try:
-        settings = OneTarget.model_validate(
+        return OneTarget.model_validate(
             {"target": interpolate(job.target.settings, _Environment())}
         ).target
     except TargetError as exc:
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
-    provider = provider_for(settings)
-    provider.redis = client
-    return provider
 
 
 class _Environment(dict[str, str]):

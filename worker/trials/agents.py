@@ -3,10 +3,14 @@ task's own solution) and `nop` (nothing)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from bridge.evalfile.harbor.folder import TaskSpec
+from bridge.results.trajectory import Trajectory
 from worker.trials.container import Ran, TrialContainer
 from worker.trials.files import tar_of
 
@@ -23,42 +27,68 @@ class AgentTurn:
     user: str | None
 
 
+@dataclass(frozen=True)
+class Preparation:
+    """What the trial's container needs for the agent, known before it starts."""
+
+    readable: list[Path] = field(default_factory=list)
+    """Folders of the worker's mounted read-only at their own paths (the agent's program)."""
+    network_of: str | None = None
+    """A container whose network the trial's joins (the relay to the agent's model)."""
+
+
+@dataclass(frozen=True)
+class Worked:
+    """What the agent did in one step: its command's run, its steps, and log files for
+    the trial's `agent/` folder, by name."""
+
+    ran: Ran
+    trajectory: Trajectory | None = None
+    logs: dict[str, str] = field(default_factory=dict)
+
+
 class TaskAgent(Protocol):
+    def prepared(self, no_network: bool) -> contextlib.AbstractContextManager[Preparation]:
+        """What the container needs for this agent, kept up while the trial runs."""
+
     def work(
         self, container: TrialContainer, spec: TaskSpec, contents: dict[str, bytes], turn: AgentTurn
-    ) -> Ran | None:
+    ) -> Worked | None:
         """Do the step in the container; None when the agent ran no command."""
 
 
-class Nop:
+class BuiltIn:
+    """An agent that needs nothing of the worker's in the container."""
+
+    @contextlib.contextmanager
+    def prepared(self, no_network: bool) -> Iterator[Preparation]:
+        yield Preparation()
+
+
+class Nop(BuiltIn):
     """Does nothing: the verifier grades the environment as built."""
 
     def work(
         self, container: TrialContainer, spec: TaskSpec, contents: dict[str, bytes], turn: AgentTurn
-    ) -> Ran | None:
+    ) -> Worked | None:
         return None
 
 
-class Oracle:
+class Oracle(BuiltIn):
     """Copies the step's `solution/` to /solution and runs `bash /solution/solve.sh`."""
 
     def work(
         self, container: TrialContainer, spec: TaskSpec, contents: dict[str, bytes], turn: AgentTurn
-    ) -> Ran | None:
+    ) -> Worked | None:
         prefix = f"{turn.folder}solution/"
         files = spec.under(prefix.rstrip("/"))
         if not any(f.path == f"{prefix}solve.sh" for f in files):
-            return Ran(1, f"the task has no {prefix}solve.sh for the oracle to run", False, 0.0)
+            return Worked(Ran(1, f"the task has no {prefix}solve.sh to run", False, 0.0))
         cleared = container.run("rm -rf /solution", 30)
         if cleared.code != 0:
-            return cleared
+            return Worked(cleared)
         container.put(tar_of(files, contents, strip=prefix, into="solution"), "/")
-        return container.run("bash /solution/solve.sh", turn.seconds, turn.env, turn.user)
+        return Worked(container.run("bash /solution/solve.sh", turn.seconds, turn.env, turn.user))
 
 
-def agent_for(kind: str) -> TaskAgent:
-    """The agent of a target kind (`bridge.targets.settings.TASK_AGENT_KINDS`)."""
-    agents: dict[str, TaskAgent] = {"oracle": Oracle(), "nop": Nop()}
-    if kind not in agents:
-        raise ValueError(f"no agent of kind '{kind}' runs inside a task's container yet")
-    return agents[kind]
+BUILT_IN: dict[str, TaskAgent] = {"oracle": Oracle(), "nop": Nop()}

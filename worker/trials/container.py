@@ -13,13 +13,23 @@ shows on the host's command lines.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from bridge.evalfile.harbor.config import EnvironmentConfig
 from worker.agents import docker_cli
+from worker.agents.sandbox_docker import bind_mount
+
+
+def host_cpus() -> float:
+    """Docker refuses `--cpus` past the host's: a task asking more gets all of them."""
+    return float(os.cpu_count() or 1)
+
 
 WORKER_LABEL = "evalrelay.worker"
 JOB_LABEL = "evalrelay.job"
@@ -39,6 +49,7 @@ class Ran:
     output: str
     timed_out: bool
     seconds: float
+    stdout: str = ""
 
 
 class TrialContainer:
@@ -47,18 +58,31 @@ class TrialContainer:
 
     @classmethod
     def start(
-        cls, image: str, env: EnvironmentConfig, workdir: str | None, labels: dict[str, str]
+        cls,
+        image: str,
+        env: EnvironmentConfig,
+        workdir: str | None,
+        labels: dict[str, str],
+        readable: Sequence[Path] = (),
+        network_of: str | None = None,
     ) -> TrialContainer:
-        """The container, running, with the task's limits, network policy and variables."""
+        """The container, running, with the task's limits, network policy and variables;
+        `readable`: the worker's folders it may read, at their own paths; `network_of`:
+        a container whose network it joins (the relay to an agent's model, which keeps
+        the task's policy), instead of a network of its own."""
         name = f"evalrelay-trial-{uuid.uuid4().hex[:16]}"
         args = [
             "run", "--detach", "--name", name, *docker_cli.labels(),
             *[a for k, v in labels.items() for a in ("--label", f"{k}={v}")],
-            "--cpus", f"{env.cpus:g}", "--memory", f"{env.memory_mb}m",
+            "--cpus", f"{min(env.cpus, host_cpus()):g}", "--memory", f"{env.memory_mb}m",
             "--log-driver", "none", "--pull", "never", "--entrypoint", "sleep",
         ]  # fmt: skip
-        if env.network == "no-network":
+        if network_of is not None:
+            args += ["--network", f"container:{network_of}"]
+        elif env.network == "no-network":
             args += ["--network", "none"]
+        for folder in readable:
+            args += ["--mount", bind_mount(folder, str(folder), True)]
         if workdir:
             args += ["--workdir", workdir]
         args += [a for name_ in env.env for a in ("--env", name_)]
@@ -78,20 +102,35 @@ class TrialContainer:
     ) -> Ran:
         """`bash -c command` in the container, stopped (with every process it started) at
         `seconds`."""
+        return self.run_argv(["bash", "-c", command], seconds, env, user, workdir)
+
+    def run_argv(
+        self,
+        argv: list[str],
+        seconds: float,
+        env: dict[str, str] | None = None,
+        user: str | None = None,
+        workdir: str | None = None,
+        stdin: str | None = None,
+    ) -> Ran:
+        """`argv` in the container (`stdin` its input, else none), stopped with every
+        process it started at `seconds`."""
         env = env or {}
-        args = ["exec", *[a for name in env for a in ("--env", name)]]
+        args = ["exec", *(["--interactive"] if stdin is not None else [])]
+        args += [a for name in env for a in ("--env", name)]
         if user:
             args += ["--user", user]
         if workdir:
             args += ["--workdir", workdir]
         began = time.monotonic()
         try:
-            done = _cli([*args, self.name, "bash", "-c", command], env, seconds=seconds)
+            done = _cli([*args, self.name, *argv], env, seconds=seconds, stdin=stdin)
         except subprocess.TimeoutExpired as exc:
             self.kill_commands()
-            output = _text(exc.stdout) + _text(exc.stderr)
-            return Ran(-1, output, True, time.monotonic() - began)
-        return Ran(done.returncode, done.stdout + done.stderr, False, time.monotonic() - began)
+            stdout = _text(exc.stdout)
+            return Ran(-1, stdout + _text(exc.stderr), True, time.monotonic() - began, stdout)
+        output = done.stdout + done.stderr
+        return Ran(done.returncode, output, False, time.monotonic() - began, done.stdout)
 
     def kill_commands(self) -> None:
         """Every process but the first (`kill -9 -1` spares the caller and PID 1)."""
@@ -119,7 +158,11 @@ class TrialContainer:
 
 
 def _cli(
-    args: list[str], env: dict[str, str], seconds: float, check: bool = True
+    args: list[str],
+    env: dict[str, str],
+    seconds: float,
+    check: bool = True,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The Docker CLI with the worker's Docker settings and the variables `--env NAME`
     reads; `subprocess.TimeoutExpired` past `seconds` (when `check`)."""
@@ -127,6 +170,7 @@ def _cli(
         return subprocess.run(
             [docker_cli.cli_path(), *args],
             env={**env, **docker_cli.cli_environment()},
+            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True, text=True, errors="replace", timeout=seconds,
         )  # fmt: skip
     except subprocess.TimeoutExpired:

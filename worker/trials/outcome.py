@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from bridge.results.result import Status, TaskStep, TaskTimings
+from bridge.results.trajectory import Trajectory
 
 
 class TrialOutcome(BaseModel):
@@ -26,5 +27,7 @@ class TrialOutcome(BaseModel):
     """The trial's files, relative to `trial_dir`'s results folder."""
     bundle: str | None = None
     """The hash of the files' tar.gz in Redis, which the collector unpacks there."""
+    trajectory: Trajectory | None = None
+    """The agent's steps (every step of a multi-step task, in order)."""
     agent_output: str = ""
     """The agent's output, cut to its tail: the result's `answer`."""

@@ -23,8 +23,12 @@ from bridge.evalfile.harbor.config import StepConfig
 from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
 from bridge.queue.jobs import Job
 from bridge.results.result import Status, TaskStep
-from worker.trials.agents import AgentTurn, TaskAgent, agent_for
+from bridge.results.trajectory import TrajectoryStep
+from bridge.targets.settings import CodexTarget
+from worker.providers.call import resolved_settings
+from worker.trials.agents import BUILT_IN, AgentTurn, Preparation, TaskAgent, Worked
 from worker.trials.capacity import reserved
+from worker.trials.codex_agent import CodexInTask
 from worker.trials.container import JOB_LABEL, WORKER_LABEL, ContainerError, TrialContainer
 from worker.trials.files import fetch_contents, tar_of
 from worker.trials.image import ImageError, ensure_image
@@ -75,8 +79,9 @@ class Trial:
         self.job, self.spec, self.contents, self.outcome = job, spec, contents, outcome
         self.folder, self.deadline = folder, deadline
         self.config = spec.config
-        self.agent: TaskAgent = agent_for(job.target.kind)
+        self.agent = agent_for(job)
         self.outputs: list[str] = []
+        self.steps_taken: list[TrajectoryStep] = []
 
     def run(self, worker: str) -> None:
         timings = self.outcome.timings
@@ -89,14 +94,25 @@ class Trial:
         finally:
             timings.build = time.monotonic() - began
         began = time.monotonic()
-        labels = {WORKER_LABEL: worker, JOB_LABEL: self.job.job_id}
+        no_network = self.config.environment.network == "no-network"
         try:
-            container = TrialContainer.start(
-                self.spec.image, self.config.environment, self.config.environment.workdir, labels
-            )
-        except ContainerError as exc:
+            with self.agent.prepared(no_network) as preparation:
+                self._in_container(worker, preparation, began)
+        except (ContainerError, OSError) as exc:
             self._failed(Status.INFRA_ERROR, str(exc))
-            return
+        self.outcome.agent_output = "\n".join(self.outputs)[-OUTPUT_CHARS:]
+
+    def _in_container(self, worker: str, preparation: Preparation, began: float) -> None:
+        timings = self.outcome.timings
+        labels = {WORKER_LABEL: worker, JOB_LABEL: self.job.job_id}
+        container = TrialContainer.start(
+            self.spec.image,
+            self.config.environment,
+            self.config.environment.workdir,
+            labels,
+            preparation.readable,
+            preparation.network_of,
+        )
         try:
             self._prepare(container)
             timings.setup = time.monotonic() - began
@@ -105,11 +121,8 @@ class Trial:
             self._collect(container, "/logs/artifacts", "")
             for path in _artifact_paths(self.config.artifacts):
                 self._collect(container, path, "artifacts")
-        except ContainerError as exc:
-            self._failed(Status.INFRA_ERROR, str(exc))
         finally:
             container.remove()
-        self.outcome.agent_output = "\n".join(self.outputs)[-OUTPUT_CHARS:]
 
     def _prepare(self, container: TrialContainer) -> None:
         made = container.run(f"mkdir -p {LOGS}/agent {LOGS}/verifier {LOGS}/artifacts", 60)
@@ -156,9 +169,11 @@ class Trial:
             user=(step.agent.user if step else None) or agent.user,
         )
         began = time.monotonic()
-        ran = self.agent.work(container, self.spec, self.contents, turn)
+        worked = self.agent.work(container, self.spec, self.contents, turn)
         timings.agent = (timings.agent or 0.0) + time.monotonic() - began
-        if ran is not None:
+        if worked is not None:
+            self._keep(worked, logs)
+            ran = worked.ran
             self.outputs.append(ran.output)
             if ran.timed_out:
                 self._failed(
@@ -173,6 +188,18 @@ class Trial:
             for path in _artifact_paths(step.artifacts):
                 self._collect(container, path, f"{logs}artifacts")
         return rewards
+
+    def _keep(self, worked: Worked, logs: str) -> None:
+        """The agent's steps into the trial's trajectory, its logs into `agent/`."""
+        if worked.trajectory is not None:
+            self.steps_taken += worked.trajectory.steps
+            self.outcome.trajectory = worked.trajectory.model_copy(
+                update={"steps": list(self.steps_taken)}
+            )
+        folder = self.folder / logs / "agent"
+        for name, text in worked.logs.items():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
 
     def _set_up(self, container: TrialContainer, step: StepConfig) -> bool:
         """The step's `workdir/` uploaded to the container's working folder, its setup.sh
@@ -315,3 +342,13 @@ def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:
         if isinstance(source, str) and source:
             paths.append(source)
     return paths
+
+
+def agent_for(job: Job) -> TaskAgent:
+    """The agent of the job's target, working inside the container."""
+    if job.target.kind in BUILT_IN:
+        return BUILT_IN[job.target.kind]
+    settings = resolved_settings(job)
+    if isinstance(settings, CodexTarget):
+        return CodexInTask(settings)
+    raise ValueError(f"no agent of kind '{job.target.kind}' runs inside a task's container yet")
