@@ -172,7 +172,7 @@ def start_background(consumer: Any) -> None:
         queue.send([job])
 
     Reaper(client, send, owner=name, stopping=stopping).start()
-    info = {
+    info: dict[str, Any] = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "queues": sorted(q.name for q in app.amqp.queues.consume_from.values())

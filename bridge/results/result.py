@@ -128,8 +128,8 @@ class TaskStep(BaseModel):
 
     name: str
     reward: float | None = None
-    """The step's reward (its reward file's `reward`, or 0 when it wrote none); null when
-    the step was skipped."""
+    """The step's reward (its reward file's `reward`); null when the step was skipped, or
+    ran but has no reward (no reward file, tests that overran, a setup that failed)."""
     rewards: dict[str, float] = Field(default_factory=dict)
     """Every number of the step's reward file, by name (`{"reward": x}` from reward.txt)."""
     skipped: bool = False
@@ -206,7 +206,9 @@ class Result(BaseModel):
     """The campaign whose recorded answer this result grades again (`evalrelay regrade`)."""
     rewards: dict[str, float] | None = None
     """A container task's rewards by name: every key of its `reward.json`, or `{"reward": x}`
-    from `reward.txt`; `score` is the trial's reward. Null for other jobs."""
+    from `reward.txt` (a multi-step task: each name's mean over the steps that ran, or the
+    final step's); `score` is the trial's reward, 0 when it has none (then `rewards` is
+    null). Null for other jobs."""
     steps: list[TaskStep] | None = None
     """A multi-step container task's steps, in order; null for single-step tasks."""
     timings: TaskTimings | None = None

@@ -75,7 +75,8 @@ class Nop(BuiltIn):
 
 
 class Oracle(BuiltIn):
-    """Copies the step's `solution/` to /solution and runs `bash /solution/solve.sh`."""
+    """Copies the step's `solution/` to /solution and runs `bash /solution/solve.sh`, with
+    the task's `[solution].env`."""
 
     def work(
         self, container: TrialContainer, spec: TaskSpec, contents: dict[str, bytes], turn: AgentTurn
@@ -88,7 +89,8 @@ class Oracle(BuiltIn):
         if cleared.code != 0:
             return Worked(cleared)
         container.put(tar_of(files, contents, strip=prefix, into="solution"), "/")
-        return Worked(container.run("bash /solution/solve.sh", turn.seconds, turn.env, turn.user))
+        env = spec.config.solution.env
+        return Worked(container.run("bash /solution/solve.sh", turn.seconds, env, turn.user))
 
 
 BUILT_IN: dict[str, TaskAgent] = {"oracle": Oracle(), "nop": Nop()}

@@ -14,6 +14,7 @@ shows on the host's command lines.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -85,8 +86,9 @@ class TrialContainer:
             args += ["--mount", bind_mount(folder, str(folder), True)]
         if workdir:
             args += ["--workdir", workdir]
-        args += [a for name_ in env.env for a in ("--env", name_)]
-        done = _cli([*args, image, "infinity"], env.env, seconds=60)
+        values = expanded(env.env)
+        args += [a for name_ in values for a in ("--env", name_)]
+        done = _cli([*args, image, "infinity"], values, seconds=60)
         if done.returncode != 0:
             docker_cli.remove(name)
             raise ContainerError(f"docker run {image}: {_said(done)}")
@@ -155,6 +157,19 @@ class TrialContainer:
 
     def remove(self) -> None:
         docker_cli.remove(self.name)
+
+
+_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expanded(env: dict[str, str]) -> dict[str, str]:
+    """`[environment.env]` values with `${VAR}` and `${VAR:-default}` read from this
+    worker's environment, as Harbor reads them from its host's (unset: empty)."""
+
+    def value(match: re.Match[str]) -> str:
+        return os.environ.get(match.group(1)) or (match.group(2) or "")
+
+    return {name: _REFERENCE.sub(value, text) for name, text in env.items()}
 
 
 def _cli(

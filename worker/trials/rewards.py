@@ -1,5 +1,6 @@
 """Reading the reward a task's tests wrote: `reward.txt` (one number), else `reward.json`
-(a flat object of numbers); neither is a reward of 0, as in Harbor."""
+(a flat object of numbers). Neither is no reward: the trial counts 0 in a campaign's
+mean, as in Harbor."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ class RewardError(Exception):
     """Raised when a reward file is there but holds no number (the task's tests are wrong)."""
 
 
-def read_rewards(verifier_logs: Path) -> dict[str, float]:
-    """The rewards by name: `{"reward": x}` from reward.txt, every number of reward.json,
-    or `{"reward": 0.0}` when the tests wrote neither."""
+def read_rewards(verifier_logs: Path) -> dict[str, float] | None:
+    """The rewards by name: `{"reward": x}` from reward.txt, every number of reward.json;
+    None when the tests wrote neither."""
     text_file, json_file = verifier_logs / "reward.txt", verifier_logs / "reward.json"
     if text_file.is_file():
         text = text_file.read_text(encoding="utf-8", errors="replace").strip()
@@ -35,7 +36,7 @@ def read_rewards(verifier_logs: Path) -> dict[str, float]:
                 raise RewardError(f"reward.json's {name!r} is {value!r}, not a number")
             rewards[str(name)] = _number(float(value))
         return rewards
-    return {"reward": 0.0}
+    return None
 
 
 def reward_of(rewards: dict[str, float]) -> float:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import re
+import shlex
 import tarfile
 import tempfile
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.evalfile.harbor.config import StepConfig
+from bridge.evalfile.harbor.config import Healthcheck, StepConfig
 from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
 from bridge.queue.jobs import Job
 from bridge.results.result import Status, TaskStep
@@ -40,9 +42,6 @@ log = logging.getLogger(__name__)
 
 LOGS = "/logs"
 SETUP_SCRIPT = "setup.sh"
-SETUP_NAME = "evalrelay-setup"
-SETUP_FOLDER = f"/tmp/{SETUP_NAME}"
-"""Where a step's setup.sh runs from: apart from the working folder the agent sees."""
 OUTPUT_CHARS = 4000
 
 
@@ -61,8 +60,10 @@ def run_trial(job: Job, worker: str, client: redis.Redis, deadline: float) -> Tr
 
 
 def trial_dir(job: Job) -> str:
-    """`<campaign>/<task>__<job>`, as Harbor names a trial's folder in its job's."""
-    task = re.sub(r"[^A-Za-z0-9_.-]+", "-", job.case_id).strip("-.") or "task"
+    """`<campaign>/<task>__<job>`, as Harbor names a trial's folder in its job's (the
+    task's name after its `org/`, at most 32 characters)."""
+    short = job.case_id.rsplit("/", 1)[-1][:32].rstrip("_-")
+    task = re.sub(r"[^A-Za-z0-9_.-]+", "-", short).strip("-.") or "task"
     return f"{job.campaign_id}/{task}__{job.job_id[:8]}"
 
 
@@ -115,8 +116,11 @@ class Trial:
         )
         try:
             self._prepare(container)
+            check = self.config.environment.healthcheck
+            healthy = check is None or self._healthy(container, check, "the environment")
             timings.setup = time.monotonic() - began
-            self._steps(container)
+            if healthy:
+                self._steps(container)
             self._collect(container, "/logs/agent", "agent")
             self._collect(container, "/logs/artifacts", "")
             for path in _artifact_paths(self.config.artifacts):
@@ -130,27 +134,31 @@ class Trial:
             raise ContainerError(f"the container has no working bash: {made.output.strip()}")
 
     def _steps(self, container: TrialContainer) -> None:
+        """Each step in turn until one's gated reward falls short (or it could not be
+        set up); the trial's rewards as Harbor makes them of the steps' (`trial_rewards`)."""
         steps: list[StepConfig | None] = list(self.config.steps) or [None]
         results: list[TaskStep] = []
-        stopped = False
+        graded: list[dict[str, float] | None] = []
         for step in steps:
-            if stopped:
+            if results and (results[-1].skipped or _stops(steps[len(results) - 1], graded[-1])):
                 assert step is not None
                 results.append(TaskStep(name=step.name, skipped=True))
                 continue
             rewards = self._step(container, step)
-            if rewards is None:  # the environment failed: nothing more runs
-                return
-            self.outcome.rewards, self.outcome.reward = rewards, reward_of(rewards)
-            if step is not None:
-                results.append(TaskStep(name=step.name, reward=reward_of(rewards), rewards=rewards))
-                stopped = _below(step, rewards)
+            graded.append(rewards)
+            name = step.name if step else ""
+            reward = None if rewards is None else reward_of(rewards)
+            results.append(TaskStep(name=name, reward=reward, rewards=rewards or {}))
+        strategy = self.config.multi_step_reward_strategy or "mean"
+        rewards = trial_rewards(graded, strategy if self.config.steps else "final")
+        self.outcome.rewards = rewards or {}
+        self.outcome.reward = reward_of(rewards) if rewards else 0.0
         if self.config.steps:
             self.outcome.steps = results
 
     def _step(self, container: TrialContainer, step: StepConfig | None) -> dict[str, float] | None:
-        """One step (or the whole single-step task): its rewards, or None when the trial
-        cannot go on."""
+        """One step (or the whole single-step task): the rewards its tests wrote, or None
+        when it has none (no reward file, tests or setup that failed)."""
         timings = self.outcome.timings
         base = f"steps/{step.name}/" if step else ""
         logs = f"steps/{step.name}/" if step else ""
@@ -202,19 +210,17 @@ class Trial:
             (folder / name).write_text(text, encoding="utf-8")
 
     def _set_up(self, container: TrialContainer, step: StepConfig) -> bool:
-        """The step's `workdir/` uploaded to the container's working folder, its setup.sh
-        run there, then its healthcheck until it passes; False when either fails."""
+        """The step's `workdir/` uploaded to the container's working folder and its
+        setup.sh run there, then its healthcheck until it passes; False when either
+        fails."""
         prefix = f"steps/{step.name}/workdir/"
         files = self.spec.under(prefix.rstrip("/"))
-        setup = next((f for f in files if f.path == prefix + SETUP_SCRIPT), None)
-        uploads = [f for f in files if f is not setup]
         workdir = self._workdir(container)
-        if uploads:
-            container.put(tar_of(uploads, self.contents, strip=prefix), workdir)
-        if setup is not None:
-            container.put(tar_of([setup], self.contents, strip=prefix, into=SETUP_NAME), "/tmp")
+        if files:
+            container.put(tar_of(files, self.contents, strip=prefix), workdir)
+        if any(f.path == prefix + SETUP_SCRIPT for f in files):
             ran = container.run(
-                f"bash {SETUP_FOLDER}/setup.sh; code=$?; rm -rf {SETUP_FOLDER}; exit $code",
+                f"bash {shlex.quote(workdir.rstrip('/') + '/' + SETUP_SCRIPT)}",
                 self._within(self.config.environment.build_timeout_sec),
             )
             self.outputs.append(ran.output)
@@ -223,13 +229,12 @@ class Trial:
                     Status.INFRA_ERROR, f"step '{step.name}': setup.sh failed: {ran.output[-500:]}"
                 )
                 return False
-        return step.healthcheck is None or self._healthy(container, step)
-
-    def _healthy(self, container: TrialContainer, step: StepConfig) -> bool:
-        """Docker's HEALTHCHECK: the command every `interval_sec` until it exits 0;
-        `retries` failures in a row, once `start_period_sec` is over, fail the step."""
         check = step.healthcheck
-        assert check is not None
+        return check is None or self._healthy(container, check, f"step '{step.name}'")
+
+    def _healthy(self, container: TrialContainer, check: Healthcheck, what: str) -> bool:
+        """Docker's HEALTHCHECK: the command every `interval_sec` until it exits 0;
+        `retries` failures in a row, once `start_period_sec` is over, fail `what`."""
         began, failures = time.monotonic(), 0
         while True:
             ran = container.run(check.command, self._within(check.timeout_sec))
@@ -240,17 +245,16 @@ class Trial:
             if failures >= check.retries:
                 self._failed(
                     Status.INFRA_ERROR,
-                    f"step '{step.name}': its healthcheck failed {failures} times: "
-                    f"{ran.output.strip()[-300:]}",
+                    f"{what}: its healthcheck failed {failures} times: {ran.output.strip()[-300:]}",
                 )
                 return False
             time.sleep(check.interval_sec)
 
     def _verify(
         self, container: TrialContainer, step: StepConfig | None, logs: str
-    ) -> dict[str, float]:
+    ) -> dict[str, float] | None:
         """The task's tests (the shared `tests/`, then the step's on top) in /tests, run
-        with the verifier's time and variables; the rewards they wrote."""
+        with the verifier's time and variables; the rewards they wrote, None when none."""
         verifier = self.config.verifier
         tests: dict[str, TaskFile] = {}
         for folder in ["tests", *([f"steps/{step.name}/tests"] if step else [])]:
@@ -321,14 +325,30 @@ class Trial:
             self.outcome.status, self.outcome.error = status, message
 
 
-def _below(step: StepConfig, rewards: dict[str, float]) -> bool:
-    """Whether the step's rewards fell under its `min_reward` (the reward, or each named one)."""
-    wanted = step.min_reward
-    if wanted is None:
+def _stops(step: StepConfig | None, rewards: dict[str, float] | None) -> bool:
+    """Whether the steps after `step` are skipped: it has no rewards (its setup, its
+    tests or their reward failed, which Harbor records as the step's exception), or a
+    reward its `min_reward` gates (`reward` for a number, each key of a table) is below."""
+    if rewards is None:
+        return True
+    if step is None or step.min_reward is None:
         return False
-    if isinstance(wanted, dict):
-        return any(rewards.get(name, 0.0) < floor for name, floor in wanted.items())
-    return reward_of(rewards) < wanted
+    wanted = step.min_reward
+    gates = wanted if isinstance(wanted, dict) else {"reward": wanted}
+    return any(rewards.get(name, -math.inf) < floor for name, floor in gates.items())
+
+
+def trial_rewards(graded: list[dict[str, float] | None], strategy: str) -> dict[str, float] | None:
+    """The trial's rewards of its steps' (those that ran): `final`, the last one's;
+    `mean`, each name's mean over the steps that have rewards, a name a step lacks
+    counting 0 there. None when no step has rewards."""
+    if strategy == "final":
+        return graded[-1] if graded else None
+    present = [r for r in graded if r is not None]
+    if not present:
+        return None
+    names = dict.fromkeys(name for r in present for name in r)
+    return {name: sum(r.get(name, 0.0) for r in present) / len(present) for name in names}
 
 
 def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:

@@ -37,6 +37,18 @@ class TaskInfo(TomlModel):
     keywords: list[str] = Field(default_factory=list)
 
 
+class Healthcheck(TomlModel):
+    """`[environment.healthcheck]` or `[steps.healthcheck]`, with Docker HEALTHCHECK's
+    meaning: the command is run every `interval_sec` until it exits 0; `retries` failures
+    in a row (after `start_period_sec`) fail the environment or the step."""
+
+    command: str
+    interval_sec: float = Field(default=5.0, gt=0)
+    timeout_sec: float = Field(default=30.0, gt=0)
+    retries: int = Field(default=3, ge=1)
+    start_period_sec: float = Field(default=0.0, ge=0)
+
+
 class EnvironmentConfig(TomlModel):
     """`[environment]`: the container the agent works in."""
 
@@ -54,6 +66,8 @@ class EnvironmentConfig(TomlModel):
     workdir: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    healthcheck: Healthcheck | None = None
+    """Run once the container has started, before the first step."""
     os: str | None = None
     """`linux` (the default) or `windows`."""
 
@@ -92,24 +106,13 @@ class StepPhase(TomlModel):
     user: str | None = None
 
 
-class Healthcheck(TomlModel):
-    """`[steps.healthcheck]`, with Docker HEALTHCHECK's meaning: the command is run every
-    `interval_sec` until it exits 0; `retries` failures in a row (after
-    `start_period_sec`) fail the step."""
-
-    command: str
-    interval_sec: float = Field(default=5.0, gt=0)
-    timeout_sec: float = Field(default=30.0, gt=0)
-    retries: int = Field(default=3, ge=1)
-    start_period_sec: float = Field(default=0.0, ge=0)
-
-
 class StepConfig(TomlModel):
     """One `[[steps]]` entry; its files are under `steps/<name>/`."""
 
     name: str = Field(min_length=1)
     min_reward: float | dict[str, float] | None = None
-    """Below it (the reward, or any named reward), the remaining steps are skipped."""
+    """A number gates the `reward` key, a table each key it names: a step whose gated
+    reward is below it (or missing) skips the steps after it."""
     agent: StepPhase = Field(default_factory=StepPhase)
     verifier: StepPhase = Field(default_factory=StepPhase)
     healthcheck: Healthcheck | None = None
@@ -123,6 +126,12 @@ class StepConfig(TomlModel):
         return value
 
 
+class SolutionConfig(TomlModel):
+    """`[solution]`: the `oracle` agent's variables for solve.sh."""
+
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class TaskConfig(TomlModel):
     """A whole `task.toml`."""
 
@@ -134,8 +143,11 @@ class TaskConfig(TomlModel):
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     agent: PhaseConfig = Field(default_factory=PhaseConfig)
     verifier: PhaseConfig = Field(default_factory=PhaseConfig)
-    solution: dict[str, Any] = Field(default_factory=dict)
+    solution: SolutionConfig = Field(default_factory=lambda: SolutionConfig())
     steps: list[StepConfig] = Field(default_factory=list)
+    multi_step_reward_strategy: Literal["mean", "final"] | None = None
+    """A multi-step trial's reward: per reward name, the `mean` over the steps that ran
+    (the default; a name a step lacks counts 0 there), or the `final` step's."""
     artifacts: list[str | dict[str, Any]] = Field(default_factory=list)
 
     @field_validator("steps")

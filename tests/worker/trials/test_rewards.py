@@ -22,8 +22,8 @@ def test_every_number_of_reward_json_is_kept(tmp_path: Path) -> None:
     assert reward_of(rewards) == 1.0
 
 
-def test_no_reward_file_is_a_reward_of_zero(tmp_path: Path) -> None:
-    assert read_rewards(tmp_path) == {"reward": 0.0}
+def test_no_reward_file_is_no_reward(tmp_path: Path) -> None:
+    assert read_rewards(tmp_path) is None
 
 
 @pytest.mark.parametrize(
