@@ -85,9 +85,6 @@ class Oracle(BuiltIn):
         files = spec.under(prefix.rstrip("/"))
         if not any(f.path == f"{prefix}solve.sh" for f in files):
             return Worked(Ran(1, f"the task has no {prefix}solve.sh to run", False, 0.0))
-        cleared = container.run("rm -rf /solution", 30)
-        if cleared.code != 0:
-            return Worked(cleared)
         container.put(tar_of(files, contents, strip=prefix, into="solution"), "/")
         env = spec.config.solution.env
         return Worked(container.run("bash /solution/solve.sh", turn.seconds, env, turn.user))

@@ -121,8 +121,8 @@ class Trial:
             timings.setup = time.monotonic() - began
             if healthy:
                 self._steps(container)
-            self._collect(container, "/logs/agent", "agent")
-            self._collect(container, "/logs/artifacts", "")
+            if self.config.steps or not healthy:  # a single step's came with its rewards
+                self._collect(container, f"{LOGS}/.", "")
             for path in _artifact_paths(self.config.artifacts):
                 self._collect(container, path, "artifacts")
         finally:
@@ -277,7 +277,10 @@ class Trial:
             (step.verifier.user if step else None) or verifier.user,
         )
         target = self.folder / logs
-        self._collect(container, f"{LOGS}/verifier", logs)
+        if step is None:  # the whole of /logs at once: agent/, verifier/, artifacts/
+            self._collect(container, f"{LOGS}/.", "")
+        else:
+            self._collect(container, f"{LOGS}/verifier", logs)
         (target / "verifier").mkdir(parents=True, exist_ok=True)
         (target / "verifier" / "test-stdout.txt").write_text(ran.output, encoding="utf-8")
         if ran.timed_out:
@@ -285,12 +288,12 @@ class Trial:
                 Status.TIMEOUT,
                 f"the tests did not finish within {seconds:g} s (the verifier's timeout_sec)",
             )
-            return {"reward": 0.0}
+            return None
         try:
             return read_rewards(target / "verifier")
         except RewardError as exc:
             self._failed(Status.INFRA_ERROR, f"the task's tests wrote a bad reward: {exc}")
-            return {"reward": 0.0}
+            return None
 
     def _collect(self, container: TrialContainer, path: str, into: str) -> None:
         """`path` of the container (a file or a folder) copied under `into/` of the trial's
