@@ -140,7 +140,9 @@ class Trial:
         results: list[TaskStep] = []
         graded: list[dict[str, float] | None] = []
         for step in steps:
-            if results and (results[-1].skipped or _stops(steps[len(results) - 1], graded[-1])):
+            if results and (
+                results[-1].skipped or stops_after(steps[len(results) - 1], graded[-1])
+            ):
                 assert step is not None
                 results.append(TaskStep(name=step.name, skipped=True))
                 continue
@@ -328,7 +330,7 @@ class Trial:
             self.outcome.status, self.outcome.error = status, message
 
 
-def _stops(step: StepConfig | None, rewards: dict[str, float] | None) -> bool:
+def stops_after(step: StepConfig | None, rewards: dict[str, float] | None) -> bool:
     """Whether the steps after `step` are skipped: it has no rewards (its setup, its
     tests or their reward failed, which Harbor records as the step's exception), or a
     reward its `min_reward` gates (`reward` for a number, each key of a table) is below."""
