@@ -201,7 +201,8 @@ def readable_task(view: dict[str, Any]) -> Panel:
         Text(printable(f"image {view['image']}{built}")),
         Text(
             printable(
-                f"cpus {view['cpus']:g}, memory {view['memory_mb']} MB, network {view['network']}"
+                f"cpus {view['cpus'] or 'unlimited'}, memory "
+                f"{view['memory_mb'] or 'unlimited'} MB, network {view['network']}"
                 + (f", workdir {view['workdir']}" if view["workdir"] else "")
             )
         ),

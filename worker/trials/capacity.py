@@ -51,14 +51,16 @@ def reserved(env: EnvironmentConfig, ledger: Path = LEDGER) -> Iterator[None]:
         trials = _live(_read(ledger))
         cpus = sum(t["cpus"] for t in trials.values())
         memory = sum(t["memory_mb"] for t in trials.values())
-        if trials and (cpus + env.cpus > host_cpus() or memory + env.memory_mb > host_memory_mb()):
+        if trials and (
+            cpus + env.held_cpus > host_cpus() or memory + env.held_memory_mb > host_memory_mb()
+        ):
             raise NoCapacity(
                 f"this host runs trials holding {cpus:g} of {host_cpus():g} cpus and "
-                f"{memory} of {host_memory_mb()} MB; this one needs {env.cpus:g} and "
-                f"{env.memory_mb} MB",
+                f"{memory} of {host_memory_mb()} MB; this one needs {env.held_cpus:g} and "
+                f"{env.held_memory_mb} MB",
                 RETRY_SECONDS,
             )
-        trials[key] = {"pid": os.getpid(), "cpus": env.cpus, "memory_mb": env.memory_mb}
+        trials[key] = {"pid": os.getpid(), "cpus": env.held_cpus, "memory_mb": env.held_memory_mb}
         _write(ledger, trials)
     try:
         yield

@@ -75,9 +75,12 @@ class TrialContainer:
         args = [
             "run", "--detach", "--name", name, *docker_cli.labels(),
             *[a for k, v in labels.items() for a in ("--label", f"{k}={v}")],
-            "--cpus", f"{min(env.cpus, host_cpus()):g}", "--memory", f"{env.memory_mb}m",
             "--log-driver", "none", "--pull", "never", "--entrypoint", "sleep",
         ]  # fmt: skip
+        if env.cpus is not None:
+            args += ["--cpus", f"{min(env.cpus, host_cpus()):g}"]
+        if env.memory_mb is not None:
+            args += ["--memory", f"{env.memory_mb}m"]
         if network_of is not None:
             args += ["--network", f"container:{network_of}"]
         elif env.network == "no-network":

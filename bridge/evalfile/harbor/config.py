@@ -14,6 +14,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 NetworkMode = Literal["public", "no-network", "allowlist"]
+HELD_CPUS = 1.0
+HELD_MEMORY_MB = 2048
+"""What a trial of a task that sets no `cpus` or `memory_mb` holds of its host's capacity:
+Harbor's documented defaults."""
 
 
 class TomlModel(BaseModel):
@@ -55,9 +59,12 @@ class EnvironmentConfig(TomlModel):
     docker_image: str | None = None
     """A prebuilt image; else `environment/Dockerfile` is built."""
     build_timeout_sec: float = Field(default=600.0, gt=0)
-    cpus: float = Field(default=1, gt=0)
-    memory_mb: int = Field(default=2048, gt=0)
-    storage_mb: int = Field(default=10240, gt=0)
+    cpus: float | None = Field(default=None, gt=0)
+    """A Docker limit when set; unset (as in Harbor 0.26), no limit, and a trial holds
+    `HELD_CPUS` of its host's capacity."""
+    memory_mb: int | None = Field(default=None, gt=0)
+    """Likewise: a Docker limit when set, `HELD_MEMORY_MB` held when unset."""
+    storage_mb: int | None = Field(default=None, gt=0)
     gpus: int = Field(default=0, ge=0)
     allow_internet: bool | None = None
     """Schema 1.0's switch: false is `network_mode = "no-network"`."""
@@ -83,6 +90,14 @@ class EnvironmentConfig(TomlModel):
         return data
 
     @property
+    def held_cpus(self) -> float:
+        return self.cpus if self.cpus is not None else HELD_CPUS
+
+    @property
+    def held_memory_mb(self) -> int:
+        return self.memory_mb if self.memory_mb is not None else HELD_MEMORY_MB
+
+    @property
     def network(self) -> NetworkMode:
         """The policy: `network_mode`, else `allow_internet`, else public."""
         if self.network_mode is not None:
@@ -96,6 +111,8 @@ class PhaseConfig(TomlModel):
     timeout_sec: float = Field(default=600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)
     user: str | None = None
+    network_mode: NetworkMode | None = None
+    """A phase's own network; only the environment's is supported here (one container)."""
 
 
 class StepPhase(TomlModel):

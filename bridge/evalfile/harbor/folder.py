@@ -194,6 +194,14 @@ def _refusals(
             f"gpus = {env.gpus}: evalrelay's workers give task containers no GPU yet; "
             "run this task with Harbor on a GPU host",
         )
+    for phase in ("agent", "verifier"):
+        mode = getattr(config, phase).network_mode
+        if mode is not None and mode != env.network:
+            refuse(
+                (phase, "network_mode"),
+                f"[{phase}].network_mode = {mode!r} differs from the environment's "
+                f"({env.network!r}): a trial runs in one container here, with one network",
+            )
     if env.network == "allowlist":
         refuse(
             ("environment", "network_mode"),
