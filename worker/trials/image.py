@@ -9,6 +9,7 @@ rather than build it twice.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -21,6 +22,8 @@ from worker.trials.files import write_files
 
 LOCKS = Path(tempfile.gettempdir()) / "evalrelay-task-images"
 CONTEXT_LABEL = "evalrelay.context"
+NOISE = re.compile(r"DEPRECATED|legacy builder|buildx|BuildKit", re.IGNORECASE)
+"""The classic builder's notice about BuildKit, which says nothing of a failed build."""
 
 
 class ImageError(Exception):
@@ -31,6 +34,9 @@ def ensure_image(spec: TaskSpec, contents: dict[str, bytes]) -> None:
     """The task's image, present on this host's engine once this returns."""
     if docker_cli.has_image(spec.image):
         return
+    problem = docker_cli.engine_problem()
+    if problem is not None:
+        raise ImageError(f"no Docker engine answers on this worker ({problem})")
     if not spec.build:
         _pull(spec.image, spec.config.environment.build_timeout_sec)
         return
@@ -60,7 +66,9 @@ def _build(spec: TaskSpec, contents: dict[str, bytes]) -> None:
                 f"build_timeout_sec ({seconds:g} s)"
             ) from None
     if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+        said = [line for line in (done.stderr or done.stdout).strip().splitlines()
+                if not NOISE.search(line)]  # fmt: skip
+        tail = "\n".join(said[-15:])
         raise ImageError(f"building the environment of task '{spec.name}' failed:\n{tail}")
 
 
