@@ -56,8 +56,9 @@ def default_concurrency(queue: str) -> int:
     "--concurrency",
     "-c",
     type=click.IntRange(min=1),
-    help="Jobs at once (default: 32 for api, 2 for each CLI agent queue, and for "
-    "agent.vscode the number of provisioned workspaces in ~/.subagent).",
+    help="Jobs at once (default: 32 for api, 2 for each CLI agent queue, 8 for task (as "
+    "many trials as fit the host's cpus and memory), and for agent.vscode the number of "
+    "provisioned workspaces in ~/.subagent).",
 )
 @click.option(
     "--pool",

@@ -25,7 +25,7 @@ from worker.agents.pids import pid_alive
 from worker.providers.base import NoCapacity
 
 LEDGER = Path(tempfile.gettempdir()) / "evalrelay-task-capacity" / "trials.json"
-RETRY_SECONDS = 2.0
+RETRY_SECONDS = 1.0
 """How soon a trial that did not fit is offered again."""
 CPUS_VARIABLE = "EVALRELAY_TASK_CPUS"
 MEMORY_VARIABLE = "EVALRELAY_TASK_MEMORY_MB"
