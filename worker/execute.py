@@ -214,7 +214,8 @@ def trial_result(job: Job, worker: str, client: redis.Redis | None, began: Began
     if client is None:
         raise RuntimeError("a container task's files come from the worker's Redis")
     try:
-        outcome = run_trial(job, worker, client, began.clock + job.timeout_seconds)
+        deadline = began.clock + job.timeout_seconds
+        outcome = run_trial(job, worker, client, deadline, secret_names(job))
     except NoCapacity:
         raise
     except Exception as exc:

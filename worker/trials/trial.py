@@ -17,6 +17,7 @@ import shlex
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import redis
@@ -45,9 +46,12 @@ SETUP_SCRIPT = "setup.sh"
 OUTPUT_CHARS = 4000
 
 
-def run_trial(job: Job, worker: str, client: redis.Redis, deadline: float) -> TrialOutcome:
+def run_trial(
+    job: Job, worker: str, client: redis.Redis, deadline: float, secrets: Iterable[str] = ()
+) -> TrialOutcome:
     """The trial of `job` (a container task) on this host; NoCapacity when the host's
-    trials leave no room for it."""
+    trials leave no room for it. Its files are masked of the secrets the worker holds
+    (`secrets`: the variables naming the target's), as its result is."""
     spec = job.task
     assert spec is not None
     outcome = TrialOutcome(trial_dir=trial_dir(job))
@@ -55,7 +59,7 @@ def run_trial(job: Job, worker: str, client: redis.Redis, deadline: float) -> Tr
     with reserved(spec.config.environment), tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         Trial(job, spec, contents, outcome, folder, deadline).run(worker)
-        outcome.bundle, outcome.files = pack(client, folder, outcome.trial_dir)
+        outcome.bundle, outcome.files = pack(client, folder, outcome.trial_dir, secrets)
     return outcome
 
 
