@@ -165,12 +165,20 @@ class TrialContainer:
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
+SHARED_VARIABLES = "EVALRELAY_TASK_VARIABLES"
+"""The worker's variables a task's `[environment.env]` may read (comma-separated names):
+no other, since a task is not the worker's to trust with its keys."""
+
+
 def expanded(env: dict[str, str]) -> dict[str, str]:
     """`[environment.env]` values with `${VAR}` and `${VAR:-default}` read from this
-    worker's environment, as Harbor reads them from its host's (unset: empty)."""
+    worker's environment, as Harbor reads them from its host's; a variable the worker
+    does not share (`SHARED_VARIABLES`) reads as unset: its default, else empty."""
+    shared = {n.strip() for n in os.environ.get(SHARED_VARIABLES, "").split(",") if n.strip()}
 
     def value(match: re.Match[str]) -> str:
-        return os.environ.get(match.group(1)) or (match.group(2) or "")
+        found = os.environ.get(match.group(1)) if match.group(1) in shared else None
+        return found or (match.group(2) or "")
 
     return {name: _REFERENCE.sub(value, text) for name, text in env.items()}
 
