@@ -126,8 +126,14 @@ def harbor_bin() -> Path:
 
 
 def harbor_environ() -> dict[str, str]:
-    """The environment `harbor run` needs: Compose v2 found through DOCKER_CONFIG."""
-    return {**os.environ, "DOCKER_CONFIG": str(compose_plugin())}
+    """The environment `harbor run` needs: Compose v2 found through DOCKER_CONFIG, and
+    LiteLLM's price table read from its own copy (it would fetch it from GitHub, retrying
+    for seconds, with no network to reach)."""
+    return {
+        **os.environ,
+        "DOCKER_CONFIG": str(compose_plugin()),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
 
 
 def harbor_ready() -> Path:
