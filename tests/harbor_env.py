@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -171,3 +173,31 @@ def _locked(name: str) -> Iterator[None]:
     with (cache_dir() / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def harbor_job(
+    tasks: list[Path], agents: list[str], jobs_dir: Path, name: str, concurrent: int = 4
+) -> Path:
+    """Run one real `harbor run` job: every task with every agent, `concurrent` trials at a
+    time; returns the job's folder (`jobs_dir/name`), which holds its `result.json`."""
+    config = {
+        "job_name": name,
+        "jobs_dir": str(jobs_dir),
+        "n_concurrent_trials": concurrent,
+        "quiet": True,
+        "agents": [{"name": agent} for agent in agents],
+        "tasks": [{"path": str(task)} for task in tasks],
+    }
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    config_path = jobs_dir / f"{name}.config.json"
+    config_path.write_text(json.dumps(config, indent=2))
+    done = subprocess.run(
+        [str(harbor_ready()), "run", "--config", str(config_path), "--yes"],
+        capture_output=True, text=True, env=harbor_environ(), timeout=1800,
+    )  # fmt: skip
+    job = jobs_dir / name
+    if done.returncode != 0 or not (job / "result.json").is_file():
+        raise RuntimeError(
+            f"harbor run failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+    return job
