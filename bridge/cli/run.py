@@ -187,6 +187,8 @@ def run_command(
             sys.exit(130)
     print_summary(console, info, final)
     for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
+        if loaded.task is not None:
+            continue  # a task.toml is no promptfoo config
         for written in write_promptfoo_outputs(
             loaded.path, campaign_id, results_path(out_dir, campaign_id)
         ):

@@ -139,7 +139,8 @@ class TrialContainer:
 
     def kill_commands(self) -> None:
         """Every process but the first (`kill -9 -1` spares the caller and PID 1)."""
-        _cli(["exec", self.name, "kill", "-9", "-1"], {}, seconds=KILL_SECONDS, check=False)
+        # bash's own kill: an image may have no kill program
+        _cli(["exec", self.name, "bash", "-c", "kill -9 -1"], {}, seconds=KILL_SECONDS, check=False)
 
     def put(self, tar: bytes, folder: str) -> None:
         """Unpack a tar stream into `folder` of the container (which must exist)."""

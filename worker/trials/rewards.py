@@ -1,12 +1,17 @@
-"""Reading the reward a task's tests wrote: `reward.txt` (one number), else `reward.json`
-(a flat object of numbers). Neither is no reward: the trial counts 0 in a campaign's
-mean, as in Harbor."""
+"""The rewards of a trial, as Harbor reads and combines them.
+
+A step's are what its tests wrote: `reward.txt` (one number), else `reward.json` (a flat
+object of numbers); neither is no reward (the trial counts 0 in a campaign's mean). A
+multi-step trial's are made of its steps' (`trial_rewards`), and a step's rewards decide
+whether the steps after it run (`stops_after`)."""
 
 from __future__ import annotations
 
 import json
 import math
 from pathlib import Path
+
+from bridge.evalfile.harbor.config import StepConfig
 
 
 class RewardError(Exception):
@@ -52,3 +57,29 @@ def _number(value: float) -> float:
     if not math.isfinite(value):
         raise ValueError(value)
     return value
+
+
+def stops_after(step: StepConfig | None, rewards: dict[str, float] | None) -> bool:
+    """Whether the steps after `step` are skipped: it has no rewards (its setup, its
+    tests or their reward failed, which Harbor records as the step's exception), or a
+    reward its `min_reward` gates (`reward` for a number, each key of a table) is below."""
+    if rewards is None:
+        return True
+    if step is None or step.min_reward is None:
+        return False
+    wanted = step.min_reward
+    gates = wanted if isinstance(wanted, dict) else {"reward": wanted}
+    return any(rewards.get(name, -math.inf) < floor for name, floor in gates.items())
+
+
+def trial_rewards(graded: list[dict[str, float] | None], strategy: str) -> dict[str, float] | None:
+    """The trial's rewards of its steps' (those that ran): `final`, the last one's;
+    `mean`, each name's mean over the steps that have rewards, a name a step lacks
+    counting 0 there. None when no step has rewards."""
+    if strategy == "final":
+        return graded[-1] if graded else None
+    present = [r for r in graded if r is not None]
+    if not present:
+        return None
+    names = dict.fromkeys(name for r in present for name in r)
+    return {name: sum(r.get(name, 0.0) for r in present) / len(present) for name in names}

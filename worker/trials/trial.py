@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import logging
-import math
 import re
 import shlex
 import tarfile
@@ -37,7 +36,13 @@ from worker.trials.files import fetch_contents, tar_of
 from worker.trials.image import ImageError, ensure_image
 from worker.trials.outcome import TrialOutcome
 from worker.trials.pack import pack
-from worker.trials.rewards import RewardError, read_rewards, reward_of
+from worker.trials.rewards import (
+    RewardError,
+    read_rewards,
+    reward_of,
+    stops_after,
+    trial_rewards,
+)
 
 log = logging.getLogger(__name__)
 
@@ -332,32 +337,6 @@ class Trial:
         log.warning("job %s: %s", self.job.job_id, message)
         if self.outcome.error is None:
             self.outcome.status, self.outcome.error = status, message
-
-
-def stops_after(step: StepConfig | None, rewards: dict[str, float] | None) -> bool:
-    """Whether the steps after `step` are skipped: it has no rewards (its setup, its
-    tests or their reward failed, which Harbor records as the step's exception), or a
-    reward its `min_reward` gates (`reward` for a number, each key of a table) is below."""
-    if rewards is None:
-        return True
-    if step is None or step.min_reward is None:
-        return False
-    wanted = step.min_reward
-    gates = wanted if isinstance(wanted, dict) else {"reward": wanted}
-    return any(rewards.get(name, -math.inf) < floor for name, floor in gates.items())
-
-
-def trial_rewards(graded: list[dict[str, float] | None], strategy: str) -> dict[str, float] | None:
-    """The trial's rewards of its steps' (those that ran): `final`, the last one's;
-    `mean`, each name's mean over the steps that have rewards, a name a step lacks
-    counting 0 there. None when no step has rewards."""
-    if strategy == "final":
-        return graded[-1] if graded else None
-    present = [r for r in graded if r is not None]
-    if not present:
-        return None
-    names = dict.fromkeys(name for r in present for name in r)
-    return {name: sum(r.get(name, 0.0) for r in present) / len(present) for name in names}
 
 
 def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:

@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from bridge.evalfile.harbor.config import StepConfig
-from worker.trials.rewards import RewardError, read_rewards, reward_of
-from worker.trials.trial import stops_after, trial_rewards
+from worker.trials.rewards import (
+    RewardError,
+    read_rewards,
+    reward_of,
+    stops_after,
+    trial_rewards,
+)
 
 
 def test_reward_txt_wins_over_reward_json(tmp_path: Path) -> None:
