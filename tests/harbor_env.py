@@ -71,6 +71,8 @@ def docker_ready() -> None:
 def stand_in_bases() -> list[str]:
     """Tag the stand-in base images the task corpus builds on, when the engine lacks them."""
     docker_ready()
+    if all(_has_image(tag) for tag in STAND_INS):
+        return list(STAND_INS)  # without waiting on a build of something else
     with _building():
         for tag, kind in STAND_INS.items():
             if _has_image(tag):

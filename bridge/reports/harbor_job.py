@@ -160,8 +160,13 @@ def _copy_trial_files(result: Result, results_dir: Path, trial_dir: Path) -> Non
     if inner.is_absolute() or ".." in inner.parts:
         return
     source = results_dir / inner
-    if source.is_dir():
-        shutil.copytree(source, trial_dir, dirs_exist_ok=True)
+    if not source.is_dir():
+        return
+    shutil.copytree(source, trial_dir, dirs_exist_ok=True)
+    if result.steps is not None:
+        # A multi-step trial's files are its steps' (steps/<name>/...): Harbor keeps no
+        # verifier/ at the top, where evalrelay keeps the trial's mean reward.
+        shutil.rmtree(trial_dir / "verifier", ignore_errors=True)
 
 
 def _has_reward_file(verifier: Path) -> bool:
