@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from bridge.reports.harbor_job import mean_rewards
 from bridge.results.result import Status, TaskStep, TaskTimings
 from bridge.results.trajectory import Trajectory, TrajectoryStep
 from tests.bridge.reports.reporting import result, write_campaign
+from tests.conftest import free_port, loopback_server
 from tests.harbor_env import harbor_bin
 
 TIMINGS = TaskTimings(build=0.5, setup=1.0, agent=2.0, verifier=0.5)
@@ -177,6 +179,28 @@ def test_the_trial_folder_holds_the_files_and_reward_as_harbor_lays_them_out(
     staged = tmp_path / "jobs" / "camp" / "staged__staged-"
     assert json.loads((staged / "result.json").read_text())["verifier_result"] == {
         "rewards": {"reward": 0.5}
+    }
+
+
+def test_harbor_view_serves_the_exported_job(tmp_path: Path) -> None:
+    """`harbor view OUT` (Harbor's own viewer, on loopback) lists the job with its trials,
+    its errors and each agent's mean."""
+    path = write_campaign(tmp_path / "results", task_results(tmp_path / "results"))
+    out = tmp_path / "jobs"
+    assert CliRunner().invoke(cli, ["export", str(path), "--harbor", str(out)]).exit_code == 0
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api/jobs"
+    argv = [str(harbor_bin()), "view", str(out), "--port", str(port), "--no-build", "--jobs"]
+    with (
+        loopback_server(argv, url, tmp_path / "view.log", 90),
+        urllib.request.urlopen(url, timeout=30) as reply,
+    ):
+        (job,) = json.load(reply)["items"]
+    assert (job["name"], job["n_total_trials"], job["n_errored_trials"]) == ("camp", 4, 2)
+    assert sorted(job["agents"]) == ["nop", "oracle"]
+    assert job["evals"] == {
+        "nop__tasks": {"metrics": [{"mean": 0.5 / 3}]},
+        "oracle__tasks": {"metrics": [{"mean": 1.0}]},
     }
 
 
