@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 LOGS = "/logs"
 SETUP_SCRIPT = "setup.sh"
+TESTS_WAITING = "evalrelay-tests"
+"""The tests' folder under /tmp until they are placed at /tests."""
 OUTPUT_CHARS = 4000
 
 
@@ -124,7 +126,6 @@ class Trial:
             preparation.network_of,
         )
         try:
-            self._prepare(container)
             check = self.config.environment.healthcheck
             healthy = check is None or self._healthy(container, check, "the environment")
             timings.setup = time.monotonic() - began
@@ -136,11 +137,6 @@ class Trial:
                 self._collect(container, path, "artifacts")
         finally:
             container.remove()
-
-    def _prepare(self, container: TrialContainer) -> None:
-        made = container.run(f"mkdir -p {LOGS}/agent {LOGS}/verifier {LOGS}/artifacts", 60)
-        if made.code != 0:
-            raise ContainerError(f"the container has no working bash: {made.output.strip()}")
 
     def _steps(self, container: TrialContainer) -> None:
         """Each step in turn until one's gated reward falls short (or it could not be
@@ -271,21 +267,28 @@ class Trial:
         for folder in ["tests", *([f"steps/{step.name}/tests"] if step else [])]:
             for file in self.spec.under(folder):
                 tests[file.path.removeprefix(folder + "/")] = file
-        cleared = container.run(
-            f"rm -rf /tests {LOGS}/verifier && mkdir -p /tests {LOGS}/verifier", 60
-        )
-        if cleared.code != 0:
-            raise ContainerError(f"could not clear /tests: {cleared.output.strip()}")
+        # The tests wait beside /tests until the command that runs them puts them there
+        # (and clears the last step's rewards): one `docker exec` for both.
         renamed = [f.model_copy(update={"path": p}) for p, f in tests.items()]
-        container.put(tar_of(renamed, self.contents, strip="", into="tests"), "/")
+        container.put(tar_of(renamed, self.contents, strip="", into=TESTS_WAITING), "/tmp")
+        user = (step.verifier.user if step else None) or verifier.user
+        placed = (
+            f"rm -rf /tests && mv /tmp/{TESTS_WAITING} /tests"
+            f" && rm -f {LOGS}/verifier/reward.txt {LOGS}/verifier/reward.json"
+        )
+        if user:  # placed as root, run as the verifier's user
+            cleared = container.run(placed, 60)
+            if cleared.code != 0:
+                raise ContainerError(f"could not place the tests: {cleared.output.strip()}")
         seconds = self._within(
             (step.verifier.timeout_sec if step else None) or verifier.timeout_sec
         )
+        test = "bash /tests/test.sh"
         ran = container.run(
-            "bash /tests/test.sh",
+            test if user else f"{placed} && {test}",
             seconds,
             {**verifier.env, **(step.verifier.env if step else {})},
-            (step.verifier.user if step else None) or verifier.user,
+            user,
         )
         target = self.folder / logs
         if step is None:  # the whole of /logs at once: agent/, verifier/, artifacts/
