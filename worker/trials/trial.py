@@ -189,7 +189,7 @@ class Trial:
         if worked is not None:
             self._keep(worked, logs)
             ran = worked.ran
-            self.outputs.append(ran.output)
+            self.outputs.append(worked.answer if worked.answer is not None else ran.output)
             if ran.timed_out:
                 self._failed(
                     Status.TIMEOUT,
