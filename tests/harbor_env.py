@@ -71,6 +71,8 @@ def docker_ready() -> None:
 def stand_in_bases() -> list[str]:
     """Tag the stand-in base images the task corpus builds on, when the engine lacks them."""
     docker_ready()
+    if all(_has_image(tag) for tag in STAND_INS):
+        return list(STAND_INS)  # without waiting on a build of something else
     with _building():
         for tag, kind in STAND_INS.items():
             if _has_image(tag):
@@ -126,8 +128,14 @@ def harbor_bin() -> Path:
 
 
 def harbor_environ() -> dict[str, str]:
-    """The environment `harbor run` needs: Compose v2 found through DOCKER_CONFIG."""
-    return {**os.environ, "DOCKER_CONFIG": str(compose_plugin())}
+    """The environment `harbor run` needs: Compose v2 found through DOCKER_CONFIG, and
+    LiteLLM's price table read from its own copy (it would fetch it from GitHub, retrying
+    for seconds, with no network to reach)."""
+    return {
+        **os.environ,
+        "DOCKER_CONFIG": str(compose_plugin()),
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
 
 
 def harbor_ready() -> Path:

@@ -76,6 +76,7 @@ def job_document(job_id: str, trials: list[dict[str, Any]]) -> dict[str, Any]:
             "n_cancelled_trials": 0,
             "n_retries": 0,
             "evals": {key: _eval_stats(group) for key, group in sorted(evals.items())},
+            **_token_totals(trials),
         },
     }
 
@@ -109,6 +110,16 @@ def _eval_stats(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "reward_stats": reward_stats,
         "exception_stats": exception_stats,
     }
+
+
+def _token_totals(trials: list[dict[str, Any]]) -> dict[str, float | int | None]:
+    """The job's tokens and cost, summed over the trials that report them (null if none)."""
+    totals: dict[str, float | int | None] = {}
+    for field in ("n_input_tokens", "n_cache_tokens", "n_output_tokens", "cost_usd"):
+        values = [(t["agent_result"] or {}).get(field) for t in trials]
+        known = [v for v in values if v is not None]
+        totals[field] = sum(known) if known else None
+    return totals
 
 
 def _valid_rewards(trial: dict[str, Any]) -> dict[str, float] | None:
@@ -149,8 +160,13 @@ def _copy_trial_files(result: Result, results_dir: Path, trial_dir: Path) -> Non
     if inner.is_absolute() or ".." in inner.parts:
         return
     source = results_dir / inner
-    if source.is_dir():
-        shutil.copytree(source, trial_dir, dirs_exist_ok=True)
+    if not source.is_dir():
+        return
+    shutil.copytree(source, trial_dir, dirs_exist_ok=True)
+    if result.steps is not None:
+        # A multi-step trial's files are its steps' (steps/<name>/...): Harbor keeps no
+        # verifier/ at the top, where evalrelay keeps the trial's mean reward.
+        shutil.rmtree(trial_dir / "verifier", ignore_errors=True)
 
 
 def _has_reward_file(verifier: Path) -> bool:

@@ -67,11 +67,13 @@ def trial_document(result: Result, job_id: str, trial_uri: str) -> dict[str, Any
         "agent_info": {"name": result.target, "version": AGENT_VERSION},
         "agent_result": _agent_context(result),
         "verifier_result": {"rewards": result.rewards} if graded and result.rewards else None,
+        "verifier_environment_mode": None if result.steps is not None else "shared",
         "exception_info": _exception(result, kind) if kind else None,
         "started_at": result.started_at.isoformat(),
         "finished_at": result.finished_at.isoformat(),
         **phases,
         "step_results": _step_results(result),
+        "reward_valid": graded and bool(result.rewards),
     }
 
 
