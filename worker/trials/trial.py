@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import redis
 
@@ -134,7 +134,7 @@ class Trial:
             if self.config.steps or not healthy:  # a single step's came with its rewards
                 self._collect(container, f"{LOGS}/.", "")
             for path in _artifact_paths(self.config.artifacts):
-                self._collect(container, path, "artifacts")
+                self._collect(container, path, _kept_at("artifacts", path))
         finally:
             container.remove()
 
@@ -201,7 +201,7 @@ class Trial:
         timings.verifier = (timings.verifier or 0.0) + time.monotonic() - began
         if step is not None:
             for path in _artifact_paths(step.artifacts):
-                self._collect(container, path, f"{logs}artifacts")
+                self._collect(container, path, _kept_at(f"{logs}artifacts", path))
         return rewards
 
     def _keep(self, worked: Worked, logs: str) -> None:
@@ -340,6 +340,16 @@ class Trial:
         log.warning("job %s: %s", self.job.job_id, message)
         if self.outcome.error is None:
             self.outcome.status, self.outcome.error = status, message
+
+
+def _kept_at(folder: str, path: str) -> str:
+    """Where an artifact goes among the trial's files: under `folder` at its path in the
+    container (`/app/report.json` in `artifacts/app/`), as Harbor keeps it."""
+    parent = str(PurePosixPath(path).parent).lstrip("/")
+    inner = PurePosixPath(parent)
+    if ".." in inner.parts:
+        return folder  # a path that climbs: kept by its name only
+    return f"{folder}/{parent}" if parent else folder
 
 
 def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:

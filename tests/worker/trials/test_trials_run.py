@@ -203,7 +203,7 @@ def test_oracle_solves_and_nop_fails_each_task_graded_by_its_own_tests(
     folder = jsonl.parent / greet["artifacts"]["trial_dir"]
     assert (folder / "verifier" / "reward.txt").read_text().strip() == "1"
     assert "found: hi there" in (folder / "verifier" / "test-stdout.txt").read_text()
-    assert (folder / "artifacts" / "greeting.txt").read_text() == "hi there\n"
+    assert (folder / "artifacts" / "app" / "greeting.txt").read_text() == "hi there\n"
     assert all((jsonl.parent / f).is_file() for f in greet["artifacts"]["files"])
     step_two = jsonl.parent / trials[("t/steps", "oracle")]["artifacts"]["trial_dir"]
     assert (step_two / "steps" / "two" / "verifier" / "reward.txt").is_file()
