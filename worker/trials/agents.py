@@ -45,6 +45,8 @@ class Worked:
     ran: Ran
     trajectory: Trajectory | None = None
     logs: dict[str, str] = field(default_factory=dict)
+    answer: str | None = None
+    """The agent's last message, when it reports one; else its output stands for it."""
 
 
 class TaskAgent(Protocol):

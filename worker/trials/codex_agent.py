@@ -57,7 +57,15 @@ class CodexInTask:
             self.command(), turn.seconds, env, turn.user, stdin=turn.instruction
         )
         events = json_events(ran.stdout)
-        return Worked(ran, codex_trajectory(events), {LOG_NAME: ran.stdout})
+        said = [
+            str(e["item"].get("text", ""))
+            for e in events
+            if e.get("type") == "item.completed"
+            and isinstance(e.get("item"), dict)
+            and e["item"].get("type") == "agent_message"
+        ]
+        logs = {LOG_NAME: ran.stdout}
+        return Worked(ran, codex_trajectory(events), logs, said[-1] if said else None)
 
     def command(self) -> list[str]:
         settings = self.settings

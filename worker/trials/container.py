@@ -34,6 +34,8 @@ def host_cpus() -> float:
 
 WORKER_LABEL = "evalrelay.worker"
 JOB_LABEL = "evalrelay.job"
+CANNOT_RUN = "OCI runtime exec failed"
+"""How `docker exec` says the program is not in the container (exit code 126 or 127)."""
 KILL_SECONDS = 10.0
 """How long the clean-up of an overrun command may take (`kill -9 -1` in the container)."""
 
@@ -53,9 +55,15 @@ class Ran:
     stdout: str = ""
 
 
+LOG_FOLDERS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+"""Made before the first command runs, as Harbor's mounts make them."""
+
+
 class TrialContainer:
     def __init__(self, name: str) -> None:
         self.name = name
+        self.fresh = True
+        """No command has run yet: the log folders are still to make."""
 
     @classmethod
     def start(
@@ -106,7 +114,11 @@ class TrialContainer:
         workdir: str | None = None,
     ) -> Ran:
         """`bash -c command` in the container, stopped (with every process it started) at
-        `seconds`."""
+        `seconds`. The first command (as root) makes the log folders on its way: one
+        `docker exec` fewer per trial."""
+        if self.fresh and not user:
+            self.fresh = False
+            command = f"mkdir -p {' '.join(LOG_FOLDERS)} && {command}"
         return self.run_argv(["bash", "-c", command], seconds, env, user, workdir)
 
     def run_argv(
@@ -119,7 +131,10 @@ class TrialContainer:
         stdin: str | None = None,
     ) -> Ran:
         """`argv` in the container (`stdin` its input, else none), stopped with every
-        process it started at `seconds`."""
+        process it started at `seconds`; ContainerError when the container cannot run it
+        at all (no such program: a task's image without bash)."""
+        if self.fresh:
+            self.run(":", 60)
         env = env or {}
         args = ["exec", *(["--interactive"] if stdin is not None else [])]
         args += [a for name in env for a in ("--env", name)]
@@ -135,6 +150,8 @@ class TrialContainer:
             stdout = _text(exc.stdout)
             return Ran(-1, stdout + _text(exc.stderr), True, time.monotonic() - began, stdout)
         output = done.stdout + done.stderr
+        if done.returncode in (126, 127) and CANNOT_RUN in output:
+            raise ContainerError(f"the container cannot run {argv[0]}: {output.strip()[-300:]}")
         return Ran(done.returncode, output, False, time.monotonic() - began, done.stdout)
 
     def kill_commands(self) -> None:

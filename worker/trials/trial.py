@@ -17,7 +17,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import redis
 
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 LOGS = "/logs"
 SETUP_SCRIPT = "setup.sh"
+TESTS_WAITING = "evalrelay-tests"
+"""The tests' folder under /tmp until they are placed at /tests."""
 OUTPUT_CHARS = 4000
 
 
@@ -124,7 +126,6 @@ class Trial:
             preparation.network_of,
         )
         try:
-            self._prepare(container)
             check = self.config.environment.healthcheck
             healthy = check is None or self._healthy(container, check, "the environment")
             timings.setup = time.monotonic() - began
@@ -133,14 +134,9 @@ class Trial:
             if self.config.steps or not healthy:  # a single step's came with its rewards
                 self._collect(container, f"{LOGS}/.", "")
             for path in _artifact_paths(self.config.artifacts):
-                self._collect(container, path, "artifacts")
+                self._collect(container, path, _kept_at("artifacts", path))
         finally:
             container.remove()
-
-    def _prepare(self, container: TrialContainer) -> None:
-        made = container.run(f"mkdir -p {LOGS}/agent {LOGS}/verifier {LOGS}/artifacts", 60)
-        if made.code != 0:
-            raise ContainerError(f"the container has no working bash: {made.output.strip()}")
 
     def _steps(self, container: TrialContainer) -> None:
         """Each step in turn until one's gated reward falls short (or it could not be
@@ -193,7 +189,7 @@ class Trial:
         if worked is not None:
             self._keep(worked, logs)
             ran = worked.ran
-            self.outputs.append(ran.output)
+            self.outputs.append(worked.answer if worked.answer is not None else ran.output)
             if ran.timed_out:
                 self._failed(
                     Status.TIMEOUT,
@@ -205,7 +201,7 @@ class Trial:
         timings.verifier = (timings.verifier or 0.0) + time.monotonic() - began
         if step is not None:
             for path in _artifact_paths(step.artifacts):
-                self._collect(container, path, f"{logs}artifacts")
+                self._collect(container, path, _kept_at(f"{logs}artifacts", path))
         return rewards
 
     def _keep(self, worked: Worked, logs: str) -> None:
@@ -271,21 +267,28 @@ class Trial:
         for folder in ["tests", *([f"steps/{step.name}/tests"] if step else [])]:
             for file in self.spec.under(folder):
                 tests[file.path.removeprefix(folder + "/")] = file
-        cleared = container.run(
-            f"rm -rf /tests {LOGS}/verifier && mkdir -p /tests {LOGS}/verifier", 60
-        )
-        if cleared.code != 0:
-            raise ContainerError(f"could not clear /tests: {cleared.output.strip()}")
+        # The tests wait beside /tests until the command that runs them puts them there
+        # (and clears the last step's rewards): one `docker exec` for both.
         renamed = [f.model_copy(update={"path": p}) for p, f in tests.items()]
-        container.put(tar_of(renamed, self.contents, strip="", into="tests"), "/")
+        container.put(tar_of(renamed, self.contents, strip="", into=TESTS_WAITING), "/tmp")
+        user = (step.verifier.user if step else None) or verifier.user
+        placed = (
+            f"rm -rf /tests && mv /tmp/{TESTS_WAITING} /tests"
+            f" && rm -f {LOGS}/verifier/reward.txt {LOGS}/verifier/reward.json"
+        )
+        if user:  # placed as root, run as the verifier's user
+            cleared = container.run(placed, 60)
+            if cleared.code != 0:
+                raise ContainerError(f"could not place the tests: {cleared.output.strip()}")
         seconds = self._within(
             (step.verifier.timeout_sec if step else None) or verifier.timeout_sec
         )
+        test = "bash /tests/test.sh"
         ran = container.run(
-            "bash /tests/test.sh",
+            test if user else f"{placed} && {test}",
             seconds,
             {**verifier.env, **(step.verifier.env if step else {})},
-            (step.verifier.user if step else None) or verifier.user,
+            user,
         )
         target = self.folder / logs
         if step is None:  # the whole of /logs at once: agent/, verifier/, artifacts/
@@ -337,6 +340,16 @@ class Trial:
         log.warning("job %s: %s", self.job.job_id, message)
         if self.outcome.error is None:
             self.outcome.status, self.outcome.error = status, message
+
+
+def _kept_at(folder: str, path: str) -> str:
+    """Where an artifact goes among the trial's files: under `folder` at its path in the
+    container (`/app/report.json` in `artifacts/app/`), as Harbor keeps it."""
+    parent = str(PurePosixPath(path).parent).lstrip("/")
+    inner = PurePosixPath(parent)
+    if ".." in inner.parts:
+        return folder  # a path that climbs: kept by its name only
+    return f"{folder}/{parent}" if parent else folder
 
 
 def _artifact_paths(artifacts: list[str | dict[str, object]]) -> list[str]:

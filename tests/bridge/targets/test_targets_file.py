@@ -292,7 +292,8 @@ def test_no_targets_file_says_the_project_root_is_the_nearest_folder_holding_a_m
         Targets.load(root, root / "evals/a.yaml").get("gpt")
     assert str(raised.value).endswith(
         f"in {root / 'evals'}, {root}; the project root is {root}, the nearest folder holding "
-        "evalrelay.yaml; folders above it are not searched); available: mock, mock-judge, nop, oracle"
+        "evalrelay.yaml; folders above it are not searched); available: mock, mock-judge, nop, "
+        "oracle"
     )
 
 

@@ -81,6 +81,7 @@ def test_codex_solves_a_task_inside_its_container_through_the_relay(
     (jsonl,) = (root / "results").glob("*.jsonl")
     (line,) = read_jsonl(jsonl)
     assert (line["status"], line["score"]) == ("ok", 1.0), line["error"]
+    assert line["answer"] == "Wrote hello.txt."
     trajectory = line["trajectory"]
     assert trajectory["agent"] == "codex"
     (step,) = trajectory["steps"]
