@@ -16,6 +16,7 @@ from tests.conftest import WriteFiles, embedded_env, read_jsonl
 
 SOLVE_GREET = """#!/bin/bash
 printf '%s\\n' "$GREETING" > greeting.txt
+echo "$MARK" > /logs/agent/mark.txt
 """
 TEST_GREET = """#!/bin/bash
 found="$(cat /app/greeting.txt 2>/dev/null)"
@@ -45,8 +46,12 @@ def tasks(base: str) -> dict[str, str]:
             workdir = "/app"
             cpus = 1
             memory_mb = 256
+            [environment.healthcheck]
+            command = "test -d /app"
             [environment.env]
             GREETING = "hi there"
+            [solution.env]
+            MARK = "from [solution].env"
             [verifier.env]
             EXPECTED = "hi there"
             """,
@@ -204,6 +209,7 @@ def test_oracle_solves_and_nop_fails_each_task_graded_by_its_own_tests(
     assert (folder / "verifier" / "reward.txt").read_text().strip() == "1"
     assert "found: hi there" in (folder / "verifier" / "test-stdout.txt").read_text()
     assert (folder / "artifacts" / "app" / "greeting.txt").read_text() == "hi there\n"
+    assert (folder / "agent" / "mark.txt").read_text() == "from [solution].env\n"
     assert all((jsonl.parent / f).is_file() for f in greet["artifacts"]["files"])
     step_two = jsonl.parent / trials[("t/steps", "oracle")]["artifacts"]["trial_dir"]
     assert (step_two / "steps" / "two" / "verifier" / "reward.txt").is_file()
