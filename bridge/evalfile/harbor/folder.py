@@ -119,6 +119,15 @@ def load_task(folder: Path) -> LoadedTask:
         )
         for loc in unknown_keys(config)
     )  # fmt: skip
+    name = config.task.name
+    if name is None or "/" not in name:
+        notes += (
+            Diagnostic(
+                toml_path, *places.of(("task", "name")),
+                f"Harbor needs [task].name as `org/name`; evalrelay runs this task as "
+                f"'{task_name(folder, config)}'",
+            ),
+        )  # fmt: skip
     env = config.environment
     image = env.docker_image or f"{IMAGE_PREFIX}:{context_hash(files)}"
     spec = TaskSpec(

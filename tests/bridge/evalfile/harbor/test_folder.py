@@ -48,6 +48,10 @@ def test_without_a_name_the_task_is_its_folder_and_dataset_toml_names_the_datase
     root = project({**task(""), "tasks/dataset.toml": '[dataset]\nname = "smoke"\n'})
     loaded = load_eval_file(root / "tasks/t/task.toml")
     assert (loaded.cases[0].id, loaded.dataset) == ("t", "smoke")
+    (note,) = loaded.notes
+    assert note.endswith(
+        "task.toml:1:1: Harbor needs [task].name as `org/name`; evalrelay runs this task as 't'"
+    )
 
 
 def test_schema_errors_name_the_line_and_column_of_the_key(project: WriteFiles) -> None:
@@ -121,11 +125,11 @@ def test_schema_one_spellings_read_as_harbor_reads_them(project: WriteFiles) -> 
 
 
 def test_unknown_keys_are_noted_at_their_place_not_refused(project: WriteFiles) -> None:
-    root = project(task("[verifier]\ntimeout_sec = 5\nretries_please = 2\n"))
+    root = project(task('[task]\nname = "o/t"\n[verifier]\ntimeout_sec = 5\nretries_please = 2\n'))
     loaded = load_eval_file(root / "tasks/t/task.toml")
     (note,) = loaded.notes
     assert note.endswith(
-        "task.toml:3:1: `verifier.retries_please` is not part of Harbor's "
+        "task.toml:5:1: `verifier.retries_please` is not part of Harbor's "
         "task format as evalrelay reads it; ignored"
     )
 
