@@ -196,6 +196,12 @@ def blob_key(sha256: str) -> str:
     return f"{PREFIX}:blob:{sha256}"
 
 
+def bytes_key(sha256: str) -> str:
+    """String: a file's bytes in base64, by content hash (a task folder's files, a trial's
+    collected files); apart from `blob_key`, whose value is text."""
+    return f"{PREFIX}:bytes:{sha256}"
+
+
 def workers_key() -> str:
     """Hash: worker name to its last heartbeat (JSON), for `evalrelay status`."""
     return f"{PREFIX}:workers"

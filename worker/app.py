@@ -28,7 +28,8 @@ from bridge.queue.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_a
 from bridge.queue.jobs import Job
 from bridge.queue.reaper import Reaper
 from bridge.queue.rebuild import current_epoch
-from bridge.targets.settings import DEFAULT_KEY_VARIABLES
+from bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
+from worker.agents.docker_cli import remove_dead_workers_containers
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.batches import job_slots, register_batch_task
 from worker.broker import use_for_redis_urls
@@ -171,13 +172,15 @@ def start_background(consumer: Any) -> None:
         queue.send([job])
 
     Reaper(client, send, owner=name, stopping=stopping).start()
-    info = {
+    info: dict[str, Any] = {
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "queues": sorted(q.name for q in app.amqp.queues.consume_from.values())
         if app.amqp.queues.consume_from
         else list(QUEUES),
     }
+    if TASK_QUEUE in info["queues"]:  # containers of this host's workers that are gone
+        threading.Thread(target=remove_dead_workers_containers, daemon=True).start()
     threading.Thread(
         target=_report,
         args=(client, name, process_name(client, name), info, stopping),

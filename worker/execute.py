@@ -39,12 +39,16 @@ from worker.grading.run_facts import RunFacts
 from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, Steered
 from worker.providers.call import call_provider, call_provider_async
 from worker.recorded import recorded_output, recorded_turn
+from worker.trials.outcome import TrialOutcome
+from worker.trials.trial import run_trial
 
 log = logging.getLogger(__name__)
 
 
 def execute(job: Job, worker: str, client: redis.Redis | None = None) -> Result:
     began = Began.now()
+    if job.task is not None:
+        return trial_result(job, worker, client, began)
     answered = answer_of(job, lambda: _output(job, began.clock, client))
     return graded_result(job, worker, client, answered, began)
 
@@ -209,6 +213,49 @@ def graded_result(
     turned = (e for t in result.turns or [] for e in t.evaluator_results)
     judged = [*result.evaluator_results, *turned]
     result.judge_usage, result.judge_cost = judge_spend(judged)
+    return masked_result(result, job)
+
+
+def trial_result(job: Job, worker: str, client: redis.Redis | None, began: Began) -> Result:
+    """A container task's trial as its result: the verifier's reward is the score."""
+    if client is None:
+        raise RuntimeError("a container task's files come from the worker's Redis")
+    try:
+        deadline = began.clock + job.timeout_seconds
+        outcome = run_trial(job, worker, client, deadline, secret_names(job))
+    except NoCapacity:
+        raise
+    except Exception as exc:
+        log.error("job %s: the trial raised", job.job_id, exc_info=exc)
+        outcome = TrialOutcome(status=Status.INFRA_ERROR, error=f"{type(exc).__name__}: {exc}")
+    finished = datetime.now(UTC)
+    reward = outcome.reward
+    artifacts: dict[str, Any] = {}
+    if outcome.bundle:
+        artifacts = {
+            "trial_dir": outcome.trial_dir,
+            "files": outcome.files,
+            "bundle": outcome.bundle,
+        }
+    result = Result(
+        **_about(job),
+        status=outcome.status,
+        answer=outcome.agent_output or None,
+        score=reward,
+        passed=None if reward is None else reward >= 1.0,
+        rewards=outcome.rewards or None,
+        steps=outcome.steps,
+        timings=outcome.timings,
+        trajectory=outcome.trajectory,
+        started_at=began.at,
+        finished_at=finished,
+        duration_ms=int((time.monotonic() - began.clock) * 1000),
+        worker=worker,
+        error=ErrorInfo(kind=outcome.status.value, message=outcome.error)
+        if outcome.error
+        else None,
+        artifacts=artifacts,
+    )
     return masked_result(result, job)
 
 

@@ -76,6 +76,12 @@ def regrade_command(
         client = runtime.client
         old, path = recorded_campaign(client, campaign)
         files = select_cases(load_all(eval_paths) if eval_paths else own_files(old), case_patterns)
+        tasks = [str(f.path.parent) for f in files if f.task is not None]
+        if tasks:
+            raise EvalrelayError(
+                f"{', '.join(tasks[:3])}: a container task is graded by its own tests inside "
+                "its container, which is gone after its trial; run it again instead"
+            )
         stem = files[0].dataset if len(files) == 1 else "campaign"
         campaign_id = new_campaign_id(files, name=name or f"{stem}-regrade")
         recorded = [r for r in read_results(path) if case_chosen(r.case_id, case_patterns)]

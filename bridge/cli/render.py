@@ -14,6 +14,8 @@ from rich.text import Text
 
 from bridge.cli.terminal import TerminalConsole, echo, printable
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
+from bridge.evalfile.harbor.config import StepConfig
+from bridge.evalfile.harbor.folder import TASK_FILE, LoadedTask, is_task_folder
 from bridge.evalfile.selection import select_cases
 from bridge.prompt.build import PromptRequest, api_messages, request_for
 from bridge.prompt.messages import ChatMessage
@@ -21,13 +23,25 @@ from bridge.targets.targets_file import Targets
 
 
 @click.command("render")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--case", "case_id", help="Render only the cases matching this id (or glob).")
 @click.option("--target", "target_name", help="Show the request body this target would send.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per case, one per line.")
 def render_command(file: Path, case_id: str | None, target_name: str | None, as_json: bool) -> None:
-    """Show what each case of FILE would send: question, chat_prompt, guidelines, wire body."""
+    """Show what each case of FILE would send: question, chat_prompt, guidelines, wire body.
+    For a task folder (it holds task.toml): its container, steps, instructions and limits."""
+    if file.is_dir():
+        if not is_task_folder(file):
+            raise click.UsageError(f"{file} is a folder without task.toml; name an eval file")
+        file = file / TASK_FILE
     loaded = load_eval_file(file)
+    if loaded.task is not None:
+        view = task_view(loaded.task)
+        if as_json:
+            echo(json.dumps(view, ensure_ascii=False))
+        else:
+            TerminalConsole().print(readable_task(view))
+        return
     (loaded,) = select_cases([loaded], [case_id] if case_id else [])
     for case in loaded.cases:
         view = case_view(loaded, case, target_name)
@@ -152,3 +166,62 @@ def _turn_lines(conversation: dict[str, Any]) -> list[Text]:
         graded = ", ".join(turn["evaluators"]) or "none (scores 1)"
         lines.append(Text(printable(f"  evaluators: {graded}"), style="dim"))
     return lines
+
+
+def task_view(task: LoadedTask) -> dict[str, Any]:
+    """What a trial of the task does: the image and its limits, then each step's
+    instruction, time limits and what follows it."""
+    config = task.spec.config
+    env = config.environment
+    steps: list[StepConfig | None] = list(config.steps) or [None]
+    return {
+        "task": task.spec.name,
+        "image": task.spec.image,
+        "built_from": "environment/Dockerfile" if task.spec.build else None,
+        "cpus": env.cpus,
+        "memory_mb": env.memory_mb,
+        "network": env.network,
+        "workdir": env.workdir,
+        "files": len(task.spec.files),
+        "steps": [
+            {
+                "name": step.name if step else None,
+                "instruction": instruction,
+                "agent_timeout_sec": (step.agent.timeout_sec if step else None)
+                or config.agent.timeout_sec,
+                "verifier_timeout_sec": (step.verifier.timeout_sec if step else None)
+                or config.verifier.timeout_sec,
+                "min_reward": step.min_reward if step else None,
+                "healthcheck": step.healthcheck.command if step and step.healthcheck else None,
+            }
+            for step, instruction in zip(steps, task.instructions, strict=True)
+        ],
+    }
+
+
+def readable_task(view: dict[str, Any]) -> Panel:
+    built = f" (built from {view['built_from']})" if view["built_from"] else ""
+    parts: list[Any] = [
+        Text(printable(f"image {view['image']}{built}")),
+        Text(
+            printable(
+                f"cpus {view['cpus'] or 'unlimited'}, memory "
+                f"{view['memory_mb'] or 'unlimited'} MB, network {view['network']}"
+                + (f", workdir {view['workdir']}" if view["workdir"] else "")
+            )
+        ),
+    ]
+    for step in view["steps"]:
+        title = f"step {step['name']}" if step["name"] else "instruction (the agent's prompt)"
+        parts += [
+            Text(),
+            Text(printable(title), style="bold"),
+            Text(printable(step["instruction"])),
+        ]
+        limits = (
+            f"agent {step['agent_timeout_sec']:g} s, tests {step['verifier_timeout_sec']:g} s"
+            + (f", min_reward {step['min_reward']}" if step["min_reward"] is not None else "")
+            + (f", healthcheck {step['healthcheck']}" if step["healthcheck"] else "")
+        )
+        parts.append(Text(printable(limits), style="dim"))
+    return Panel(Group(*parts), title=printable(f"task {view['task']}"), title_align="left")

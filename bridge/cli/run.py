@@ -209,6 +209,8 @@ def run_command(
         for results in dict.fromkeys(complete):  # the collector may say so twice
             write_report_beside(console, results)
         for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
+            if loaded.task is not None:
+                continue  # a task.toml is no promptfoo config
             for written in write_promptfoo_outputs(
                 loaded.path, campaign_id, results_path(out_dir, campaign_id)
             ):
@@ -261,7 +263,10 @@ def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
     if problems:
         raise InvalidFileError(problems)
     if not files:
-        raise click.ClickException("no .yaml or .yml eval files found in the paths given")
+        raise click.ClickException(
+            "no .yaml or .yml eval files (or task folders, holding task.toml) found in the "
+            "paths given"
+        )
     return files
 
 

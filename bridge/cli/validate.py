@@ -22,6 +22,7 @@ from bridge.evalfile.cases import (
     written_evaluators,
     written_judge_targets,
 )
+from bridge.evalfile.harbor.folder import TASK_FILE
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.config import read_differently
@@ -50,7 +51,9 @@ def validate_command(paths: tuple[Path, ...], untrusted: bool) -> None:
         for path in eval_files_under(paths)
     ]
     if not files:
-        raise click.ClickException("no .yaml or .yml files found in the paths given")
+        raise click.ClickException(
+            "no .yaml or .yml files (or task folders, holding task.toml) found in the paths given"
+        )
     for path, untrusted_file in files:
         checked = check_file(path, untrusted_file)
         for problem in checked.problems:
@@ -107,6 +110,8 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
         return FileCheck(
             0, [Diagnostic(path, 1, 1, why + how_to_raise("load_limits", "memory_mb"))], [], ""
         )
+    if loaded.task is not None:  # a task.toml: its notes carry their own places
+        return FileCheck(1, [], list(loaded.task.notes), loaded.format)
     doc = eval_document(path, project).document
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
@@ -186,6 +191,8 @@ def unknown_judges(targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
 def judges_of_invalid(path: Path, untrusted: Untrusted | None = None) -> list[Diagnostic]:
     """The unknown judges of a file that failed to load, so one pass reports them with its
     other errors; nothing more when the file cannot even be read or its targets loaded."""
+    if path.name == TASK_FILE:
+        return []  # a task names no judge
     try:
         project = Project.containing(path)
         if untrusted:

@@ -14,7 +14,9 @@ from bridge.errors import PrerequisiteError
 from bridge.queue.celery_queue import QUEUES
 from bridge.queue.connection import URL_VARIABLE, configured_url, connect
 
-DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2}
+DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2, "task": 8}
+"""Jobs at once per queue. A `task` worker starts a trial only while the cpus and memory
+of the trials on its host fit the host's (`worker.trials.capacity`)."""
 """API calls wait on the network, so one process runs many; agents run a few at a time."""
 
 
@@ -54,8 +56,9 @@ def default_concurrency(queue: str) -> int:
     "--concurrency",
     "-c",
     type=click.IntRange(min=1),
-    help="Jobs at once (default: 32 for api, 2 for each CLI agent queue, and for "
-    "agent.vscode the number of provisioned workspaces in ~/.subagent).",
+    help="Jobs at once (default: 32 for api, 2 for each CLI agent queue, 8 for task (as "
+    "many trials as fit the host's cpus and memory), and for agent.vscode the number of "
+    "provisioned workspaces in ~/.subagent).",
 )
 @click.option(
     "--pool",

@@ -20,6 +20,13 @@ from bridge.evalfile.evaluators import (
     located_evaluators,
 )
 from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
+from bridge.evalfile.harbor.folder import (
+    TASK_FILE,
+    LoadedTask,
+    dataset_of,
+    is_task_folder,
+    load_task,
+)
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
@@ -84,6 +91,8 @@ class LoadedEvalFile(NamedTuple):
     notes: tuple[str, ...] = ()
     """What `validate` should tell the author: keys read in part or not at all."""
     written_as: str | None = None
+    task: LoadedTask | None = None
+    """A Harbor task folder (`path` is its task.toml): its one case is the task."""
 
     @property
     def format(self) -> str:
@@ -107,6 +116,8 @@ class LoadedEvalFile(NamedTuple):
 def load_eval_file(path: Path, project: Project | None = None) -> LoadedEvalFile:
     """Load one eval file, or raise InvalidFileError with all of its problems."""
     project = project or Project.containing(path)
+    if path.name == TASK_FILE:
+        return load_task_file(path, project)
     doc, notes, written_as = eval_document(path, project)
     _refuse_other_formats(doc)
     problems, files = _check_raw(doc, project)
@@ -174,6 +185,25 @@ def _refuse_untrusted(doc: YamlDocument, path: Path, untrusted: Untrusted) -> No
         raise InvalidFileError(_sorted(problems))
 
 
+HARBOR_FORMAT = "Harbor task (task.toml)"
+
+
+def load_task_file(path: Path, project: Project) -> LoadedEvalFile:
+    """A Harbor task folder as an eval file of one case, the task: its instruction is
+    the case's input, for `render` and the results' request; the job carries the task."""
+    task = load_task(path.parent)
+    instruction = "\n\n".join(task.instructions)
+    case = EvalCase(
+        id=task.spec.name,
+        input_messages=[{"role": "user", "content": instruction}],
+        metadata=dict(task.spec.config.metadata),
+    )
+    spec = EvalFile(dataset=dataset_of(path.parent), evalcases=[case])
+    loaded = LoadedCase(case, [ResolvedMessage("user", [Text(instruction)])], [], None)
+    notes = tuple(str(note) for note in task.notes)
+    return LoadedEvalFile(path, project, spec, [loaded], notes, HARBOR_FORMAT, task)
+
+
 def _unsupported_evaluators(spec: EvalFile, cases: list[LoadedCase]) -> list[str]:
     """One note per evaluator evalrelay cannot run, naming the cases that will end as
     infra errors because of it."""
@@ -234,13 +264,29 @@ def _refuse_other_formats(doc: YamlDocument) -> None:
 
 
 def eval_files_under(paths: Sequence[Path]) -> list[Path]:
-    """The files named, and the eval files found (sorted) in the folders named."""
+    """The files named, and the eval files found (sorted) in the folders named. A folder
+    holding task.toml is a Harbor task: its task.toml stands for it, and nothing under
+    it is an eval file (its environment may hold YAML of its own)."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.rglob("*") if _is_eval_file(p, path))
+            found += _found_in(path, path)
         else:
             found.append(path)
+    return found
+
+
+def _found_in(folder: Path, top: Path) -> list[Path]:
+    if is_task_folder(folder):
+        return [folder / TASK_FILE]
+    found: list[Path] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            found += _found_in(entry, top)
+        elif _is_eval_file(entry, top):
+            found.append(entry)
     return found
 
 

@@ -36,7 +36,7 @@ from bridge.keys import (
     job_key,
     manifest_key,
 )
-from bridge.queue.blobs import store_blobs
+from bridge.queue.blobs import store_blobs, store_task_files
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.jobs import Job, TargetRef, build_job, target_ref
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
@@ -274,6 +274,7 @@ class FilePlanner:
             grading=self.loaded.spec.grading,
             project_judge=self.loaded.project.config.default_judge,
             ref=ref,
+            task=self.loaded.task.spec if self.loaded.task else None,
         )
 
     def _threshold(self, case: LoadedCase) -> float | None:
@@ -327,6 +328,8 @@ def announce(
     time they were recorded at (Redis's, in ms; None without jobs), for their messages."""
     for loaded in files:
         store_blobs(client, (f for case in loaded.cases for f in case.files()))
+        if loaded.task is not None:
+            store_task_files(client, loaded.task.folder, loaded.task.spec.files)
     pipe = client.pipeline(transaction=True)
     mark_sent(pipe, ids_by_queue(jobs))
     pipe.set(campaign_key(info.campaign_id), info.model_dump_json(), ex=JOB_TTL_SECONDS)

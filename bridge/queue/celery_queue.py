@@ -34,7 +34,8 @@ BATCH_SPREAD = 64
 """A campaign's jobs for one target go in about this many messages (fewer when few jobs
 wait), so that a fleet's workers share them and none hoards the campaign's tail."""
 
-QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli")
+QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli", "task")
+"""Every queue; `task` runs container tasks (Harbor's format), one trial a job."""
 
 MARK_BATCH = 1000
 """How many jobs are recorded as outstanding at a time, just before their messages go (as

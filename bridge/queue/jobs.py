@@ -26,10 +26,14 @@ from bridge.evalfile.evaluators import (
     all_evaluators,
 )
 from bridge.evalfile.files import ResolvedFile
+from bridge.evalfile.harbor.config import StepConfig
+from bridge.evalfile.harbor.folder import TaskSpec
+from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.prompt.build import PromptRequest, render, request_for
 from bridge.queue.turns import ConversationPlan, conversation_plan, turn_evaluators
 from bridge.results.recorded import Recorded
 from bridge.results.result import AttemptSummary
+from bridge.targets.settings import TASK_AGENT_KINDS, TASK_QUEUE
 from bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
 
 DEFAULT_TIMEOUT_SECONDS = {
@@ -37,6 +41,7 @@ DEFAULT_TIMEOUT_SECONDS = {
     "agent.vscode": 1800.0,
     "agent.codex": 1800.0,
     "agent.cli": 1800.0,
+    "task": 3600.0,
 }
 """Per-queue time limit of one job when neither the case nor the target sets one."""
 
@@ -104,6 +109,8 @@ class Job(BaseModel):
     """Conversation mode: the turns sent one after the other after the `request`."""
     recorded: Recorded | None = None
     """A regrade: the answer recorded earlier, graded instead of calling the target."""
+    task: TaskSpec | None = None
+    """A container task (Harbor's format): the trial's task, whose verifier grades it."""
     waiting_since: float | None = None
     """When this attempt first found no free capacity (epoch seconds, by Redis's clock: the
     worker that finds it busy next may be on another host). It waits, without a
@@ -159,8 +166,12 @@ def build_job(
     grading: Grading = "evalrelay",
     project_judge: str | None = None,
     ref: TargetRef | None = None,
+    task: TaskSpec | None = None,
 ) -> Job:
-    """`ref`: the target as its jobs carry it, when the caller plans many (made once)."""
+    """`ref`: the target as its jobs carry it, when the caller plans many (made once).
+    `task`: the case is this container task."""
+    if task is not None or target.queue == TASK_QUEUE:
+        return task_job(campaign_id, dataset, case, target, repeat, task, ref)
     system_prompt = target.raw.get("system_prompt")
     spec = case.case
     expected = case.expected[-1] if case.expected else None  # the last, as AgentV takes it
@@ -221,6 +232,56 @@ def build_job(
         metadata=spec.metadata,
         conversation=conversation,
     )
+
+
+def task_job(
+    campaign_id: str,
+    dataset: str,
+    case: LoadedCase,
+    target: Target,
+    repeat: int,
+    task: TaskSpec | None,
+    ref: TargetRef | None,
+) -> Job:
+    """A container task's trial: its verifier grades it, so it has no evaluators; it goes
+    to the `task` queue whatever its agent."""
+    if task is None:
+        raise TargetError(
+            f"case '{case.id}': target '{target.name}' ({target.kind}) runs container tasks "
+            "(a folder holding task.toml) only; pick another target for eval files"
+        )
+    if target.kind not in TASK_AGENT_KINDS:
+        raise TargetError(
+            f"task '{task.name}': target '{target.name}' ({target.kind}) cannot work inside "
+            f"a task's container; task agents are: {', '.join(sorted(TASK_AGENT_KINDS))}"
+        )
+    ref = ref or target_ref(target)
+    return Job(
+        campaign_id=campaign_id,
+        job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
+        case_id=case.id,
+        dataset=dataset,
+        repeat=repeat,
+        target=ref.model_copy(update={"queue": TASK_QUEUE}),
+        request=request_for(case, None),
+        pass_threshold=1.0,
+        timeout_seconds=trial_seconds(task),
+        metadata=case.case.metadata,
+        task=task,
+    )
+
+
+def trial_seconds(task: TaskSpec) -> float:
+    """The most a trial may take: building its image, then each step's agent and verifier
+    at their time limits, and a minute for the rest."""
+    config = task.config
+    total = config.environment.build_timeout_sec + 60.0
+    steps: list[StepConfig | None] = list(config.steps) or [None]
+    for step in steps:
+        agent = step.agent.timeout_sec if step else None
+        verifier = step.verifier.timeout_sec if step else None
+        total += (agent or config.agent.timeout_sec) + (verifier or config.verifier.timeout_sec)
+    return min(total, MAX_JOB_SECONDS)
 
 
 def judge_of(target: Target, project_judge: str | None, judging: bool) -> str | None:

@@ -55,6 +55,7 @@ from bridge.results.retention import compact
 from bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
 from bridge.results.set_aside import set_aside
 from bridge.results.summary import write_atomically
+from bridge.results.trial_files import unpack_trial_files
 from bridge.results.write_errors import can_write, cannot_write, describe
 
 log = logging.getLogger(__name__)
@@ -453,6 +454,8 @@ class Collector:
         for campaign_id, items in by_campaign.items():
             results = [r for _, _, r in items if r is not None]
             try:
+                for result in results:
+                    unpack_trial_files(self.client, self.out_dir_for(campaign_id), result)
                 new = self.results_file(campaign_id).append(results)
             except OSError as exc:
                 path = results_path(self.out_dir_for(campaign_id), campaign_id)

@@ -124,6 +124,34 @@ class TurnResult(BaseModel):
     """Why the model's answer is a failure (a refusal, an empty answer), or why skipped."""
 
 
+class TaskStep(BaseModel):
+    """One step of a multi-step container task (Harbor's `[[steps]]`), as its verifier graded it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    reward: float | None = None
+    """The step's reward (its reward file's `reward`); null when the step was skipped, or
+    ran but has no reward (no reward file, tests that overran, a setup that failed)."""
+    rewards: dict[str, float] = Field(default_factory=dict)
+    """Every number of the step's reward file, by name (`{"reward": x}` from reward.txt)."""
+    skipped: bool = False
+    """Not run: an earlier step's reward fell below that step's `min_reward`."""
+
+
+class TaskTimings(BaseModel):
+    """Seconds of each phase of a container task's trial; null for a phase that did not run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build: float | None = None
+    """Building (or finding) the environment's image; near zero when this host had it."""
+    setup: float | None = None
+    """Starting the container and putting the task's files in it."""
+    agent: float | None = None
+    verifier: float | None = None
+
+
 class Result(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -170,11 +198,24 @@ class Result(BaseModel):
     worker: str
     error: ErrorInfo | None = None
     artifacts: dict[str, Any] = Field(default_factory=dict)
+    """What the provider kept of the run. A container task's trial keeps its files under
+    the results folder: `files` lists their paths relative to the results file's folder
+    (`<campaign>/<task>__<job>/`: `agent/`, `verifier/` with `test-stdout.txt`,
+    `artifacts/`), and `trial_dir` names that folder."""
     attempts: list[AttemptSummary] = Field(default_factory=list)
     turns: list[TurnResult] | None = None
     """A conversation-mode case's turns, each with its answer and its own verdict."""
     regraded_from: str | None = None
     """The campaign whose recorded answer this result grades again (`evalrelay regrade`)."""
+    rewards: dict[str, float] | None = None
+    """A container task's rewards by name: every key of its `reward.json`, or `{"reward": x}`
+    from `reward.txt` (a multi-step task: each name's mean over the steps that ran, or the
+    final step's); `score` is the trial's reward, 0 when it has none (then `rewards` is
+    null). Null for other jobs."""
+    steps: list[TaskStep] | None = None
+    """A multi-step container task's steps, in order; null for single-step tasks."""
+    timings: TaskTimings | None = None
+    """A container task's seconds per phase (build, setup, agent, verifier)."""
 
     def spent_usd(self) -> float | None:
         """What the result cost its campaign's budget: the answer and its judges together,

@@ -309,6 +309,21 @@ class MockTarget(TargetBase):
     cost_usd: NonNegativeFloat | None = None
 
 
+class OracleTarget(TargetBase):
+    """Harbor's `oracle` agent, for container tasks only: copies the task's `solution/` to
+    /solution in the trial's container and runs `solve.sh` there; a task it does not
+    solve is a broken task."""
+
+    provider: Literal["oracle"]
+
+
+class NopTarget(TargetBase):
+    """Harbor's `nop` agent, for container tasks only: does nothing, so the verifier
+    grades the environment as it was built (a task it passes tests nothing)."""
+
+    provider: Literal["nop"]
+
+
 class VSCodeTarget(TargetBase):
     """VS Code's Copilot chat, driven through a pool of workspace folders (subagent's layout)."""
 
@@ -484,6 +499,8 @@ TargetSettings = Annotated[
     | AnthropicTarget
     | GeminiTarget
     | MockTarget
+    | OracleTarget
+    | NopTarget
     | VSCodeTarget
     | CodexTarget
     | CopilotCliTarget
@@ -495,6 +512,9 @@ TargetSettings = Annotated[
 ApiTargetSettings = (
     OpenAITarget | OpenAICompatibleTarget | AzureTarget | AnthropicTarget | GeminiTarget
 )
+
+TASK_QUEUE = "task"
+"""The queue of container tasks (Harbor's format): one trial, one container."""
 
 API_KINDS = frozenset(
     {
@@ -520,8 +540,15 @@ QUEUE_FOR_KIND = {
     "copilot": "agent.cli",
     "claude-code": "agent.cli",
     "cli": "agent.cli",
+    "oracle": TASK_QUEUE,
+    "nop": TASK_QUEUE,
 }
-"""Which Celery queue runs jobs of each provider kind."""
+"""Which Celery queue runs jobs of each provider kind. A container task's job goes to
+`task` whatever its agent (`bridge.queue.jobs.build_job`)."""
+
+TASK_AGENT_KINDS = frozenset({"oracle", "nop", "codex", "codex-cli"})
+"""The kinds that can be a container task's agent: Harbor's two built-ins, and the
+agent CLIs that run inside the task's container."""
 
 API_KEY_TARGETS = (OpenAITarget, AzureTarget, AnthropicTarget, GeminiTarget)
 """The API providers that read a key from a variable when a target names none: theirs are

@@ -44,10 +44,13 @@ MOCK_JUDGE = "mock-judge"
 BUILTIN_TARGETS: dict[str, dict[str, Any]] = {
     "mock": {"name": "mock", "provider": "mock"},
     MOCK_JUDGE: {"name": MOCK_JUDGE, "provider": "mock", "judge": True},
+    "oracle": {"name": "oracle", "provider": "oracle"},
+    "nop": {"name": "nop", "provider": "nop"},
 }
 """Targets that exist in every project unless its targets file defines the same name.
 `mock-judge` grades the judge evaluators of cases run on a mock target (everything passes),
-so a dry run goes through every step."""
+so a dry run goes through every step. `oracle` and `nop` are Harbor's agents of the same
+names, for container tasks."""
 
 
 class TargetsFile(BaseModel):

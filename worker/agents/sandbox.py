@@ -30,7 +30,9 @@ from worker.agents.sandbox_bubblewrap import bubblewrapped
 from worker.agents.sandbox_docker import contained
 from worker.agents.sandbox_relay import splice
 
-__all__ = ["Confined", "Endpoint", "SandboxUnavailable", "install_root", "sandboxed"]
+__all__ = [
+    "Confined", "Endpoint", "SandboxUnavailable", "install_root", "relays", "sandboxed",
+]  # fmt: skip
 
 Engine = Literal["docker", "bubblewrap"]
 
@@ -58,7 +60,7 @@ def sandboxed(
             argv, cwd, env, list(writable), list(readable), isolation,
             endpoints, routes, sockets, Path(scratch),
         )  # fmt: skip
-        with _relays(endpoints, routes):
+        with relays(endpoints, routes):
             if engine == "docker":
                 with contained(attempt) as confined:
                     yield confined
@@ -84,7 +86,7 @@ def install_root(executable: str) -> Path:
 
 
 @contextlib.contextmanager
-def _relays(endpoints: list[Endpoint], routes: dict[str, str]) -> Iterator[None]:
+def relays(endpoints: list[Endpoint], routes: dict[str, str]) -> Iterator[None]:
     """A Unix socket per endpoint; each connection to it is joined to the endpoint."""
     servers = []
     for endpoint in endpoints:

@@ -127,10 +127,10 @@ def _mounts(attempt: Attempt, users: tuple[Path, Path]) -> list[str]:
     binds += [(path, str(path), False) for path in attempt.writable]
     if attempt.routes:
         binds += [(attempt.sockets, str(attempt.sockets), True), (RELAY_SOURCE, RELAY, True)]
-    return [arg for bind in binds for arg in ("--mount", _bind(*bind))]
+    return [arg for bind in binds for arg in ("--mount", bind_mount(*bind))]
 
 
-def _bind(source: Path, target: str, readonly: bool) -> str:
+def bind_mount(source: Path, target: str, readonly: bool) -> str:
     """A `--mount` value: CSV, so a path holding a comma or a quote stays one field."""
     fields = ["type=bind", f"source={source}", f"target={target}"]
     out = io.StringIO()

@@ -12,6 +12,7 @@ import redis
 from bridge.errors import TargetError
 from bridge.queue.jobs import Job, TargetRef
 from bridge.results.result import Status
+from bridge.targets.settings import TargetSettings
 from bridge.targets.targets_file import OneTarget, interpolate
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
@@ -41,15 +42,20 @@ def target_provider(
 ) -> Provider:
     """A target's provider, its settings read with this worker's environment; `steered` as
     for `call_provider`."""
+    provider = provider_for(resolved_settings(target))
+    provider.redis, provider.steered = client, steered
+    return provider
+
+
+def resolved_settings(target: TargetRef) -> TargetSettings:
+    """A target's settings, its `${VAR}` references read from this worker's environment;
+    an `infra_error` naming a variable this worker lacks."""
     try:
-        settings = OneTarget.model_validate(
+        return OneTarget.model_validate(
             {"target": interpolate(target.settings, _Environment())}
         ).target
     except TargetError as exc:
         raise ProviderFailure(Status.INFRA_ERROR, str(exc)) from None
-    provider = provider_for(settings)
-    provider.redis, provider.steered = client, steered
-    return provider
 
 
 class _Environment(dict[str, str]):

@@ -243,7 +243,8 @@ def test_unknown_target_name_is_a_note_at_its_key(project: WriteFiles) -> None:
     assert lines == [
         f"{root}/t.yaml: 1 case OK (AgentV evalcases with execution blocks)",
         f"{root}/t.yaml:4:25: note: case 'a': unknown target 'slow' in {root}/targets.yaml; "
-        "available: fast, mock, mock-judge; run it with --target NAME, or define the target",
+        "available: fast, mock, mock-judge, nop, oracle; run it with --target NAME, or define "
+        "the target",
     ]
 
 

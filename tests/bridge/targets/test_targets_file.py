@@ -102,7 +102,7 @@ def test_agentv_targets_location_and_builtin_mock(project: WriteFiles) -> None:
     assert targets.get("codex").queue == "agent.codex"
     assert targets.get("mock").queue == "api"
     with pytest.raises(
-        TargetError, match=r"unknown target .gpt.*available: codex, mock, mock-judge"
+        TargetError, match=r"unknown target .gpt.*available: codex, mock, mock-judge, nop, oracle"
     ):
         targets.get("gpt")
 
@@ -292,7 +292,8 @@ def test_no_targets_file_says_the_project_root_is_the_nearest_folder_holding_a_m
         Targets.load(root, root / "evals/a.yaml").get("gpt")
     assert str(raised.value).endswith(
         f"in {root / 'evals'}, {root}; the project root is {root}, the nearest folder holding "
-        "evalrelay.yaml; folders above it are not searched); available: mock, mock-judge"
+        "evalrelay.yaml; folders above it are not searched); available: mock, mock-judge, nop, "
+        "oracle"
     )
 
 
@@ -310,7 +311,7 @@ def test_no_targets_file_without_a_project_marker_says_how_to_search_higher(
         f"in {eval_file.parent}; the project root is {eval_file.parent}, where the search "
         "began, as no folder above it holds evalrelay.yaml or .git; create evalrelay.yaml "
         "(it may be empty) in a higher folder to make that the root and search up to it); "
-        "available: mock, mock-judge"
+        "available: mock, mock-judge, nop, oracle"
     )
 
 
