@@ -7,8 +7,9 @@ which reward and which exception), then a folder per trial, `<task>__<id>/`, wit
 the results folder (`agent/`, `verifier/` with `test-stdout.txt` and the reward file,
 `artifacts/`, and `steps/<name>/` of a multi-step task), plus the agent's trajectory in
 ATIF as `agent/trajectory.json`. Results that are not container-task trials are left out
-and counted. The mean follows Harbor's metric: a trial without a reward counts 0, and with
-several reward names each gets its own mean (a trial lacking one counting 0 for it).
+and counted. The mean follows Harbor's job: over the trials with a valid reward only (a trial whose
+tests wrote none, or whose verifier overran its time, is left out, as Harbor leaves it
+out), and with several reward names a mean per name (a trial lacking one counting 0).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def mean_rewards(rewards: list[dict[str, float] | None]) -> dict[str, float]:
 
 def _eval_stats(trials: list[dict[str, Any]]) -> dict[str, Any]:
     rewards = [_valid_rewards(t) for t in trials]
+    graded = [r for r in rewards if r]
     reward_stats: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     exception_stats: dict[str, list[str]] = defaultdict(list)
     for trial, valid in zip(trials, rewards, strict=True):
@@ -103,9 +105,9 @@ def _eval_stats(trials: list[dict[str, Any]]) -> dict[str, Any]:
         if trial["exception_info"] is not None:
             exception_stats[trial["exception_info"]["exception_type"]].append(trial["trial_name"])
     return {
-        "n_trials": sum(1 for r in rewards if r),
+        "n_trials": len(graded),
         "n_errors": sum(1 for t in trials if t["exception_info"] is not None),
-        "metrics": [mean_rewards(rewards)],
+        "metrics": [mean_rewards(list(graded))] if graded else [],
         "pass_at_k": {},
         "reward_stats": reward_stats,
         "exception_stats": exception_stats,

@@ -62,6 +62,8 @@ def trial_document(result: Result, job_id: str, trial_uri: str) -> dict[str, Any
         "trial_uri": trial_uri,
         "task_id": {"path": result.case_id},
         "source": result.dataset or None,
+        # Harbor's hash of the task folder; a result keeps none, so the trial's own job id
+        # stands in (a string Harbor only stores).
         "task_checksum": result.job_id,
         "config": trial_config(result, job_id),
         "agent_info": {"name": result.target, "version": AGENT_VERSION},

@@ -135,7 +135,7 @@ def test_harbor_loads_the_exported_job_with_its_rewards_steps_and_errors(tmp_pat
     assert job["loaded"] and job["errors"] == 2
     assert job["metrics"] == {
         "oracle__tasks": [{"mean": 1.0}],
-        "nop__tasks": [{"mean": 0.5 / 3}],
+        "nop__tasks": [{"mean": 0.5}],  # the two trials without a reward are left out
     }
     trials = job["trials"]
     assert set(trials) == {
@@ -199,14 +199,14 @@ def test_harbor_view_serves_the_exported_job(tmp_path: Path) -> None:
     assert (job["name"], job["n_total_trials"], job["n_errored_trials"]) == ("camp", 4, 2)
     assert sorted(job["agents"]) == ["nop", "oracle"]
     assert job["evals"] == {
-        "nop__tasks": {"metrics": [{"mean": 0.5 / 3}]},
+        "nop__tasks": {"metrics": [{"mean": 0.5}]},
         "oracle__tasks": {"metrics": [{"mean": 1.0}]},
     }
 
 
 def test_the_mean_is_harbors_metric() -> None:
     """One reward name gives `mean`; several, a mean per name, a missing one counting 0;
-    a trial without rewards counts 0."""
+    rewards of None count 0 (the job passes only trials with a valid reward)."""
     assert mean_rewards([{"reward": 1.0}, None, {"reward": 0.5}]) == {"mean": 0.5}
     assert mean_rewards([{"reward": 1.0, "shape": 0.5}, {"reward": 0.0}, None]) == {
         "reward": 1 / 3,
