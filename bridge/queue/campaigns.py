@@ -336,6 +336,10 @@ def announce(
     return int(replies[0]) if jobs else None
 
 
+#   KEYS[1..n]  the jobs' stored-value keys (`job_key`)
+#   ARGV[1]     the time to live, seconds
+#   ARGV[2..]   the stored values, ARGV[i + 1] for KEYS[i]
+# Returns nothing.
 _STORE_JOBS = """
 for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1]) end
 """
