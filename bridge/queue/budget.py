@@ -26,17 +26,6 @@ NANO = 1_000_000_000
 
 BUDGET_REASON = "budget reached"
 
-#   KEYS[1]  the campaign's budget hash (`budget_key`): `limit` and `spent`, nanodollars
-#   KEYS[2]  the campaign's pause mark (`paused_key`)
-#   KEYS[3]  the campaign's audit stream (`audit_key`)
-#   ARGV[1]  the charge, nanodollars
-#   ARGV[2]  the pause state to write (a `Paused`, JSON)
-#   ARGV[3]  the time of the charge, seconds since the epoch (for the audit entry)
-#   ARGV[4]  who charged (for the audit entry)
-#   ARGV[5]  the audit entry's detail
-#   ARGV[6]  the audit stream's approximate length cap (`AUDIT_LENGTH`)
-#   ARGV[7]  the pause mark's time to live, seconds
-# Returns 2, 1 or 0, as told below.
 _CHARGE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local spent = redis.call('HINCRBY', KEYS[1], 'spent', ARGV[1])
