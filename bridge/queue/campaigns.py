@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
@@ -510,10 +509,6 @@ def cancel(client: redis.Redis, campaign_id: str) -> None:
 
 def uncancel(client: redis.Redis, campaign_id: str) -> None:
     client.delete(cancel_key(campaign_id))
-
-
-def out_dir_of(info: CampaignInfo) -> Path:
-    return Path(info.out_dir)
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
