@@ -127,7 +127,4 @@ class Intake:
 def _parsed(raw: str | bytes | None) -> IntakeRecord | None:
     if not raw:
         return None
-    try:
-        return IntakeRecord.model_validate_json(raw)
-    except ValueError:  # written by an older evalrelay: a claim that has lapsed
-        return None
+    return IntakeRecord.model_validate_json(raw)
