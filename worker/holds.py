@@ -3,8 +3,9 @@
 A worker records each job message it takes (`bridge.queue.holders`), so that the jobs of
 a process that dies are sent again. Written at receipt, that record would take a round
 trip of its own for each job, a large share of a quick job's time. So a thread-pool
-worker notes it in memory: a job that starts within `FLUSH_SECONDS` writes the record with its lease, in
-the same round trip (`take`), and a background thread writes the others, together.
+worker notes it in memory: a job that starts within `FLUSH_SECONDS` writes the record
+with its lease, in the same round trip (`take`), and a background thread writes the
+others, together.
 
 Until it is written, the job is found by the same means as one taken by a worker killed
 between Redis handing over the message and the record: it was sent (`outstanding`), is

@@ -3,11 +3,12 @@
 The jobs of a campaign share most of their JSON: field names, the target's settings, the
 system prompt, the evaluators. Compressed with zlib against a dictionary made of the
 campaign's first job, a stored job keeps only what sets it apart: what is shared is
-stored once, in the dictionary (docs/performance.md has the bytes per case). A stored value is `FORMAT`, the first 16
-hex digits of the dictionary's SHA-256 (a dictionary made again, after the campaign was
-compacted and retried, is told apart), the campaign id and a line break, then the
-compressed JSON. Each process keeps the dictionaries it read (they never change). A
-value of another format is unreadable: it is logged and taken as not stored.
+stored once, in the dictionary (docs/performance.md has the bytes per case). A stored
+value is `FORMAT`, the first 16 hex digits of the dictionary's SHA-256 (a dictionary
+made again, after the campaign was compacted and retried, is told apart), the campaign
+id and a line break, then the compressed JSON. Each process keeps the dictionaries it
+read (they never change). A value of another format is unreadable: it is logged and
+taken as not stored.
 """
 
 from __future__ import annotations
