@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import redis
 
+# Lua prelude, no KEYS or ARGV of its own: defines `now_ms()`, which returns Redis's
+# `TIME` as whole milliseconds since the epoch.
 NOW_MS_LUA = """
 local function now_ms()
   local t = redis.call('TIME')

@@ -2,9 +2,9 @@
 
 Loading, planning and sending a campaign creates millions of objects that live on and
 hold no reference cycles. Each full pass of the collector walks every live object, and
-the passes come more often as the heap grows: measured on 100,000 one-turn cases, they
-took 10 of 16.5 s of loading and 1.5 of 3.3 s of planning. Held off for the bulk step,
-the collector runs again as usual afterwards and finds whatever cycles it left.
+the passes come more often as the heap grows, so on a large campaign they take most of
+the loading and planning time (docs/performance.md has the figures). Held off for the bulk
+step, the collector runs again as usual afterwards and finds whatever cycles it left.
 """
 
 from __future__ import annotations

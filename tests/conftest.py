@@ -213,7 +213,7 @@ class HoldingRelay:
     """A TCP relay to Redis that stops passing commands on once it has passed the first
     that holds `marker`: a client is left waiting for a reply halfway through what it was
     doing, at the point the test chose, to be killed there (replies to what was passed
-    still come back). A real process's timing no longer decides where it is cut.
+    still come back). The test, not a real process's timing, decides where it is cut.
 
     With `later_pass`, connections made after that pass everything: the ones held went
     silent with no word, as to a Redis moved to another host, and the new ones reach it."""

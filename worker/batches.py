@@ -51,6 +51,10 @@ job_slots: dict[str, int] = {}
 """Jobs at once on each worker's loop, by worker name: a threads pool's size. A prefork
 child, which runs one message at a time, runs its batch's jobs all at once."""
 
+#   KEYS[1]  the holders hash (`holders_key`): job id -> "<message id> <process>"
+#   ARGV[1]  the job id
+#   ARGV[2]  the message id this worker let go of
+# Returns 1 if the holder was forgotten, 0 if a newer message holds the job.
 _LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
 
 STOP_LOOK_SECONDS = 0.2

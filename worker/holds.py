@@ -1,15 +1,16 @@
 """Recording the messages a threads-pool worker holds, without a round trip at receipt.
 
 A worker records each job message it takes (`bridge.queue.holders`), so that the jobs of
-a process that dies are sent again. Written at receipt, that record cost a fifth of a
-quick job's time in a round trip of its own. Here a thread-pool worker notes it in memory
-instead: a job that starts within `FLUSH_SECONDS` writes the record with its lease, in
-the same round trip (`take`), and a background thread writes the others, together.
+a process that dies are sent again. Written at receipt, that record would take a round
+trip of its own for each job, a large share of a quick job's time. So a thread-pool
+worker notes it in memory: a job that starts within `FLUSH_SECONDS` writes the record
+with its lease, in the same round trip (`take`), and a background thread writes the
+others, together.
 
 Until it is written, the job is found by the same means as one taken by a worker killed
 between Redis handing over the message and the record: it was sent (`outstanding`), is
 not held, not running, and so is sent again. Prefork pools run the task in another
-process, which cannot take a note made in this one: they record at receipt as before.
+process, which cannot take a note made in this one: they record at receipt.
 """
 
 from __future__ import annotations

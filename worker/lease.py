@@ -36,6 +36,22 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 """How long a lease outlives its last heartbeat; heartbeats come three times as often."""
 
+# Legend of `BEGIN` (keys and arguments built by `LeaseBegin.of`):
+#   KEYS[1]  the campaign's cancel mark (`cancel_key`)
+#   KEYS[2]  the job's done mark (`done_key`): the attempt that finished it
+#   KEYS[3]  the job's lease (`lease_key`): the token of the worker running it
+#   KEYS[4]  the in-flight sorted set (`inflight_key`): job id scored by lease expiry, ms
+#   KEYS[5]  the holders hash (`holders_key`): job id -> "<message id> <process>"
+#   KEYS[6]  the campaign's pause mark (`paused_key`)
+#   KEYS[7]  the queue's sent-jobs sorted set (`outstanding_key`), or '' for none
+#   KEYS[8]  the campaign's compacted mark (`compacted_key`)
+#   ARGV[1]  this attempt's number
+#   ARGV[2]  this worker's lease token
+#   ARGV[3]  the lease's length, ms
+#   ARGV[4]  the job id
+#   ARGV[5]  the holder record to write, or '' when it is written elsewhere
+# Returns one of 'leased', 'late-copy', 'cancelled', 'paused', 'duplicate',
+# 'running-elsewhere'.
 BEGIN = (
     NOW_MS_LUA
     + """
@@ -80,6 +96,12 @@ A copy of a job of a compacted campaign (a reaped job whose first copy finished,
 worker's batch resumed) is a late copy: compaction removed the `done` marks, so the
 campaign's compacted mark fences it instead, before its target is called."""
 
+#   KEYS[1]  the job's lease (`lease_key`)
+#   KEYS[2]  the in-flight sorted set (`inflight_key`)
+#   ARGV[1]  this worker's lease token
+#   ARGV[2]  the lease's length, ms
+#   ARGV[3]  the job id
+# Returns 1 if renewed, 0 if the lease is lost.
 _RENEW = (
     NOW_MS_LUA
     + """
@@ -96,6 +118,11 @@ return 0
 was away longer than the lease: the worker is alive, and keeps its job). Lost once another
 worker holds it or the reaper took the job to send it again."""
 
+#   KEYS[1]  the job's lease (`lease_key`)
+#   KEYS[2]  the in-flight sorted set (`inflight_key`)
+#   ARGV[1]  this worker's lease token
+#   ARGV[2]  the job id
+# Returns 1 if this worker's lease was dropped, 0 if it was not its own.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])

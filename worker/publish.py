@@ -36,6 +36,29 @@ stream; or found the campaign complete and compacted, its file whole (a late cop
 
 _OUTCOMES = {1: PUBLISHED, 0: ALREADY_PUBLISHED, 2: LATE_COPY}
 
+# Legend of `PUBLISH` (keys and arguments built by `Publication.of`):
+#   KEYS[1]   the job's done mark (`done_key`): the attempt that finished it
+#   KEYS[2]   the campaign's results stream (`results_stream_key`)
+#   KEYS[3]   the job's lease (`lease_key`)
+#   KEYS[4]   the in-flight sorted set (`inflight_key`)
+#   KEYS[5]   the queue's sent-jobs sorted set (`outstanding_key`)
+#   KEYS[6]   the holders hash (`holders_key`)
+#   KEYS[7]   the target's tally hash (`target_tally_key`): count per status, `retries`,
+#             `cost_usd`
+#   KEYS[8]   the set of targets with a tally (`tallied_targets_key`)
+#   KEYS[9]   the campaign's compacted mark (`compacted_key`)
+#   KEYS[10]  the campaign's calls-paid-again hash (`paid_again_key`): count per reason
+#   ARGV[1]   the result's attempt number
+#   ARGV[2]   the job id
+#   ARGV[3]   the result, JSON with its secrets masked
+#   ARGV[4]   the done mark's (and the paid-again hash's) time to live, seconds
+#   ARGV[5]   the worker's lease token, or '' for none to release
+#   ARGV[6]   the message id the worker let go of, or '' for none
+#   ARGV[7]   the target's name
+#   ARGV[8]   the result's status
+#   ARGV[9]   the result's cost in USD, or '' when unknown
+#   ARGV[10]  '1' when making the result called the target (and it is no regrade), else '0'
+# Returns 1 (published), 0 (already published) or 2 (late copy): `_OUTCOMES`.
 PUBLISH = (
     LET_GO_LUA
     + """

@@ -57,7 +57,7 @@ def waiting_requests(threads: bool) -> list[Any]:
     """This worker's job messages not started: in its timer (a countdown), or, for a
     threads pool, handed to it and waiting for a thread (a countdown ended while every
     thread was busy). A prefork pool's child would still run those, knowing nothing of
-    the stop: they stay, and run within the grace as before."""
+    the stop: they stay, and run within the grace."""
     waiting = [*state.scheduled_requests]
     if threads:
         waiting += set(state.reserved_requests) - set(state.active_requests)

@@ -25,6 +25,11 @@ LOCK_SECONDS = 30
 
 RECORD_TTL_SECONDS = 90 * 24 * 3600
 
+# Renew a drop's lock, only if this watcher holds it.
+#   KEYS[1]  the drop's lock (`intake_lock_key`)
+#   ARGV[1]  this watcher's name
+#   ARGV[2]  the lock's length, seconds
+# Returns OK if renewed, nil (false) if another watcher holds it or none does.
 _RENEW = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
@@ -32,6 +37,10 @@ end
 return false
 """
 
+# Release a drop's lock, only if this watcher holds it.
+#   KEYS[1]  the drop's lock (`intake_lock_key`)
+#   ARGV[1]  this watcher's name
+# Returns 1 if the lock was deleted, 0 if it was not this watcher's.
 _UNLOCK = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
@@ -118,7 +127,4 @@ class Intake:
 def _parsed(raw: str | bytes | None) -> IntakeRecord | None:
     if not raw:
         return None
-    try:
-        return IntakeRecord.model_validate_json(raw)
-    except ValueError:  # written by an older evalrelay: a claim that has lapsed
-        return None
+    return IntakeRecord.model_validate_json(raw)

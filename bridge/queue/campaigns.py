@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Literal, TypeVar
 
 import redis
@@ -339,6 +338,10 @@ def announce(
     return int(replies[0]) if jobs else None
 
 
+#   KEYS[1..n]  the jobs' stored-value keys (`job_key`)
+#   ARGV[1]     the time to live, seconds
+#   ARGV[2..]   the stored values, ARGV[i + 1] for KEYS[i]
+# Returns nothing.
 _STORE_JOBS = """
 for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1]) end
 """
@@ -532,10 +535,6 @@ def ended_many(client: redis.Redis, campaign_ids: Sequence[str]) -> set[str]:
 
 def uncancel(client: redis.Redis, campaign_id: str) -> None:
     client.delete(cancel_key(campaign_id))
-
-
-def out_dir_of(info: CampaignInfo) -> Path:
-    return Path(info.out_dir)
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:

@@ -24,6 +24,9 @@ from bridge.keys import alive_key, holders_key
 ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
 """A worker process is taken for dead this long after its last heartbeat."""
 
+# Lua prelude, no KEYS or ARGV of its own: defines `let_go(holders, job_id, message_id)`,
+# which deletes `job_id` from the `holders` hash when its record (`<message_id> <process>`)
+# names `message_id`, and returns 1 if it did, 0 if not.
 LET_GO_LUA = """
 local function let_go(holders, job_id, message_id)
   local held = redis.call('HGET', holders, job_id)
@@ -36,8 +39,18 @@ end
 """Forget the holder only if it is still this message (a newer one may hold the job now);
 a Lua function, for the scripts that let go of a message as they do something else."""
 
+#   KEYS[1]  the holders hash (`holders_key()`): job id -> "<message id> <process>"
+#   ARGV[1]  the job id
+#   ARGV[2]  the message id the caller let go of
+# Returns 1 if the holder was forgotten, 0 if a newer message holds the job.
 _LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
 
+# Take a job off the holders hash only if its record is still the one the caller read,
+# so that of several reapers reading the same dead holder, one takes the job.
+#   KEYS[1]  the holders hash (`holders_key()`)
+#   ARGV[1]  the job id
+#   ARGV[2]  the record the caller read ("<message id> <process>")
+# Returns 1 if this caller took it, 0 if the record changed or is gone.
 _TAKE = """
 if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
   return redis.call('HDEL', KEYS[1], ARGV[1])
@@ -50,6 +63,9 @@ GONE_SECONDS = 120.0
 """A worker or watcher not heard from this long is gone: `status` no longer lists it (its
 jobs were sent again long before)."""
 
+# Lua prelude, no KEYS or ARGV of its own: defines `forget_gone(key, now, gone_seconds)`,
+# which deletes from the heartbeat hash `key` every field whose JSON `seen` (seconds) is
+# more than `gone_seconds` before `now`, or cannot be read; returns nothing.
 _FORGET_GONE_LUA = """
 local function forget_gone(key, now, gone_seconds)
   local entries = redis.call('HGETALL', key)
@@ -61,10 +77,18 @@ local function forget_gone(key, now, gone_seconds)
 end
 """
 
+#   KEYS[1]  a heartbeat hash (`workers`, `watchers`): process name -> JSON report
+#   ARGV[1]  `GONE_SECONDS`
+# Returns nothing.
 _FORGET_GONE = (
     NOW_MS_LUA + _FORGET_GONE_LUA + "forget_gone(KEYS[1], now_ms() / 1000, tonumber(ARGV[1]))"
 )
 
+#   KEYS[1]  a heartbeat hash (`workers`, `watchers`): process name -> JSON report
+#   ARGV[1]  the process name (the field written)
+#   ARGV[2]  its report, a JSON object without `seen` (`seen` is put first, on Redis's clock)
+#   ARGV[3]  `GONE_SECONDS`
+# Returns nothing.
 _BEAT = (
     NOW_MS_LUA
     + _FORGET_GONE_LUA

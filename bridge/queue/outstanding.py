@@ -49,6 +49,12 @@ UNACKED_KEY, UNACKED_INDEX_KEY = "unacked", "unacked_index"
 
 UNACKED_SWEEP_SECONDS = ALIVE_SECONDS
 
+#   KEYS[1]  a queue's sent-jobs sorted set (`outstanding_key`): job id scored by send time, ms
+#   KEYS[2]  the holders hash (`holders_key`)
+#   ARGV[1]  the latest send time looked at, ms
+#   ARGV[2]  the lease key prefix (`lease_key("")`); the job id is appended to it
+#   ARGV[3]  the most ids to return
+# Returns the ids sent by then that no holder record and no lease names.
 _UNSEEN = """
 local found = {}
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -63,6 +69,9 @@ return found
 """The jobs sent before a time that no worker holds and none runs."""
 
 
+#   KEYS[1..n]  one sent-jobs sorted set per queue (`outstanding_key`)
+#   ARGV        for each key in order, a count c, then c job ids
+# Returns Redis's time (ms) the ids were scored with.
 _MARK_SENT = (
     NOW_MS_LUA
     + """

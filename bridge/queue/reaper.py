@@ -43,6 +43,12 @@ log = logging.getLogger(__name__)
 REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
 """How often workers look for expired leases."""
 
+# Take the expired leases off the in-flight set, skipping any job whose lease key still
+# exists (its lease is alive: a worker renewed it).
+#   KEYS[1]  the in-flight sorted set (`inflight_key()`): job id scored by lease expiry, ms
+#   ARGV[1]  the most jobs to take in one call
+#   ARGV[2]  the lease key prefix (`lease_key("")`); the job id is appended to it
+# Returns the ids taken, which the caller sends again.
 _TAKE_EXPIRED = (
     NOW_MS_LUA
     + """

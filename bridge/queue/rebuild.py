@@ -50,6 +50,10 @@ RECORD_SUFFIX = ".campaign.json"
 REBUILD_LOCK_SECONDS = 300
 """How long one process may take to rebuild a campaign before another may try."""
 
+# Release the rebuild lock only if this process still holds it.
+#   KEYS[1]  the campaign's rebuild lock (a string key)
+#   ARGV[1]  this process's token, as written when it took the lock
+# Returns 1 if the lock was deleted, 0 if another process holds it (or none does).
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0

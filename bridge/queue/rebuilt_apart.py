@@ -41,6 +41,10 @@ from bridge.queue.rebuild import REBUILD_LOCK_SECONDS, replan
 from bridge.results.collected import count
 from bridge.results.results_file import read_results
 
+# Release the rebuild lock only if this process still holds it.
+#   KEYS[1]  the campaign's rebuild lock (a string key)
+#   ARGV[1]  this process's token, as written when it took the lock
+# Returns 1 if the lock was deleted, 0 if another process holds it (or none does).
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0

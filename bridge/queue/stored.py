@@ -2,12 +2,13 @@
 
 The jobs of a campaign share most of their JSON: field names, the target's settings, the
 system prompt, the evaluators. Compressed with zlib against a dictionary made of the
-campaign's first job, a one-turn case's stored job takes about 90 bytes instead of 800:
-what is shared is stored once, in the dictionary. A stored value is `FORMAT`, the first 16
-hex digits of the dictionary's SHA-256 (a dictionary made again, after the campaign was
-compacted and retried, is told apart), the campaign id and a line break, then the
-compressed JSON. Each process keeps the dictionaries it read (they never change). A
-value that is plain JSON (stored by an evalrelay before this) is read as it is.
+campaign's first job, a stored job keeps only what sets it apart: what is shared is
+stored once, in the dictionary (docs/performance.md has the bytes per case). A stored
+value is `FORMAT`, the first 16 hex digits of the dictionary's SHA-256 (a dictionary
+made again, after the campaign was compacted and retried, is told apart), the campaign
+id and a line break, then the compressed JSON. Each process keeps the dictionaries it
+read (they never change). A value of another format is unreadable: it is logged and
+taken as not stored.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def read_job(client: redis.Redis, job_id: str) -> Job | None:
 def decoded(client: redis.Redis, raw: bytes | None, job_id: str = "") -> Job | None:
     if raw is None:
         return None
+    if not raw.startswith(FORMAT):
+        log.error("job %s: stored job is not in format %s; it cannot be read", job_id, FORMAT)
+        return None
     try:
-        if not raw.startswith(FORMAT):
-            return Job.model_validate_json(raw)
         digest, campaign_id, data = _parts(raw)
         dictionary = _dictionary(client, campaign_id, digest)
         if dictionary is None:
@@ -98,15 +100,11 @@ def decoded(client: redis.Redis, raw: bytes | None, job_id: str = "") -> Job | N
 
 
 def campaign_of(raw: bytes | None) -> str | None:
-    """The campaign a stored value belongs to, without decompressing it."""
-    if raw is None:
+    """The campaign a stored value belongs to, without decompressing it; None for a value
+    of another format (or none)."""
+    if raw is None or not raw.startswith(FORMAT):
         return None
-    if raw.startswith(FORMAT):
-        return _parts(raw)[1]
-    try:
-        return Job.model_validate_json(raw).campaign_id
-    except ValidationError:
-        return None
+    return _parts(raw)[1]
 
 
 def _parts(raw: bytes) -> tuple[bytes, str, bytes]:

@@ -36,9 +36,9 @@ PAGE_ROWS = 100
 """Cases in the document at once; the others wait in the page's data."""
 
 PREVIEW_CHARS = 60
-"""The start of each answer that the page's index holds, for its text search. Half of the
-index of `bench/reports.py` (5 of 10 MB at 100,000 results); the whole answers would make
-it four times as big."""
+"""The start of each answer that the page's index holds, for its text search: enough to
+find an answer by its opening words, while the index stays a fraction of the page (the
+whole answers would make it several times as big)."""
 
 OUTCOMES = {o: number for number, o in enumerate(Outcome)}
 STATUSES = {s: number for number, s in enumerate(Status)}

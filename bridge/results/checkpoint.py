@@ -1,13 +1,14 @@
 """Results out of the stream once their lines are safe in a file: kept compressed instead.
 
-A result waiting in its campaign's stream costs Redis about 1.5 KB. Once a collector has
+A result waiting in its campaign's stream costs Redis its whole JSON. Once a collector has
 fsynced a result's line and acknowledged its entry, the entry is only there for a
 collector that takes the campaign over on another host, into a file of its own, and
 must copy in what the first one wrote (`bridge.results.collected.copy_from_stream`).
 So the collector moves acknowledged entries, `CHECKPOINT_ENTRIES` at a time, into one
 zlib-compressed segment of the campaign's checkpoint list, deleting the entries in the
 same transaction: a result is always in the stream or in a segment, never in neither, and
-a takeover's file is whole as before. Both go once the campaign's file is complete.
+a takeover's file is whole, from the stream and the segments together. Both go once the
+campaign's file is complete.
 """
 
 from __future__ import annotations

@@ -75,6 +75,11 @@ COLLECTOR_LEASE_MS = int(1000 * float(os.environ.get("EVALRELAY_COLLECTOR_LEASE_
 """A collector that has not polled a campaign for this long loses it to another (and
 `status` says the campaign has no collector)."""
 
+# Take or keep a campaign's collector lease.
+#   KEYS[1]  the campaign's collector lease (`collector_lease_key`)
+#   ARGV[1]  this collector's name
+#   ARGV[2]  the lease's length, ms
+# Returns 1 if this collector holds the campaign now, 0 if another one does.
 _HOLD = """
 local holder = redis.call('GET', KEYS[1])
 if holder == false or holder == ARGV[1] then
@@ -84,6 +89,10 @@ end
 return 0
 """
 
+# Let go of a campaign's collector lease, only if this collector holds it.
+#   KEYS[1]  the campaign's collector lease (`collector_lease_key`)
+#   ARGV[1]  this collector's name
+# Returns 1 if the lease was deleted, 0 if it was not this collector's.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0

@@ -1,13 +1,14 @@
 """What Redis keeps of a campaign once its file is complete: a compact record.
 
 While a campaign runs, Redis holds each job (to send it again), its id in the manifest
-and in `collected`, and its `done` mark: about 2.5 KB a case, for a million cases more
-memory than a small Redis has. Once the campaign's file holds every result, none of that
-is needed: what the commands still ask of Redis is the campaign's metadata, its counts by
-status, and where its results file is. Compacting keeps exactly those (for
-`RETENTION_SECONDS`) and removes the rest. A command that runs jobs of a compacted
-campaign again (`retry`) reopens it first (`reopen`): its record of collected jobs is
-read back from the file, and its jobs are planned again from its eval files.
+and in `collected`, and its `done` mark: kept after the campaign, for a million cases
+more memory than a small Redis has (docs/performance.md has the bytes per case). Once
+the campaign's file holds every result, none of that is needed: what the commands still
+ask of Redis is the campaign's metadata, its counts by status, and where its results
+file is. Compacting keeps exactly those (for `RETENTION_SECONDS`) and removes the rest.
+A command that runs jobs of a compacted campaign again (`retry`) reopens it first
+(`reopen`): its record of collected jobs is read back from the file, and its jobs are
+planned again from its eval files.
 """
 
 from __future__ import annotations

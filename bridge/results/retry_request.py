@@ -58,6 +58,9 @@ def withdraw(client: redis.Redis, campaign_id: str, request: RetryRequest) -> bo
     return bool(client.eval(_WITHDRAW, 1, retry_request_key(campaign_id), request.request_id))
 
 
+#   KEYS[1]  the campaign's retry request (`retry_request_key`): a `RetryRequest`, JSON
+#   ARGV[1]  the request id to withdraw
+# Returns 1 if that request was still waiting and is deleted, 0 if a collector took it.
 _WITHDRAW = """
 local raw = redis.call('GET', KEYS[1])
 if raw and cjson.decode(raw)['request_id'] == ARGV[1] then return redis.call('DEL', KEYS[1]) end

@@ -11,6 +11,7 @@ from redis.client import Pipeline
 
 from worker.round_trips import RoundTrips
 
+# KEYS[1]: a counter; no ARGV. Returns the counter's new value.
 INCR = "return redis.call('INCR', KEYS[1])"
 
 

@@ -24,6 +24,11 @@ from worker.providers.base import ProviderFailure
 SLOT_LEASE_SECONDS = 600.0
 """A concurrency slot outlives a crashed holder by at most this long."""
 
+#   KEYS[1]  the target's bucket hash (`_bucket_key(target, 'rpm' | 'tpm')`): `tokens`, `at` (ms)
+#   ARGV[1]  the refill rate, tokens per second
+#   ARGV[2]  the bucket's size (its burst)
+#   ARGV[3]  the tokens this call costs
+# Returns 0 when the tokens were taken, else the ms until there will be enough.
 _TAKE_TOKENS = (
     NOW_MS_LUA
     + """
@@ -47,6 +52,12 @@ return wait
 """Take `cost` tokens now (returns 0), or say how many ms until there will be enough. Every
 worker's refills are timed on one clock, Redis's."""
 
+#   KEYS[1]  the target's slots sorted set (`_bucket_key(target, 'slots')`): slot id scored
+#            by its lease's end, ms on Redis's clock
+#   ARGV[1]  the concurrency cap
+#   ARGV[2]  the slot's lease, ms
+#   ARGV[3]  the slot id
+# Returns 1 if the slot was taken, 0 when the cap is reached.
 _TAKE_SLOT = (
     NOW_MS_LUA
     + """

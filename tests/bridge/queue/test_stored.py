@@ -9,7 +9,7 @@ from bridge.prompt.build import PromptRequest
 from bridge.queue import stored
 from bridge.queue.campaigns import JOB_TTL_SECONDS, store_jobs, stored_jobs
 from bridge.queue.jobs import Job
-from bridge.queue.stored import read_job, read_jobs
+from bridge.queue.stored import campaign_of, read_job, read_jobs
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import direct_job
 
@@ -58,10 +58,13 @@ def test_a_dictionary_made_again_is_told_from_the_first(client: redis.Redis) -> 
     assert read_job(client, "k0") == other[0]
 
 
-def test_a_job_stored_as_plain_json_is_read(client: redis.Redis) -> None:
+def test_a_value_of_another_format_is_taken_as_not_stored(client: redis.Redis) -> None:
+    """Plain JSON is no stored job: it is logged and read as missing, and it belongs to no
+    campaign."""
     (job,) = jobs(1)
     client.set(job_key("j0"), job.model_dump_json())
-    assert read_job(client, "j0") == job
+    assert read_job(client, "j0") is None
+    assert campaign_of(job.model_dump_json().encode()) is None
 
 
 def test_each_stored_job_lives_as_long_as_its_campaign_and_is_in_its_manifest(

@@ -44,7 +44,7 @@ def test_a_takeover_into_another_folder_copies_what_the_first_collector_wrote(
 def test_opening_an_empty_file_elsewhere_never_takes_results_out_of_redis(
     client: redis.Redis, tmp_path: Path
 ) -> None:
-    """`resume` on a host without the file used to reset the campaign to zero from it."""
+    """`resume` on a host without the file must not reset the campaign to zero from it."""
     first = collector(client, tmp_path / "first", "first")
     add(client, result("a"), result("b"))
     first.poll(["c"], block_ms=100)
