@@ -29,6 +29,17 @@ BUDGET_REASON = "budget reached"
 HELD_PREFIX = "held:"
 """The budget's hash field of one job's reservation: `held:<job_id>`."""
 
+# Charge one result to its campaign's budget, settling the reservation its call held.
+#   KEYS[1]  the budget hash (`budget_key`): limit, spent, reserved, charged, held:<job>
+#   KEYS[2]  the campaign's pause mark (`paused_key`), set when this charge spends the budget
+#   KEYS[3]  the campaign's steering audit stream (`audit_key`)
+#   ARGV[1]  the result's cost in nanodollars
+#   ARGV[2]  the pause mark's JSON (`Paused`), ARGV[3] now (seconds), ARGV[4] who charged,
+#   ARGV[5]  the audit entry's detail, ARGV[6] the audit stream's length,
+#   ARGV[7]  the pause mark's time to live (seconds)
+#   ARGV[8]  the job's reservation field (`held:<job_id>`)
+#   ARGV[9]  '1' when the result was priced and published, '0' to only give back the reservation
+# Returns 0 when the campaign has no budget, 1 when charged, 2 when this charge paused it.
 _CHARGE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local own = redis.call('HGET', KEYS[1], ARGV[8])
