@@ -78,6 +78,12 @@ def cancel_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}:cancelled"
 
 
+CANCEL_ENDS = "ends"
+"""The start of a `cancel_key` value when the cancel ends the campaign (`evalrelay cancel`):
+a worker that meets one of its jobs then writes a `cancelled` line for it. Any other value
+(Ctrl-C on `run`) leaves the jobs without a line, for `resume`."""
+
+
 def paused_key(campaign_id: str) -> str:
     """String: present while the campaign is paused (a `bridge.queue.steering.Paused`);
     workers then leave its jobs for `unpause` to send again."""

@@ -25,6 +25,7 @@ from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
 from bridge.evalfile.schema import EvalCase
 from bridge.gc_pause import gc_paused
 from bridge.keys import (
+    CANCEL_ENDS,
     campaign_key,
     campaigns_key,
     cancel_key,
@@ -504,12 +505,6 @@ def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:
     """The campaign's jobs that have no result in its file yet."""
     collected = client.smembers(collected_key(campaign_id))
     return [job for job in stored_jobs(client, campaign_id) if job.job_id not in collected]
-
-
-CANCEL_ENDS = "ends"
-"""The start of a cancel's value when the cancel ends the campaign (`evalrelay cancel`): a
-worker that meets one of its jobs then writes a `cancelled` line for it. Any other value
-(Ctrl-C on `run`) leaves the jobs without a line, for `resume`."""
 
 
 def cancel(client: redis.Redis, campaign_id: str, *, ends: bool = False) -> None:

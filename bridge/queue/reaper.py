@@ -25,6 +25,7 @@ import redis
 
 from bridge.clock import NOW_MS_LUA
 from bridge.keys import (
+    CANCEL_ENDS,
     cancel_key,
     done_key,
     inflight_key,
@@ -166,15 +167,17 @@ def _resend(
     why: str,
     queues: dict[str, str] | None = None,
 ) -> list[str]:
-    """Send each job again unless it is cancelled, finished or no longer stored; those
-    are no longer outstanding."""
+    """Send each job again unless it is interrupted, finished or no longer stored; those
+    are no longer outstanding. A job of a campaign cancelled for good is sent again: the
+    worker that meets it writes its `cancelled` line, which the campaign's end waits for."""
     resent = []
     for job_id in job_ids:
         job = _stored_job(client, job_id)
         done = client.get(done_key(job_id))
+        cancelled = None if job is None else client.get(cancel_key(job.campaign_id))
         if (
             job is None
-            or client.exists(cancel_key(job.campaign_id))
+            or (cancelled is not None and not str(cancelled).startswith(CANCEL_ENDS))
             or (done is not None and int(done) >= job.attempt)
         ):
             queue = job.target.queue if job else (queues or {}).get(job_id)

@@ -48,9 +48,10 @@ def test_expired_lease_is_sent_again_live_and_done_ones_are_not(
     assert reap_expired(client, sent.append) == []  # taken once, not twice
 
 
-def test_cancelled_campaign_jobs_are_not_sent_again(
+def test_interrupted_campaign_jobs_are_not_sent_again(
     project: WriteFiles, client: redis.Redis
 ) -> None:
+    """Ctrl-C on `run`: the jobs are left without lines, for `resume`."""
     (job,) = jobs(project, 1)
     store_jobs(client, [job])
     assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
@@ -60,6 +61,21 @@ def test_cancelled_campaign_jobs_are_not_sent_again(
     assert reap_expired(client, sent.append) == []
     assert sent == []
     assert client.zscore(inflight_key(), job.job_id) is None  # taken off, not left for later
+
+
+def test_a_job_of_a_campaign_cancelled_for_good_is_sent_again_for_its_cancelled_line(
+    project: WriteFiles, client: redis.Redis
+) -> None:
+    """`evalrelay cancel`: the campaign ends when every job has a line, so a dead worker's
+    job is sent again, and the worker that meets it writes its `cancelled` line."""
+    (job,) = jobs(project, 1)
+    store_jobs(client, [job])
+    assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
+    cancel(client, "c", ends=True)
+    wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
+    sent: list[Job] = []
+    reap_expired(client, sent.append)
+    assert [j.job_id for j in sent] == [job.job_id]
 
 
 @pytest.mark.parametrize("victim_clock", [SKEW, -SKEW], ids=["dead-worker-ahead", "behind"])
