@@ -2,10 +2,11 @@
 #   api    workers for the LLM APIs, the collector, the watcher and `serve` (every SDK extra)
 #   agent  the api image plus Node.js 22, git and the agent CLIs at pinned versions
 #   redis  Debian's Redis, its password read from a file (never on a command line)
-# Built on BASE (default: the Debian 12 root the tests import with debootstrap, no registry
-# needed; `debian:bookworm-slim` from a registry works the same):
+# Built on BASE, Debian 12 from a registry by default. A host with no registry builds on a
+# Debian root of its own (the tests import one made by debootstrap, `.ci/run` passes it):
 #   docker build --target api -t evalrelay-api .
-ARG BASE=evalrelay-base:bookworm
+#   docker build --build-arg BASE=evalrelay-base:bookworm --target api -t evalrelay-api .
+ARG BASE=debian:bookworm-slim
 
 # --- Debian with Python 3.11 and what every evalrelay image runs on --------------------
 FROM ${BASE} AS system
