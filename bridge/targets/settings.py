@@ -67,7 +67,7 @@ class TargetBase(BaseModel):
 
 SANDBOX_IMAGE = "evalrelay-sandbox:bookworm"
 """The image `runtime: sandbox` runs agents in under Docker, unless `isolation.image` names
-another; `docker/sandbox.Dockerfile` builds it."""
+another; a worker whose engine lacks it builds it from `worker/agents/sandbox.Dockerfile`."""
 
 
 class Isolation(BaseModel):
