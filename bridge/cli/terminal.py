@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -29,12 +30,24 @@ def printable(text: str) -> str:
     return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+WIDE = 400
+"""The width of output that goes to a file or a pipe (tables are only as wide as they need)."""
+
+
 class TerminalConsole(Console):
     """A rich Console whose output holds no control character but the ones rich writes
     itself (colours, cursor moves of a progress bar): every segment of text goes through
     `printable`, whether it came as a string, markup, a Text, a table cell or a log line.
     A Text built from a file's text is best made with `printable` itself: rich measures a
     Text before it is rendered."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Outside a terminal rich would cut every line at 80 columns: a results path broken
+        # in two, an interval cut short in a log or a CI page. There, lines are as long as
+        # what they show, up to `WIDE`, unless COLUMNS says otherwise.
+        if "width" not in kwargs and not self.is_terminal and not os.environ.get("COLUMNS"):
+            self.width = WIDE
 
     def render_str(self, text: str, **options: Any) -> Text:
         """Strings and markup are made printable before rich measures them, so a table

@@ -121,3 +121,18 @@ def test_plain_log_lines_show_control_characters_as_escapes() -> None:
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "case %s", ("a\x1b[2Jb",), None)
     line = PrintableFormatter("%(levelname)s %(message)s").format(record)
     assert line == "WARNING case a\\x1b[2Jb"
+
+
+def test_outside_a_terminal_a_long_line_is_not_cut_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A results path or an interval written to a pipe or a log stays on one line."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    path = "/srv/evalrelay/" + "a-long-folder-name/" * 8 + "results.jsonl"
+    TerminalConsole(file=out).print(f"results: {path}  0.812 [0.771, 0.848]")
+    assert out.getvalue() == f"results: {path}  0.812 [0.771, 0.848]\n"
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = io.StringIO()
+    TerminalConsole(file=narrow).print(path)
+    assert len(narrow.getvalue().splitlines()) > 1  # COLUMNS still rules
