@@ -214,9 +214,17 @@ def estimate_table(found: dict[str, TargetEstimate]) -> Table:
     for column in ("target", "jobs", "input tokens", "output tokens", "dollars"):
         table.add_column(column, justify="left" if column == "target" else "right")
     for name, one in found.items():
-        usd = f"${one.usd:,.6f}" + (f" ({one.unpriced} unpriced)" if one.unpriced else "")
-        table.add_row(name, str(one.jobs), str(one.input_tokens), str(one.output_tokens), usd)
+        table.add_row(
+            name, str(one.jobs), str(one.input_tokens), str(one.output_tokens), estimated_usd(one)
+        )
     return table
+
+
+def estimated_usd(one: TargetEstimate) -> str:
+    """The dollars, or `unpriced` when no job has a price: $0 would read as free."""
+    if one.unpriced == one.jobs:
+        return "unpriced"
+    return f"${one.usd:,.6f}" + (f" + {one.unpriced} jobs unpriced" if one.unpriced else "")
 
 
 def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:

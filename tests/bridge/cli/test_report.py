@@ -67,7 +67,8 @@ def test_compare_lists_changed_cases_and_target_rates_and_exits_1_on_a_regressio
     write_campaign(results, [graded("capital", "gpt", 0.2), graded("river", "gpt", 0.9)], "after")
     code, lines = compare("before", "after", "--results", str(results))
     assert code == 1, lines
-    assert "gpt 50% [9%-91%] → 50% 0.600 [0.00-1.00] → 1 1" in lines  # the intervals wrap
+    # Outside a terminal the intervals are whole, on one line.
+    assert "gpt 50% [9%-91%] → 50% [9%-91%] 0.600 [0.00-1.00] → 0.550 [0.00-1.00] 1 1" in lines
     assert "capital gpt regressed ok 0.90 ok 0.20" in lines
     assert "river gpt improved ok 0.30 ok 0.90" in lines
     assert "mountain gpt gone infra_error -" in lines
@@ -116,8 +117,8 @@ def test_compare_puts_two_targets_of_one_campaign_side_by_side(tmp_path: Path) -
         code, lines = compare(*args, "--results", str(results))
         assert code == 1, lines
         assert "both:gpt → both:claude" in lines
-        assert "gpt → claude 67% [21%-94%] → 0.700 [0.00-1.00] 1 1" in lines  # wraps
-        assert "67% [21%-94%] → 0.783" in lines
+        whole = "gpt → claude 67% [21%-94%] → 67% [21%-94%] 0.700 [0.00-1.00] → 0.783 [0.17-1.00]"
+        assert f"{whole} 1 1" in lines
         assert any(
             line.startswith("claude vs gpt: no detectable difference, mean") for line in lines
         )
