@@ -137,7 +137,7 @@ def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int,
         return EXIT_OK, None
     if summary.failed:
         return EXIT_CASES_FAILED, (
-            f"exit 1: {summary.failed} of {summary.results} cases failed "
+            f"exit 1: {summary.failed} of {counted(summary.results, 'result')} failed "
             "(use --min-score to pass on a mean score instead)"
         )
     return EXIT_OK, None

@@ -96,7 +96,7 @@ def test_the_first_eval_file_targets_comparison_and_reports_run_as_written(
 
     compared = play("Comparing targets", project, env)
     assert "oracle vs guesser: better" in compared[0]
-    assert "no regression in 2 cases (2 improved)" in compared[1]
+    assert "no regression in 2 results (2 improved)" in compared[1]
 
     play("Reports", project, env)
     assert (project / "ci" / "evals.xml").is_file()

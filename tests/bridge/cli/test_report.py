@@ -53,7 +53,9 @@ def test_unknown_campaign_names_the_folder_and_recent_ones(tmp_path: Path) -> No
 def compare(*args: str) -> tuple[int, list[str]]:
     """`evalrelay compare` in this process: its exit status and its lines, table rules gone
     and the en dash of an interval as a hyphen."""
-    outcome = CliRunner().invoke(cli, ["compare", *args], catch_exceptions=False)
+    # As in a CI job's log: no terminal, no COLUMNS (pytest-xdist sets 80 in its workers).
+    runner = CliRunner(env={"COLUMNS": None})
+    outcome = runner.invoke(cli, ["compare", *args], catch_exceptions=False)
     output = outcome.output.replace("\u2013", "-")
     lines = [" ".join(line.replace("│", " ").split()) for line in output.splitlines()]
     return outcome.exit_code, lines
@@ -73,7 +75,7 @@ def test_compare_lists_changed_cases_and_target_rates_and_exits_1_on_a_regressio
     assert "river gpt improved ok 0.30 ok 0.90" in lines
     assert "mountain gpt gone infra_error -" in lines
     assert lines[-1] == (
-        "1 of 6 cases regressed (1 passed before and not now); also 1 improved, 4 gone"
+        "1 of 6 results regressed (1 passed before and not now); also 1 improved, 4 gone"
     )
 
 
@@ -83,7 +85,7 @@ def test_compare_exits_0_when_nothing_regressed(tmp_path: Path) -> None:
     write_campaign(results, [graded("capital", "gpt", 0.92), graded("river", "gpt", 0.9)], "b")
     code, lines = compare("a", "b", "--results", str(results))
     assert code == 0, lines
-    assert lines[-1] == "no regression in 2 cases (1 improved)"
+    assert lines[-1] == "no regression in 2 results (1 improved)"
 
 
 def test_compare_exits_1_on_a_score_drop_beyond_the_tolerance(tmp_path: Path) -> None:
@@ -94,10 +96,10 @@ def test_compare_exits_1_on_a_score_drop_beyond_the_tolerance(tmp_path: Path) ->
     assert code == 1, lines
     assert "capital gpt regressed ok 0.95 ok 0.85" in lines
     assert "river gpt" not in " ".join(lines)  # 0.05 lower: within the tolerance
-    assert lines[-1] == "1 of 2 cases regressed (1 scored more than 0.05 lower)"
+    assert lines[-1] == "1 of 2 results regressed (1 scored more than 0.05 lower)"
     code, lines = compare("a", "b", "--results", str(results), "--tolerance", "0.1")
     assert code == 0, lines
-    assert lines[-1] == "no regression in 2 cases"
+    assert lines[-1] == "no regression in 2 results"
 
 
 TWO_TARGETS = [
@@ -124,7 +126,9 @@ def test_compare_puts_two_targets_of_one_campaign_side_by_side(tmp_path: Path) -
         )
         assert "capital gpt → claude regressed ok 0.90 ok 0.50" in lines
         assert "river gpt → claude improved ok 0.30 ok 0.95" in lines
-        assert lines[-1] == "1 of 3 cases regressed (1 passed before and not now); also 1 improved"
+        assert lines[-1] == (
+            "1 of 3 results regressed (1 passed before and not now); also 1 improved"
+        )
 
 
 def test_compare_json_of_two_campaigns_pairs_each_target_on_its_shared_cases(
