@@ -25,7 +25,7 @@ from bridge.reports.writer import report_path
 from bridge.results.collected import results_home, where_results_are
 from bridge.results.results_file import results_path
 from bridge.results.statistics import CampaignStatistics
-from bridge.results.summary import CampaignSummary
+from bridge.results.summary import CampaignSummary, FailedCase
 
 SHOWN_FAILURES = 20
 
@@ -110,15 +110,22 @@ def print_failures(console: Console, summary: CampaignSummary) -> None:
     table = Table(title=f"{summary.failed} failed", title_justify="left")
     table.add_column("case", no_wrap=True)
     table.add_column("target", no_wrap=True)
-    table.add_column("status")
+    table.add_column("outcome")
     table.add_column("why")
     for failure in summary.failures[:SHOWN_FAILURES]:
         repeat = f" #{failure.repeat}" if failure.repeat else ""
-        status = f"[{STATUS_STYLES.get(failure.status, 'red')}]{failure.status}[/]"
-        table.add_row(failure.case_id + repeat, failure.target, status, failure.reason)
+        table.add_row(failure.case_id + repeat, failure.target, failed_as(failure), failure.reason)
     console.print(table)
     if summary.failed > SHOWN_FAILURES:
         console.print(f"... and {summary.failed - SHOWN_FAILURES} more: see the results file")
+
+
+def failed_as(failure: FailedCase) -> str:
+    """`failed` for an answer graded below the bar (its status is `ok`: the call worked),
+    else the status that kept it from passing (`timeout`, `infra_error`, ...)."""
+    if failure.status in ("ok", "model_failure"):
+        return "[red]failed[/]"
+    return f"[{STATUS_STYLES.get(failure.status, 'red')}]{failure.status}[/]"
 
 
 def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int, str | None]:
