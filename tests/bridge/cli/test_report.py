@@ -27,7 +27,9 @@ def test_report_by_id_writes_all_three_beside_the_results(tmp_path: Path) -> Non
     for name in ("camp.html", "camp.junit.xml", "camp.md"):
         assert (results / name).is_file(), outcome.output
     assert f"junit: {results / 'camp.junit.xml'}" in outcome.output
-    assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in outcome.output  # the summary, on stdout
+    assert (
+        "| gpt | 4 | 1/2 | 50% [9%\u201391%] | 0.600 [0.00\u20131.00] |" in outcome.output
+    )  # the summary, on stdout
     assert ET.parse(results / "camp.junit.xml").getroot().attrib["errors"] == "1"
 
 
@@ -217,7 +219,10 @@ def test_report_finds_a_campaign_of_a_project_below_the_current_folder(
     monkeypatch.chdir(tmp_path)
     outcome = CliRunner().invoke(cli, ["report", "camp", "--markdown", "summary.md"])
     assert outcome.exit_code == 0, outcome.output
-    assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in (tmp_path / "summary.md").read_text()
+    assert (
+        "| gpt | 4 | 1/2 | 50% [9%\u201391%] | 0.600 [0.00\u20131.00] |"
+        in (tmp_path / "summary.md").read_text()
+    )
 
 
 def test_report_and_compare_take_latest_a_name_or_the_start_of_an_id(
