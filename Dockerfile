@@ -61,8 +61,10 @@ COPY docker/entrypoint.sh /usr/local/bin/evalrelay-entrypoint
 COPY docker/redis_url.py /usr/local/lib/evalrelay/redis_url.py
 ENV PATH=/opt/evalrelay/bin:$PATH EVALRELAY_HOME=/home/evalrelay/.evalrelay \
     PYTHONUNBUFFERED=1
-RUN chmod 1777 /home/evalrelay && mkdir -p /data/inbox /data/results \
-    && chown evalrelay:evalrelay /data/inbox /data/results
+# The inbox and the results have no folder in common: a dropped file's project is the
+# inbox's parent, and whatever is in it may be attached.
+RUN chmod 1777 /home/evalrelay && mkdir -p /data/inbox /results \
+    && chown evalrelay:evalrelay /data/inbox /results
 USER evalrelay
 WORKDIR /data
 ENTRYPOINT ["tini", "--", "evalrelay-entrypoint"]

@@ -7,11 +7,13 @@ restarts them. The Redis password holds every character a URL gives a meaning to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -27,8 +29,16 @@ PASSWORD = 'p@ss/w:rd#?%"\\end'
 """`@ / : # ? %` end a URL's user part early unless escaped; a quote and a backslash
 must survive Redis's configuration file."""
 
+SERVE_TOKEN = "serve-token-" + "7f3a" * 8
+"""What `serve` answers to: it listens beyond the container's loopback."""
+
 DETACHED_CASES = 128
 DROPPED_CASES = 64
+PEEK = (
+    "target: mock\nevalcases:\n  - id: peek\n    input_messages:\n      - role: user\n"
+    "        content:\n          - {{type: file, value: ../results/{campaign}.jsonl}}\n"
+)
+"""A dropped file asking for another campaign's results as an attachment."""
 SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 3000}\n"
 
 FAST = "\n".join(
@@ -105,6 +115,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     secrets = folder / "secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "redis_password").write_text(PASSWORD)
+    (secrets / "serve_token").write_text(SERVE_TOKEN + "\n")
     for unused in ("openai_api_key", "anthropic_api_key", "gemini_api_key"):
         (secrets / unused).touch()
     for each in secrets.iterdir():
@@ -201,8 +212,14 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     settings = dict(zip(config[::2], config[1::2], strict=False))
     assert settings["appendonly"] == "yes" and settings["appendfsync"] == "always"
     assert settings["maxmemory-policy"] == "noeviction" and int(settings["maxmemory"]) > 0
-    # The live view on the host's loopback port answers Prometheus from the same Redis.
-    with urllib.request.urlopen(f"http://127.0.0.1:{stack.serve_port}/metrics") as answer:
+    # The live view on the host's loopback port answers Prometheus from the same Redis,
+    # to its token only.
+    metrics_url = f"http://127.0.0.1:{stack.serve_port}/metrics"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(metrics_url)
+    assert refused.value.code == 401
+    bearer = urllib.request.Request(metrics_url, headers={"Authorization": f"Bearer {SERVE_TOKEN}"})
+    with urllib.request.urlopen(bearer) as answer:
         metrics = answer.read().decode()
     ok = [
         sample.value
@@ -215,7 +232,17 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     # Secrets are files: nothing of the password in any container's configuration.
     ids = stack.compose("ps", "-q").split()
     inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True)
-    assert "p@ss" not in inspected.stdout
+    assert "p@ss" not in inspected.stdout and SERVE_TOKEN not in inspected.stdout
+    # Each service: no capability, no new privilege, a read-only root.
+    for container in json.loads(inspected.stdout):
+        host, name = container["HostConfig"], container["Name"]
+        assert host["CapDrop"] == ["ALL"] and not host["CapAdd"], name
+        assert "no-new-privileges:true" in host["SecurityOpt"], name
+        assert host["ReadonlyRootfs"] is True, name
+    # A dropped file cannot attach a campaign's results: they are not in its project.
+    (inbox / "peek.yaml").write_text(PEEK.format(campaign=detached))
+    wait_for(lambda: (inbox / "failed" / "peek.yaml.error.txt").exists(), 60, "the refusal")
+    assert "not found" in (inbox / "failed" / "peek.yaml.error.txt").read_text()
     ps = subprocess.run(
         ["docker", "exec", stack.container("redis"), "cat", "/proc/1/cmdline", "/proc/7/cmdline"],
         capture_output=True, text=True,
