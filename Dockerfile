@@ -90,7 +90,7 @@ RUN apt-get update \
         redis-server tini \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir -p /data && chown redis:redis /data
-COPY docker/redis.conf /etc/evalrelay/redis.conf
+COPY docker/redis.conf docker/redis-users.acl /etc/evalrelay/
 COPY docker/redis-entrypoint.sh /usr/local/bin/redis-entrypoint
 USER redis
 WORKDIR /data

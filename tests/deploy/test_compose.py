@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import FAST_RECOVERY, free_port, one_turn_cases, read_jsonl, wait_for
@@ -29,6 +30,8 @@ PASSWORD = 'p@ss/w:rd#?%"\\end'
 """`@ / : # ? %` end a URL's user part early unless escaped; a quote and a backslash
 must survive Redis's configuration file."""
 
+ADMIN_PASSWORD = "admin-" + PASSWORD
+"""Redis's `admin` user's: the services connect as `evalrelay`, which may not CONFIG."""
 SERVE_TOKEN = "serve-token-" + "7f3a" * 8
 """What `serve` answers to: it listens beyond the container's loopback."""
 
@@ -71,7 +74,7 @@ class Stack:
             "EVALRELAY_SERVE_PORT": str(self.serve_port),
         }
         quoted = urllib.parse.quote(PASSWORD, safe="")
-        self.url = f"redis://:{quoted}@127.0.0.1:{self.redis_port}/0"
+        self.url = f"redis://evalrelay:{quoted}@127.0.0.1:{self.redis_port}/0"
 
     def compose(self, *argv: str, timeout: float = 120) -> str:
         files = ["-f", "docker-compose.yml", "-f", "fast.yml"]
@@ -116,6 +119,7 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     secrets.mkdir(mode=0o700)
     (secrets / "redis_password").write_text(PASSWORD)
     (secrets / "serve_token").write_text(SERVE_TOKEN + "\n")
+    (secrets / "redis_admin_password").write_text(ADMIN_PASSWORD)
     for unused in ("openai_api_key", "anthropic_api_key", "gemini_api_key"):
         (secrets / unused).touch()
     for each in secrets.iterdir():
@@ -206,12 +210,20 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     # Redis as documented: every write synced, nothing evicted, a memory ceiling.
     config = subprocess.run(
         ["docker", "exec", stack.container("redis"), "sh", "-c",
-         'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli CONFIG GET "*"'],
+         'REDISCLI_AUTH="$(cat /run/secrets/redis_admin_password)" redis-cli --user admin '
+         'CONFIG GET "*"'],
         capture_output=True, text=True, timeout=60,
     ).stdout.split("\n")  # fmt: skip
     settings = dict(zip(config[::2], config[1::2], strict=False))
     assert settings["appendonly"] == "yes" and settings["appendfsync"] == "always"
     assert settings["maxmemory-policy"] == "noeviction" and int(settings["maxmemory"]) > 0
+    assert settings["protected-mode"] == "yes"
+    # The services' user, from the host: refused what could wreck or read the server.
+    services = redis.Redis.from_url(stack.url)
+    for command in (("CONFIG", "GET", "*"), ("FLUSHALL",), ("KEYS", "*")):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            services.execute_command(*command)
+    services.close()
     # The live view on the host's loopback port answers Prometheus from the same Redis,
     # to its token only.
     metrics_url = f"http://127.0.0.1:{stack.serve_port}/metrics"

@@ -47,7 +47,8 @@ def test_entrypoint_escapes_every_url_character_of_the_password(tmp_path: Path) 
     done = subprocess.run(
         ["docker", "run", "--rm", "--network", "none", "-v", f"{tmp_path}:/run/secrets:ro",
          "-e", "REDIS_PASSWORD_FILE=/run/secrets/pw", "-e", "REDIS_HOST=redis.example",
-         "--entrypoint", "python3", image, "/usr/local/lib/evalrelay/redis_url.py"],
+         "--entrypoint", "python3", image, "/usr/local/lib/evalrelay/redis_url.py",
+         "--with-password"],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
