@@ -29,9 +29,21 @@ class AclRedis(NamedTuple):
     port: int
     worker_password: str
     admin_password: str
+    ca: Path | None = None
+    """The CA of a TLS-only server."""
 
     def client(self, user: str | None, password: str) -> redis.Redis:
-        return redis.Redis(port=self.port, username=user, password=password, decode_responses=True)
+        tls = {"ssl": True, "ssl_ca_certs": str(self.ca)} if self.ca else {}
+        return redis.Redis(
+            "127.0.0.1", self.port, username=user, password=password, decode_responses=True, **tls
+        )
+
+    def url(self) -> str:
+        """The worker user's URL, with no password in it."""
+        if self.ca is None:
+            return f"redis://evalrelay@127.0.0.1:{self.port}/0"
+        query = f"ssl_cert_reqs=required&ssl_ca_certs={self.ca}"
+        return f"rediss://evalrelay@127.0.0.1:{self.port}/0?{query}"
 
 
 def users_config(worker_password: str, admin_password: str) -> str:
@@ -45,21 +57,57 @@ def users_config(worker_password: str, admin_password: str) -> str:
 
 @pytest.fixture
 def acl_redis(tmp_path: Path) -> Iterator[AclRedis]:
+    yield from started(tmp_path, tls=False)
+
+
+@pytest.fixture
+def tls_redis(tmp_path: Path) -> Iterator[AclRedis]:
+    yield from started(tmp_path, tls=True)
+
+
+def started(folder: Path, *, tls: bool) -> Iterator[AclRedis]:
+    """A redis-server of this test's own, with the ACL; with `tls`, TLS only (no plain
+    port), its certificate signed by a CA made here (`folder/ca.pem`)."""
     port = free_port()
     worker, admin = "w@:/" + secrets.token_hex(12), "a#?%" + secrets.token_hex(12)
-    config = tmp_path / "redis.conf"
+    listen = f"port {port}\n"
+    if tls:
+        certificates(folder)
+        listen = (
+            f"port 0\ntls-port {port}\ntls-cert-file {folder / 'server.pem'}\n"
+            f"tls-key-file {folder / 'server.key'}\ntls-ca-cert-file {folder / 'ca.pem'}\n"
+            "tls-auth-clients no\n"
+        )
+    config = folder / "redis.conf"
     config.write_text(
-        f'port {port}\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\n'
-        f"dir {tmp_path}\n" + users_config(worker, admin)
+        f'{listen}bind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\n'
+        f"dir {folder}\n" + users_config(worker, admin)
     )
     server = subprocess.Popen(["redis-server", str(config)], stdout=subprocess.DEVNULL)
-    running = AclRedis(port, worker, admin)
+    running = AclRedis(port, worker, admin, folder / "ca.pem" if tls else None)
     try:
         wait_for(lambda: _answers(running), 20, "the ACL Redis")
         yield running
     finally:
         server.terminate()
         server.wait(20)
+
+
+def certificates(folder: Path) -> None:
+    """A CA, and a certificate for 127.0.0.1 it signed, made with openssl."""
+
+    def openssl(*argv: str) -> None:
+        done = subprocess.run(["openssl", *argv], cwd=folder, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+            "/CN=evalrelay test CA", "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", "server.key", "-out", "server.csr")  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "1", "-extfile", "san.ext",
+            "-out", "server.pem")  # fmt: skip
 
 
 def _answers(server: AclRedis) -> bool:
@@ -87,9 +135,23 @@ def test_the_worker_user_is_refused_what_could_wreck_or_read_the_server(
 def test_a_worker_and_a_collector_run_a_campaign_as_the_worker_user(
     acl_redis: AclRedis, tmp_path: Path, private_home: Path
 ) -> None:
+    run_a_campaign(acl_redis, tmp_path, private_home)
+
+
+def test_the_same_over_tls_with_a_rediss_url(
+    tls_redis: AclRedis, tmp_path: Path, private_home: Path
+) -> None:
+    """Redis across machines, as docs/cluster.md says to run it: TLS only, its CA named in
+    the `rediss://` URL, for evalrelay's client and Celery's alike."""
+    with pytest.raises(redis.ConnectionError):  # no plain-text port to fall back on
+        redis.Redis(port=tls_redis.port, socket_connect_timeout=2).ping()
+    run_a_campaign(tls_redis, tmp_path, private_home)
+
+
+def run_a_campaign(acl_redis: AclRedis, tmp_path: Path, private_home: Path) -> None:
     secret = tmp_path / "redis_password"
     secret.write_text(acl_redis.worker_password + "\n")
-    url = f"redis://evalrelay@127.0.0.1:{acl_redis.port}/0"
+    url = acl_redis.url()
     processes = processes_on(
         url, private_home, tmp_path / "logs", {"EVALRELAY_REDIS_PASSWORD_FILE": str(secret)}
     )
