@@ -85,7 +85,7 @@ def follow_campaign(
         )
 
     collector = new_collector()
-    ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"))
+    ride_out = RideOut(lambda text: console.print(f"[yellow]{text}[/]"), client)
     started = time.monotonic()
     warned = False
     held: Paused | None = None

@@ -195,7 +195,7 @@ class Watcher:
         observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
         observer.start()
         log.info("watcher %s: watching %s", self.name, self.inbox.root)
-        ride_out = RideOut(lambda text: log.warning("watcher %s: %s", self.name, text))
+        ride_out = RideOut(lambda text: log.warning("watcher %s: %s", self.name, text), self.client)
         try:
             while not stop.is_set():  # type: ignore[attr-defined]
                 ride_out(self.step)

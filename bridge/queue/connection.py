@@ -143,9 +143,12 @@ class RideOut:
     must not end a command that is only waiting for results. Says once that Redis is out
     of reach, and again when it is back."""
 
-    def __init__(self, say: Callable[[str], object] = log.warning) -> None:
+    def __init__(
+        self, say: Callable[[str], object] = log.warning, client: redis.Redis | None = None
+    ) -> None:
         self.say = say
         self.down_since: float | None = None
+        self.where = f" at {address(client)}" if client is not None else ""
 
     def __call__(self, step: Callable[[], T]) -> T:
         result = Retry(OUTAGE_BACKOFF, -1).call_with_retry(step, self._failed)
@@ -157,4 +160,18 @@ class RideOut:
     def _failed(self, error: Exception) -> None:
         if self.down_since is None:
             self.down_since = time.monotonic()
-            self.say(f"Redis is out of reach ({mask(str(error))}); waiting for it, nothing is lost")
+            self.say(
+                f"Redis is out of reach{self.where} ({mask(str(error))}); waiting for it, "
+                "nothing is lost"
+            )
+
+
+def address(client: redis.Redis) -> str:
+    """Where a client connects, as a URL with no user or password: for messages."""
+    settings = client.connection_pool.connection_kwargs
+    if settings.get("path"):
+        return f"unix://{settings['path']}"
+    scheme = (
+        "rediss" if client.connection_pool.connection_class.__name__ == "SSLConnection" else "redis"
+    )
+    return f"{scheme}://{settings.get('host')}:{settings.get('port')}/{settings.get('db', 0)}"

@@ -7,10 +7,18 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from redis.connection import parse_url
 
 from bridge.errors import PrerequisiteError
-from bridge.queue.connection import client_for, configured_url, connect, shown, with_password
+from bridge.queue.connection import (
+    RideOut,
+    client_for,
+    configured_url,
+    connect,
+    shown,
+    with_password,
+)
 from tests.conftest import HoldingRelay
 
 
@@ -84,3 +92,18 @@ def test_the_password_file_fills_the_urls_user_part(
     monkeypatch.setenv("EVALRELAY_REDIS_PASSWORD_FILE", str(tmp_path / "missing"))
     with pytest.raises(PrerequisiteError, match="EVALRELAY_REDIS_PASSWORD_FILE names"):
         configured_url()
+
+
+def test_riding_out_an_outage_names_where_redis_was_without_its_password() -> None:
+    said: list[str] = []
+    ride_out = RideOut(said.append, client_for("redis://:s3cret-pw@127.0.0.1:1/4"))
+    calls = iter([redis.ConnectionError("Error 111 connecting"), None])
+
+    def step() -> str:
+        if failure := next(calls):
+            raise failure
+        return "done"
+
+    assert ride_out(step) == "done"
+    assert said[0].startswith("Redis is out of reach at redis://127.0.0.1:1/4 (")
+    assert "s3cret" not in " ".join(said)
