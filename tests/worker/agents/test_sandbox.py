@@ -213,8 +213,8 @@ def test_auto_is_docker_when_an_engine_answers_and_bubblewrap_when_none_does(
     assert chosen_engine(Isolation(engine="bubblewrap"))[0] == "bubblewrap"
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert chosen_engine(image)[0] == "bubblewrap"
-    with pytest.raises(SandboxUnavailable, match="no engine answers"):
-        chosen_engine(Isolation(engine="docker", image=sandbox_image))
+    with pytest.raises(SandboxUnavailable, match="no engine answers"):  # never seen here
+        chosen_engine(Isolation(engine="docker", image="evalrelay-sandbox:never-built"))
 
 
 @pytest.mark.parametrize(
