@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from filelock import FileLock
@@ -32,6 +33,12 @@ BASE_VARIABLE = "EVALRELAY_SANDBOX_BASE"
 host with no registry names a Debian 12 image of its own here."""
 BUILD_SECONDS = 900.0
 """How long a build may take (apt installs Node.js, git and Python: a few minutes)."""
+RETRY_SECONDS = 600.0
+"""A build that failed is not tried again by this process for so long: every attempt
+meanwhile is told the same at once (under `auto`, runs under bubblewrap)."""
+
+_failures: dict[str, tuple[float, str]] = {}
+"""The tag of each build that failed here, with when and why."""
 
 
 def sandbox_image(image: str) -> str:
@@ -62,6 +69,17 @@ def built_tag() -> str:
 
 def _built() -> str:
     tag = built_tag()
+    failed = _failures.get(tag)
+    if failed is not None and time.monotonic() - failed[0] < RETRY_SECONDS:
+        raise SandboxUnavailable(failed[1])
+    try:
+        return _build(tag)
+    except SandboxUnavailable as exc:
+        _failures[tag] = (time.monotonic(), str(exc))
+        raise
+
+
+def _build(tag: str) -> str:
     lock = Path(tempfile.gettempdir()) / f"evalrelay-sandbox-build-{os.getuid()}.lock"
     with FileLock(lock):
         if docker_cli.has_image(tag):
@@ -74,10 +92,10 @@ def _built() -> str:
             seconds=BUILD_SECONDS, stdin=DOCKERFILE.read_text(),
         )  # fmt: skip
     if done.returncode != 0:
-        said = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        said = (done.stderr or done.stdout).strip().splitlines()[-1:]  # the error itself
         raise SandboxUnavailable(
             f"runtime: sandbox: the image {SANDBOX_IMAGE} is not on this worker's Docker engine "
-            f"and building it on {base} failed: {' / '.join(said)}; set {BASE_VARIABLE} to a "
+            f"and building it on {base} failed ({' '.join(said)}); set {BASE_VARIABLE} to a "
             f"Debian 12 image the engine has, or build {SANDBOX_IMAGE} yourself"
         )
     log.warning("sandbox image: built %s", tag)

@@ -72,7 +72,7 @@ def test_auto_builds_the_shipped_image_on_first_need_and_the_job_ends_ok(
     # A second attempt finds the image: no build.
     caplog.clear()
     assert run_auto(project, client).status is Status.OK
-    assert "building" not in caplog.text
+    assert "sandbox image:" not in caplog.text
 
 
 def test_auto_falls_back_to_bubblewrap_with_a_warning_when_the_build_fails(
@@ -91,8 +91,12 @@ def test_auto_falls_back_to_bubblewrap_with_a_warning_when_the_build_fails(
     assert result.status is Status.OK, result.error
     assert "in bubblewrap" in result.answer
     [warning] = [r.getMessage() for r in caplog.records if "bubblewrap instead" in r.getMessage()]
-    assert "building it on evalrelay-no-such-base:none failed" in warning
+    assert "building it on evalrelay-no-such-base:none failed (" in warning
     assert sandbox_image.BASE_VARIABLE in warning
+    # The next attempt is told at once: no second build of what failed.
+    caplog.clear()
+    assert run_auto(project, client).status is Status.OK
+    assert "sandbox image:" not in caplog.text and "bubblewrap instead" in caplog.text
 
 
 def test_engine_docker_does_not_fall_back_and_says_what_to_do(
@@ -108,4 +112,4 @@ def test_engine_docker_does_not_fall_back_and_says_what_to_do(
 
     assert result.status is Status.INFRA_ERROR
     assert result.error is not None
-    assert "building it on evalrelay-no-such-base:none failed" in result.error.message
+    assert "building it on evalrelay-no-such-base:none failed (" in result.error.message
