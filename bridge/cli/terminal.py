@@ -64,6 +64,10 @@ class TerminalConsole(Console):
                 yield Segment(printable(segment.text), segment.style, segment.control)
 
 
+LOG_FORMAT = "[%(asctime)s] %(levelname)-8s %(message)s"
+"""A plain log line, shaped as rich's are in a terminal."""
+
+
 class PrintableFormatter(logging.Formatter):
     """A log line as plain text, its control characters as escapes."""
 
@@ -89,7 +93,7 @@ def plain_logs() -> None:
     except (AttributeError, OSError, ValueError):  # a stderr with no descriptor of its own
         stream = sys.stderr
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(PrintableFormatter("[%(asctime)s] %(levelname)-8s %(message)s", "%X"))
+    handler.setFormatter(PrintableFormatter(LOG_FORMAT, "%X"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

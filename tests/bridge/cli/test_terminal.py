@@ -136,3 +136,18 @@ def test_outside_a_terminal_a_long_line_is_not_cut_at_80_columns(
     narrow = io.StringIO()
     TerminalConsole(file=narrow).print(path)
     assert len(narrow.getvalue().splitlines()) > 1  # COLUMNS still rules
+
+
+def test_outside_a_terminal_log_lines_are_plain_neither_padded_nor_cut(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """A service's log in a file or `docker logs`: a line per message, as long as it is,
+    shaped as in a terminal (`[time] LEVEL    message`)."""
+    case = "evalcases:\n  - {id: a, input_messages: [{role: user, content: hi}]}\n"
+    root = project({"targets.yaml": "targets:\n  - {name: m, provider: mock}\n", "e.yaml": case})
+    env = {k: v for k, v in embedded_env(private_home).items() if k != "COLUMNS"}
+    done = evalrelay("-v", "run", "e.yaml", "--target", "m", env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    logged = [line for line in done.stderr.splitlines() if re.match(r"\[[\d:]+\] INFO {5}", line)]
+    assert any(line.endswith(": ok (published)") for line in logged), done.stderr
+    assert all(line == line.rstrip() for line in logged)  # no padding to a width
