@@ -2,10 +2,11 @@
 #   api    workers for the LLM APIs, the collector, the watcher and `serve` (every SDK extra)
 #   agent  the api image plus Node.js 22, git and the agent CLIs at pinned versions
 #   redis  Debian's Redis, its password read from a file (never on a command line)
-# Built on BASE (default: the Debian 12 root the tests import with debootstrap, no registry
-# needed; `debian:bookworm-slim` from a registry works the same):
+# Built on BASE, Debian 12 from a registry by default. A host with no registry builds on a
+# Debian root of its own (the tests import one made by debootstrap, `.ci/run` passes it):
 #   docker build --target api -t evalrelay-api .
-ARG BASE=evalrelay-base:bookworm
+#   docker build --build-arg BASE=evalrelay-base:bookworm --target api -t evalrelay-api .
+ARG BASE=debian:bookworm-slim
 
 # --- Debian with Python 3.11 and what every evalrelay image runs on --------------------
 FROM ${BASE} AS system
@@ -60,8 +61,10 @@ COPY docker/entrypoint.sh /usr/local/bin/evalrelay-entrypoint
 COPY docker/redis_url.py /usr/local/lib/evalrelay/redis_url.py
 ENV PATH=/opt/evalrelay/bin:$PATH EVALRELAY_HOME=/home/evalrelay/.evalrelay \
     PYTHONUNBUFFERED=1
-RUN chmod 1777 /home/evalrelay && mkdir -p /data/inbox /data/results \
-    && chown evalrelay:evalrelay /data/inbox /data/results
+# The inbox and the results have no folder in common: a dropped file's project is the
+# inbox's parent, and whatever is in it may be attached.
+RUN chmod 1777 /home/evalrelay && mkdir -p /data/inbox /results \
+    && chown evalrelay:evalrelay /data/inbox /results
 USER evalrelay
 WORKDIR /data
 ENTRYPOINT ["tini", "--", "evalrelay-entrypoint"]
@@ -87,7 +90,7 @@ RUN apt-get update \
         redis-server tini \
     && rm -rf /var/lib/apt/lists/* \
     && mkdir -p /data && chown redis:redis /data
-COPY docker/redis.conf /etc/evalrelay/redis.conf
+COPY docker/redis.conf docker/redis-users.acl /etc/evalrelay/
 COPY docker/redis-entrypoint.sh /usr/local/bin/redis-entrypoint
 USER redis
 WORKDIR /data

@@ -1,17 +1,25 @@
 #!/bin/sh
 # Entry point of the evalrelay images: secrets come from files, never from the
 # container's configuration (which `docker inspect` shows to anyone with the socket).
-#   NAME_FILE=/run/secrets/x   sets NAME to the file's content (API keys, tokens)
-#   REDIS_PASSWORD_FILE        EVALRELAY_REDIS_URL, the password escaped (redis_url.py),
-#                              unless EVALRELAY_REDIS_URL is set
-# then runs `evalrelay ARGS`, or `celery ARGS` (Flower) when the first is `celery`.
+#   REDIS_PASSWORD_FILE        EVALRELAY_REDIS_URL with no password in it (redis_url.py:
+#                              REDIS_USERNAME, REDIS_HOST, ...) and
+#                              EVALRELAY_REDIS_PASSWORD_FILE, which evalrelay reads itself:
+#                              the password is in no environment. Unless EVALRELAY_REDIS_URL
+#                              is set.
+#   NAME_FILE=/run/secrets/x   sets NAME to the file's content (API keys: the providers
+#                              read their variables; agents get a clean environment)
+# then runs `evalrelay ARGS`, or `celery ARGS` (Flower, whose broker URL must hold the
+# password) when the first is `celery`.
 # A NAME_FILE naming an empty file, or none (Docker mounts a missing secret as a folder),
 # leaves NAME unset: a target that needs that key then fails saying which it lacks.
 set -eu
 
 for assignment in $(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)_FILE=.*/\1/p'); do
     file=$(printenv "${assignment}_FILE")
-    [ "$assignment" = REDIS_PASSWORD ] && continue
+    # Files evalrelay reads itself: their secret stays out of the environment.
+    case "$assignment" in
+        REDIS_PASSWORD | EVALRELAY_REDIS_PASSWORD | EVALRELAY_SERVE_TOKEN) continue ;;
+    esac
     unset "${assignment}_FILE"
     [ -f "$file" ] || continue
     if [ ! -r "$file" ]; then
@@ -29,8 +37,14 @@ if [ -z "${EVALRELAY_REDIS_URL:-}" ] && [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
             "cannot be read" >&2
         exit 1
     fi
+    if [ "${1:-}" = celery ]; then
+        CELERY_BROKER_URL=$(python3 /usr/local/lib/evalrelay/redis_url.py --with-password)
+        export CELERY_BROKER_URL
+        unset REDIS_PASSWORD_FILE
+        exec "$@"
+    fi
     EVALRELAY_REDIS_URL=$(python3 /usr/local/lib/evalrelay/redis_url.py)
-    export EVALRELAY_REDIS_URL
+    export EVALRELAY_REDIS_URL EVALRELAY_REDIS_PASSWORD_FILE="$REDIS_PASSWORD_FILE"
     unset REDIS_PASSWORD_FILE
 fi
 

@@ -130,7 +130,7 @@ def collect_command(
             lambda c: infos[c].total,
             ensure_html_beside,
         )
-        ride_out = RideOut(lambda text: log.warning("collect: %s", text))
+        ride_out = RideOut(lambda text: log.warning("collect: %s", text), runtime.client)
         shown = ProgressLines()
         beat_at = [0.0]  # when this collector last reported itself, for `evalrelay health`
 

@@ -98,7 +98,7 @@ def follow_campaign(
         )
 
     collector = new_collector()
-    ride_out = RideOut(lambda text: console.print(text, style="yellow"))
+    ride_out = RideOut(lambda text: console.print(text, style="yellow"), client)
     started = time.monotonic()
     warned = False
     held: Paused | None = None

@@ -10,7 +10,7 @@ import click
 from rich.logging import RichHandler
 
 from bridge.cli.once import Commands
-from bridge.cli.terminal import TerminalConsole, echo
+from bridge.cli.terminal import LOG_FORMAT, PrintableFormatter, TerminalConsole, echo
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.masking import mask_logs
 from bridge.private import keep_private
@@ -58,12 +58,12 @@ def cli(verbose: int) -> None:
     """Run eval cases against LLM APIs and coding agents, on one machine or many."""
     keep_private()  # before any key is read: the programs it runs may not read them here
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
-    logging.basicConfig(
-        level=level,
-        format="%(message)s",
-        datefmt="[%X]",
-        handlers=[RichHandler(console=TerminalConsole(stderr=True), show_path=False)],
-    )
+    console = TerminalConsole(stderr=True)
+    handler: logging.Handler = RichHandler(console=console, show_path=False)
+    if not console.is_terminal:  # a log file or a pipe: plain lines, neither padded nor cut
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(PrintableFormatter(LOG_FORMAT, "%X"))
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler])
     logging.getLogger("kombu").setLevel(max(level, logging.WARNING))
     # The HTTP and SDK libraries log request and response headers at DEBUG, and some
     # servers echo the key in them: no verbosity shows those.

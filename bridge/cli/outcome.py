@@ -27,7 +27,7 @@ from bridge.results.collected import results_home, where_results_are
 from bridge.results.result import Status
 from bridge.results.results_file import results_path
 from bridge.results.statistics import CampaignStatistics
-from bridge.results.summary import CampaignSummary
+from bridge.results.summary import CampaignSummary, FailedCase
 
 SHOWN_FAILURES = 20
 
@@ -112,15 +112,22 @@ def print_failures(console: Console, summary: CampaignSummary) -> None:
     table = Table(title=f"{summary.failed} failed", title_justify="left")
     table.add_column("case", no_wrap=True)
     table.add_column("target", no_wrap=True)
-    table.add_column("status")
+    table.add_column("outcome")
     table.add_column("why")
     for failure in summary.failures[:SHOWN_FAILURES]:
         repeat = f" #{failure.repeat}" if failure.repeat else ""
-        status = Text(failure.status, style=STATUS_STYLES.get(failure.status, "red"))
-        table.add_row(failure.case_id + repeat, failure.target, status, failure.reason)
+        table.add_row(failure.case_id + repeat, failure.target, failed_as(failure), failure.reason)
     console.print(table)
     if summary.failed > SHOWN_FAILURES:
         console.print(f"... and {summary.failed - SHOWN_FAILURES} more: see the results file")
+
+
+def failed_as(failure: FailedCase) -> Text:
+    """`failed` for an answer graded below the bar (its status is `ok`: the call worked),
+    else the status that kept it from passing (`timeout`, `infra_error`, ...)."""
+    if failure.status in ("ok", "model_failure"):
+        return Text("failed", style="red")
+    return Text(failure.status, style=STATUS_STYLES.get(failure.status, "red"))
 
 
 def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int, str | None]:
@@ -146,7 +153,7 @@ def exit_status(summary: CampaignSummary, min_score: float | None) -> tuple[int,
         return EXIT_OK, None
     if summary.failed:
         return EXIT_CASES_FAILED, (
-            f"exit 1: {summary.failed} of {summary.results} cases failed "
+            f"exit 1: {summary.failed} of {counted(summary.results, 'result')} failed "
             "(use --min-score to pass on a mean score instead)"
         )
     return EXIT_OK, None

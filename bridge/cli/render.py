@@ -19,6 +19,7 @@ from bridge.evalfile.harbor.folder import TASK_FILE, LoadedTask, is_task_folder
 from bridge.evalfile.selection import select_cases
 from bridge.prompt.build import PromptRequest, api_messages, request_for
 from bridge.prompt.messages import ChatMessage
+from bridge.queue.jobs import attached
 from bridge.targets.targets_file import Targets
 
 
@@ -71,6 +72,7 @@ def case_view(loaded: LoadedEvalFile, case: LoadedCase, target_name: str | None)
         "tools": [t.model_dump(mode="json", exclude_none=True) for t in request.tools or ()],
         "tool_choice": request.model_dump(mode="json")["tool_choice"],
         "wire": _wire(settings, request),
+        "task_md": _task(settings, request, case),
         "conversation": _conversation(case),
     }
 
@@ -103,6 +105,20 @@ def _wire(settings: Any, request: PromptRequest) -> dict[str, Any] | None:
     from worker.providers.api import request_body
 
     return request_body(settings, api_messages(request), request.tools or (), request.tool_choice)
+
+
+def _task(settings: Any, request: PromptRequest, case: LoadedCase) -> str | None:
+    """The task.md a command-line agent target reads, with the attached files at the
+    places its workspace would hold them."""
+    if settings is None:
+        return None
+    from worker.agents.inputs import placed
+    from worker.providers.agent_cli import task_preview
+
+    files = case.files()
+    texts = {f.project_path: f.text for f in files}
+    inputs = placed([attached(f) for f in files], lambda f: texts[f.project_path])
+    return task_preview(settings, request.question, inputs)
 
 
 def _as_json(messages: list[ChatMessage]) -> list[dict[str, Any]]:
@@ -138,13 +154,17 @@ def readable(view: dict[str, Any]) -> Panel:
             parts.append(Text(printable(f"  tool_choice: {json.dumps(view['tool_choice'])}")))
     if view["conversation"] is not None:
         parts += _turn_lines(view["conversation"])
+    if view["task_md"] is not None:
+        parts += [Text(), Text("task.md (this agent target)", style="bold")]
+        parts.append(Text(printable(view["task_md"])))
     if view["wire"] is not None:
         parts += [
             Text(),
             Text("wire body", style="bold"),
             Syntax(json.dumps(view["wire"], indent=2, ensure_ascii=False), "json"),
         ]
-    return Panel(Group(*parts), title=printable(f"case {view['case_id']}"), title_align="left")
+    title = printable(f"case {view['case_id']}")
+    return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 
 def _turn_lines(conversation: dict[str, Any]) -> list[Text]:

@@ -338,7 +338,7 @@ def target_table(
     """A row per target: its pass rate and mean score with their 95% intervals, and what its
     answers cost when either side's were priced, before → after."""
     table = Table(title=title, caption="[…]: 95% intervals")
-    costed = any(cost_text(side) != "-" for row in rows for side in (row.before, row.after))
+    costed = any(side and side.cost_usd for row in rows for side in (row.before, row.after))
     columns = ("target", "pass rate", "mean score", *(["cost"] if costed else []))
     for column in (*columns, "regressed", "improved"):
         table.add_column(column, justify="left" if column == "target" else "right")
@@ -357,9 +357,10 @@ def target_table(
 
 
 def cost_text(summary: TargetSummary | None) -> str:
-    """Dollars, with `+` when some answers are unpriced; `-` when none is priced."""
+    """Dollars, with `+` when some answers are unpriced; `unpriced` when none is priced,
+    `-` when there is nothing to price."""
     if summary is None or not summary.cost_usd:
-        return "-"
+        return "unpriced" if summary is not None and summary.unpriced else "-"
     usd = f"${summary.cost_usd:.4f}" if summary.cost_usd >= 0.01 else f"${summary.cost_usd:.3g}"
     return usd + ("+" if summary.unpriced else "")
 

@@ -126,7 +126,7 @@ def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
 
 def planned_text(campaign: str, total: int, sent: int) -> str:
     return (
-        f"campaign [bold]{campaign}[/] had lost its jobs with Redis's data: planned again "
+        f"campaign {campaign} had lost its jobs with Redis's data: planned again "
         f"from its eval files here, {sent} of {counted(total, 'job')} without a line sent"
     )
 
@@ -144,7 +144,7 @@ def restored(client: redis.Redis, record: CampaignRecord, console: Console) -> N
         )
     cwd = info.plan.cwd if info.plan else None
     console.print(
-        f"campaign [bold]{info.campaign_id}[/] was not in this Redis (it lost its data): made "
+        f"campaign {info.campaign_id} was not in this Redis (it lost its data): made "
         f"known again from {results}, {counted(kept, 'result')} kept. Its eval files "
         f"({', '.join(info.sources)}) are not on this host: run `evalrelay resume "
         f"{info.campaign_id}` in {cwd or 'the folder it was run from'} on the host that has "

@@ -225,8 +225,10 @@ DETACH_NEEDS_A_CLUSTER = (
     "--detach leaves the campaign to a worker and a collector that outlive this command, and "
     "with no EVALRELAY_REDIS_URL there are none: the private Redis of `run` ends with it. "
     "Either run without --detach (it runs everything and stops when done), or start a Redis "
-    "that stays, then in three terminals:\n"
-    "  export EVALRELAY_REDIS_URL=redis://127.0.0.1:6379/0\n"
+    "of your own that stays, on a port nobody else uses (6379, the usual one, may be "
+    "another user's or another project's), then in three terminals:\n"
+    "  redis-server --port PORT --bind 127.0.0.1 --daemonize yes   # PORT: a free one\n"
+    "  export EVALRELAY_REDIS_URL=redis://127.0.0.1:PORT/0\n"
     "  evalrelay worker\n"
     "  evalrelay collect\n"
     "  evalrelay run FILES --detach"
@@ -247,9 +249,17 @@ def estimate_table(found: dict[str, TargetEstimate]) -> Table:
     for column in ("target", "jobs", "input tokens", "output tokens", "dollars"):
         table.add_column(column, justify="left" if column == "target" else "right")
     for name, one in found.items():
-        usd = f"${one.usd:,.6f}" + (f" ({one.unpriced} unpriced)" if one.unpriced else "")
-        table.add_row(name, str(one.jobs), str(one.input_tokens), str(one.output_tokens), usd)
+        table.add_row(
+            name, str(one.jobs), str(one.input_tokens), str(one.output_tokens), estimated_usd(one)
+        )
     return table
+
+
+def estimated_usd(one: TargetEstimate) -> str:
+    """The dollars, or `unpriced` when no job has a price: $0 would read as free."""
+    if one.unpriced == one.jobs:
+        return "unpriced"
+    return f"${one.usd:,.6f}" + (f" + {one.unpriced} jobs unpriced" if one.unpriced else "")
 
 
 def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:

@@ -1,7 +1,8 @@
 """`evalrelay serve`: the campaigns live in a browser, on this machine unless told otherwise.
 
 Bound to 127.0.0.1 by default: results may hold prompts and answers nobody else should
-read. The port is bound before anything else starts, so a port in use is said at once.
+read; beyond loopback it needs a token (`bridge.live.access`). The port is bound before
+anything else starts, so a port in use is said at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import uvicorn
 from bridge.cli.terminal import echo
 from bridge.errors import EvalrelayError, PrerequisiteError
 from bridge.evalfile.project import Project
+from bridge.live.access import required_token
 from bridge.live.app import create_app
 from bridge.live.campaigns import Campaigns
 from bridge.live.panel import live_panel
@@ -49,8 +51,8 @@ connection open)."""
     "--host",
     default="127.0.0.1",
     show_default=True,
-    help="The address to listen on; another than loopback lets anyone who reaches it read "
-    "the results.",
+    help="The address to listen on; beyond loopback, every request needs the token in "
+    "EVALRELAY_SERVE_TOKEN (or the file EVALRELAY_SERVE_TOKEN_FILE names).",
 )
 @click.option(
     "--results",
@@ -60,6 +62,7 @@ connection open)."""
 def serve_command(port: int, host: str, results: Path | None) -> None:
     """Watch campaigns live in a browser: progress, workers, failures, and each report."""
     folder = (results or default_results_folder()).resolve()
+    token = "" if names_loopback(host) else required_token(host)
     listener = bind(host, port)
     address = listener.getsockname()
     loopback = is_loopback(address[0])
@@ -71,14 +74,19 @@ def serve_command(port: int, host: str, results: Path | None) -> None:
         cache = ReportCache(stack.enter_context(cache_folder(evalrelay_home())), live_panel)
         stack.callback(cache.close)
         steering = Steering(
-            link.client, lambda: JobQueue(producer_app(url), link.client), loopback=loopback
+            link.client,
+            lambda: JobQueue(producer_app(url), link.client),
+            loopback=loopback,
+            token=token,
         )
-        app = create_app(Campaigns(link, folder), cache, loopback=loopback, steering=steering)
+        app = create_app(
+            Campaigns(link, folder), cache, loopback=loopback, steering=steering, token=token
+        )
         echo(f"evalrelay serve: {page_url(host, address)} (Ctrl-C stops)")
         if not loopback:
             echo(
-                f"warning: listening on {address[0]}, not loopback: anyone who can reach this "
-                "address can read every campaign's results, with no password.",
+                f"listening on {address[0]}, beyond loopback: every request needs the serve "
+                "token (Authorization: Bearer TOKEN, or open a page once with ?token=TOKEN)",
                 err=True,
             )
         config = uvicorn.Config(
@@ -127,6 +135,16 @@ def bind(host: str, port: int) -> socket.socket:
 
 def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+
+
+def names_loopback(host: str) -> bool:
+    """Whether every address `host` names is a loopback one (checked before listening, so
+    a server that would need a token never starts without one)."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror:
+        return True  # `bind` says the host is unknown
+    return all(is_loopback(str(info[4][0])) for info in found)
 
 
 def page_url(host: str, address: tuple[str, int] | tuple[str, int, int, int]) -> str:

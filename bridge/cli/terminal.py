@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -34,6 +35,10 @@ def printable(text: str) -> str:
     return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+WIDE = 400
+"""The width of output that goes to a file or a pipe (tables are only as wide as they need)."""
+
+
 class TerminalConsole(Console):
     """A rich Console whose output holds no control character but the ones rich writes
     itself (colours, cursor moves of a progress bar): every segment of text goes through
@@ -45,6 +50,11 @@ class TerminalConsole(Console):
         options.setdefault("markup", False)
         options.setdefault("emoji", False)
         super().__init__(*args, **options)
+        # Outside a terminal rich would cut every line at 80 columns: a results path broken
+        # in two, an interval cut short in a log or a CI page. There, lines are as long as
+        # what they show, up to `WIDE`, unless COLUMNS says otherwise.
+        if "width" not in options and not self.is_terminal and not os.environ.get("COLUMNS"):
+            self.width = WIDE
 
     def render_str(self, text: str, **options: Any) -> Text:
         """Strings and markup are made printable before rich measures them, so a table
@@ -59,6 +69,10 @@ class TerminalConsole(Console):
                 yield segment
             else:
                 yield Segment(printable(segment.text), segment.style, segment.control)
+
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)-8s %(message)s"
+"""A plain log line, shaped as rich's are in a terminal."""
 
 
 class PrintableFormatter(logging.Formatter):
@@ -86,7 +100,7 @@ def plain_logs() -> None:
     except (AttributeError, OSError, ValueError):  # a stderr with no descriptor of its own
         stream = sys.stderr
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(PrintableFormatter("[%(asctime)s] %(levelname)-8s %(message)s", "%X"))
+    handler.setFormatter(PrintableFormatter(LOG_FORMAT, "%X"))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

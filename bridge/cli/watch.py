@@ -129,10 +129,14 @@ def print_event(event: InboxEvent) -> None:
     elif event.kind == "done":
         counts = ", ".join(f"{k} {v}" for k, v in sorted(event.counts.items()))
         results = counted(event.jobs or 0, "result")
+        passed = f"{event.passed} of {event.graded} graded passed; " if event.graded else ""
         text = (
             f"{event.file}: campaign {event.campaign_id} complete, {results} "
-            f"({counts}) in {event.results}"
+            f"({passed}{counts}) in {event.results}"
         )
+    elif event.kind == "invalid":
+        why = "\n  ".join((event.why or "").splitlines())
+        text = f"{event.file}: not run, moved to failed/ (its .error.txt says the same):\n  {why}"
     elif event.kind == "rebuilt":
         text = (
             f"{event.file}: campaign {event.campaign_id} rebuilt after Redis lost its data, "

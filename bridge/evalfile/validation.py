@@ -8,6 +8,7 @@ the case it belongs to, and for an unknown key the nearest known one.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -63,17 +64,27 @@ def describe(model: type[BaseModel], error: ErrorDetails) -> str:
         parent = dotted(loc[:-1]) or "the top level"
         return f"missing required key '{loc[-1]}' in {parent}"
     if kind == "union_tag_invalid":
-        ctx = error.get("ctx", {})
-        return (
-            f"{where}: unknown {ctx.get('discriminator', 'kind').strip(chr(39))} "
-            f"'{ctx.get('tag')}'; expected one of {ctx.get('expected_tags')}"
-        )
+        return _unknown_tag(where, error.get("ctx", {}))
     if kind == "union_tag_not_found":
         return f"{where}: missing required key {error.get('ctx', {}).get('discriminator')}"
     if kind == "too_short" and error.get("ctx", {}).get("min_length") == 1:
         return f"{where}: must not be empty"
     message = error["msg"].removeprefix("Value error, ")
     return f"{where}: {message}" if where else message
+
+
+INTERNAL_TAGS = frozenset({"unsupported"})
+"""Kinds the loader makes itself (an AgentV evaluator it cannot run), never written."""
+
+
+def _unknown_tag(where: str, ctx: dict[str, Any]) -> str:
+    """An unknown `type` (or `provider`), with the nearest one that exists."""
+    tags = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+    tags = [tag for tag in tags if tag not in INTERNAL_TAGS]
+    tag, key = str(ctx.get("tag")), str(ctx.get("discriminator", "kind")).strip("'")
+    near = difflib.get_close_matches(tag, tags, n=1, cutoff=0.6)
+    hint = f"did you mean '{near[0]}'? " if near else ""
+    return f"{where}: unknown {key} '{tag}'; {hint}expected one of {', '.join(tags)}"
 
 
 def _unknown_key(model: type[BaseModel], error: ErrorDetails, loc: Sequence[str | int]) -> str:

@@ -309,6 +309,7 @@ class Taker:
             self._not_yet(drop.path, exc)
             return
         log.warning("watcher %s: %s is invalid; moved to failed/", self.name, drop.relative)
+        self.tell("invalid", drop.relative.as_posix(), "", why=errors)
 
     def _submit(self, drops: list[Drop]) -> list[Drop]:
         """Name each drop's campaign in its record, then send every job; the drops sent.

@@ -15,6 +15,7 @@ campaign is gone) and rebuilds each from its file and its results (`bridge.inbox
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import queue
@@ -53,7 +54,7 @@ from bridge.queue.holders import beat
 from bridge.queue.rebuild import CampaignRecord, current_epoch, records_in, restore
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
-from bridge.results.results_file import job_ids_on_disk, results_path
+from bridge.results.results_file import job_ids_on_disk, results_path, summary_path
 from bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ looked at (a Redis that lost its data has another)."""
 
 LOST = "Redis lost its data (it restarted empty, or evicted keys; run it with appendonly yes)"
 
-EventKind = Literal["queued", "done", "duplicate", "rebuilt"]
+EventKind = Literal["queued", "done", "duplicate", "rebuilt", "invalid"]
 
 
 class InboxEvent(BaseModel):
@@ -80,16 +81,35 @@ class InboxEvent(BaseModel):
     file taken in (`queued`, with its number of jobs), its campaign complete (`done`, with
     its results file and counts by status), the same content run before (`duplicate`), or
     its campaign rebuilt after Redis lost it (`rebuilt`, with the results kept and the
-    jobs sent again)."""
+    jobs sent again), or a file that cannot run (`invalid`, moved to failed/ with `why`)."""
 
     kind: EventKind
     file: str
     """The file's path inside the inbox."""
     campaign_id: str
+    """Empty for an `invalid` file: it has no campaign."""
     jobs: int | None = None
     results: str | None = None
     counts: dict[str, int] = Field(default_factory=dict)
+    passed: int | None = None
+    """`done`: the graded results that passed, of `graded`."""
+    graded: int | None = None
     kept: int | None = None
+    why: str | None = None
+    """`invalid`: the problems, one a line, as failed/'s note says them."""
+
+
+def passed_of(summary: Path) -> dict[str, int]:
+    """`passed` and `graded` from the summary the collector wrote as the campaign ended;
+    nothing when it could not be read (the event says the rest)."""
+    try:
+        targets = json.loads(summary.read_text(encoding="utf-8"))["targets"].values()
+        return {
+            "passed": sum(int(t["passed"]) for t in targets),
+            "graded": sum(int(t["scored"]) for t in targets),
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 class _Events(FileSystemEventHandler):
@@ -177,7 +197,7 @@ class Watcher:
         observer.schedule(_Events(self.events), str(self.inbox.root), recursive=True)
         observer.start()
         log.info("watcher %s: watching %s", self.name, self.inbox.root)
-        ride_out = RideOut(lambda text: log.warning("watcher %s: %s", self.name, text))
+        ride_out = RideOut(lambda text: log.warning("watcher %s: %s", self.name, text), self.client)
         try:
             while not stop.is_set():  # type: ignore[attr-defined]
                 ride_out(self.step)
@@ -401,13 +421,15 @@ class Watcher:
             log.info(
                 "watcher %s: campaign %s done; %s moved to done/", self.name, campaign_id, path.name
             )
+        out_dir = self.collector.out_dir_for(campaign_id)
         self._tell(
             "done",
             Path(*Path(str(queued)).parts[1:]).as_posix(),
             campaign_id,
             jobs=state.total,
-            results=str(results_path(self.collector.out_dir_for(campaign_id), campaign_id)),
+            results=str(results_path(out_dir, campaign_id)),
             counts=state.counts,
+            **passed_of(summary_path(out_dir, campaign_id)),
         )
 
     def _tell(

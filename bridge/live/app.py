@@ -24,6 +24,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bridge.live.access import TokenGate
 from bridge.live.campaigns import Campaigns, Located, is_campaign_id
 from bridge.live.failures import new_failures
 from bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
@@ -239,11 +240,17 @@ def _json(payload: BaseModel, status: int = 200) -> Response:
 
 
 def create_app(
-    campaigns: Campaigns, cache: ReportCache, *, loopback: bool, steering: Steering | None = None
+    campaigns: Campaigns,
+    cache: ReportCache,
+    *,
+    loopback: bool,
+    steering: Steering | None = None,
+    token: str = "",
 ) -> Starlette:
     """The app; `loopback`: the server is bound to a loopback address, so only requests
     naming a loopback host are answered. `steering`: the pause, unpause and cancel buttons'
-    endpoints (`bridge.live.steering`)."""
+    endpoints (`bridge.live.steering`). `token`: every request must show it
+    (`bridge.live.access`)."""
     view = LiveView(campaigns, cache)
 
     async def unknown_path(request: Request, exc: Exception) -> Response:
@@ -252,6 +259,8 @@ def create_app(
     middleware = [Middleware(SecurityHeaders)]
     if loopback:
         middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_NAMES))
+    if token:
+        middleware.insert(0, Middleware(TokenGate, token=token))
     return Starlette(
         routes=[
             Route("/", view.index),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from bridge.live.steering import TOKEN_VARIABLE
+from bridge.live.access import TOKEN_VARIABLE
 from bridge.live.templating import render
 
 

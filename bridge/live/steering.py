@@ -4,14 +4,13 @@
 each request carries the `X-Evalrelay-Steer` header (a browser sends no custom header
 across origins without a preflight, which this server never grants), and an `Origin`,
 when sent, must name the host asked. Beyond loopback, it also carries
-`Authorization: Bearer <EVALRELAY_SERVE_TOKEN>`; without that variable set when `serve`
-started, steering is refused there.
+`Authorization: Bearer <EVALRELAY_SERVE_TOKEN>` (`bridge.live.access`: serve does not start
+beyond loopback without it).
 """
 
 from __future__ import annotations
 
 import hmac
-import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -22,12 +21,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from bridge.errors import EvalrelayError
+from bridge.live.access import TOKEN_VARIABLE
 from bridge.queue.budget import BUDGET_REASON, budget_of
 from bridge.queue.campaigns import load_info
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.steering import cancel_campaign, pause, paused, refuse_finished, unpause
 
-TOKEN_VARIABLE = "EVALRELAY_SERVE_TOKEN"
 STEER_HEADER = "X-Evalrelay-Steer"
 ACTIONS = ("pause", "unpause", "cancel")
 
@@ -48,10 +47,10 @@ def _answer(payload: BaseModel, status: int) -> Response:
 
 class Steering:
     def __init__(
-        self, client: redis.Redis, queue: Callable[[], JobQueue], *, loopback: bool
+        self, client: redis.Redis, queue: Callable[[], JobQueue], *, loopback: bool, token: str
     ) -> None:
         self.client, self.queue, self.loopback = client, queue, loopback
-        self.token = os.environ.get(TOKEN_VARIABLE, "")
+        self.token = token
 
     def refusal(self, request: Request) -> str | None:
         """Why this request may not steer, or None."""

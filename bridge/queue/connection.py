@@ -6,8 +6,9 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -34,9 +35,35 @@ every job that thread serves. Far above
 any command evalrelay sends: the collector blocks 1 s at most."""
 
 
+PASSWORD_FILE_VARIABLE = "EVALRELAY_REDIS_PASSWORD_FILE"
+"""A file holding the password for `EVALRELAY_REDIS_URL` (a mounted secret): read by the
+process itself, so the password is in no environment a child could read."""
+
+
 def configured_url() -> str | None:
-    """The cluster's Redis, or None for the embedded default."""
-    return os.environ.get(URL_VARIABLE) or None
+    """The cluster's Redis, or None for the embedded default; with the password of
+    `EVALRELAY_REDIS_PASSWORD_FILE` when that is set."""
+    url = os.environ.get(URL_VARIABLE) or None
+    path = os.environ.get(PASSWORD_FILE_VARIABLE)
+    if url is None or not path:
+        return url
+    try:
+        password = Path(path).read_text(encoding="utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise PrerequisiteError(
+            f"{PASSWORD_FILE_VARIABLE} names {path}, which cannot be read ({exc.strerror}); "
+            "point it at the file holding Redis's password"
+        ) from None
+    return with_password(url, password)
+
+
+def with_password(url: str, password: str) -> str:
+    """`url` with `password` in its user part (escaped), its user name kept."""
+    parts = urlsplit(url)
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    netloc = f"{user}:{quote(password, safe='')}@{host or parts.netloc}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def broker_url(url: str) -> str:
@@ -116,9 +143,12 @@ class RideOut:
     must not end a command that is only waiting for results. Says once that Redis is out
     of reach, and again when it is back."""
 
-    def __init__(self, say: Callable[[str], object] = log.warning) -> None:
+    def __init__(
+        self, say: Callable[[str], object] = log.warning, client: redis.Redis | None = None
+    ) -> None:
         self.say = say
         self.down_since: float | None = None
+        self.where = f" at {address(client)}" if client is not None else ""
 
     def __call__(self, step: Callable[[], T]) -> T:
         result = Retry(OUTAGE_BACKOFF, -1).call_with_retry(step, self._failed)
@@ -130,4 +160,18 @@ class RideOut:
     def _failed(self, error: Exception) -> None:
         if self.down_since is None:
             self.down_since = time.monotonic()
-            self.say(f"Redis is out of reach ({mask(str(error))}); waiting for it, nothing is lost")
+            self.say(
+                f"Redis is out of reach{self.where} ({mask(str(error))}); waiting for it, "
+                "nothing is lost"
+            )
+
+
+def address(client: redis.Redis) -> str:
+    """Where a client connects, as a URL with no user or password: for messages."""
+    settings = client.connection_pool.connection_kwargs
+    if settings.get("path"):
+        return f"unix://{settings['path']}"
+    scheme = (
+        "rediss" if client.connection_pool.connection_class.__name__ == "SSLConnection" else "redis"
+    )
+    return f"{scheme}://{settings.get('host')}:{settings.get('port')}/{settings.get('db', 0)}"

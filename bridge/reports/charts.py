@@ -110,12 +110,21 @@ def score_chart(distributions: Distributions) -> Chart:
 
 
 def latency_chart(distributions: Distributions) -> Chart:
-    chart = histogram("latency", "Time per result", distributions.latency_bins(), "from")
-    quantiles = distributions.quantiles_ms()
-    if quantiles:
-        chart.note = "  ·  ".join(
-            f"p{round(q * 100)} {_duration(ms)}" for q, ms in quantiles.items()
-        )
+    """A result's time runs from its start to its end, its waits for a concurrency slot
+    and its retries included; the calls' own times are said apart, when there are any."""
+    title = "Time per result (waits for a slot included)"
+    chart = histogram("latency", title, distributions.latency_bins(), "from")
+    notes = []
+    for label, quantiles in (
+        ("results", distributions.quantiles_ms()),
+        ("API calls alone", distributions.call_quantiles_ms()),
+    ):
+        if quantiles:
+            shown = "  ·  ".join(
+                f"p{round(q * 100)} {_duration(ms)}" for q, ms in quantiles.items()
+            )
+            notes.append(f"{label}: {shown}")
+    chart.note = "   |   ".join(notes)
     return chart
 
 

@@ -38,12 +38,16 @@ class Distributions:
         self.latencies = [Counter[Outcome]() for _ in range(len(LATENCY_EDGES_MS) + 1)]
         self.durations = array("q")
         """Every result's time, for its quantiles: 8 bytes a result."""
+        self.calls = array("q")
+        """The API calls' own times (not a cached answer's), for theirs."""
 
     def add(self, head: ResultHead, kind: Outcome) -> None:
         if head.score is not None and head.status.is_scored:
             self.scores[_score_bin(head.score)][kind] += 1
         self.latencies[bisect_right(LATENCY_EDGES_MS, head.duration_ms)][kind] += 1
         self.durations.append(head.duration_ms)
+        if head.artifacts.latency_ms is not None and head.artifacts.cached is not True:
+            self.calls.append(head.artifacts.latency_ms)
 
     def score_bins(self) -> list[Bin]:
         return [
@@ -58,11 +62,20 @@ class Distributions:
 
     def quantiles_ms(self) -> dict[float, int]:
         """p50, p90 and p99 of the results' times (nearest rank); none without results."""
-        if not self.durations:
-            return {}
-        ordered = sorted(self.durations)
-        last = len(ordered) - 1
-        return {q: ordered[min(last, int(q * len(ordered)))] for q in QUANTILES}
+        return _quantiles(self.durations)
+
+    def call_quantiles_ms(self) -> dict[float, int]:
+        """The same of the API calls alone: a result's time also holds its wait for a
+        concurrency slot (`max_concurrency`, a rate limit) and its retries."""
+        return _quantiles(self.calls)
+
+
+def _quantiles(times: array[int]) -> dict[float, int]:
+    if not times:
+        return {}
+    ordered = sorted(times)
+    last = len(ordered) - 1
+    return {q: ordered[min(last, int(q * len(ordered)))] for q in QUANTILES}
 
 
 def _score_bin(score: float) -> int:

@@ -26,6 +26,8 @@ class HeadArtifacts(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     cached: Any = None
+    latency_ms: int | None = None
+    """An API call's own time, from send to answer: no wait for a slot or a retry in it."""
 
 
 class ResultHead(BaseModel):

@@ -13,6 +13,7 @@ from itertools import groupby
 
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.outcomes import Outcome, is_cached, outcome
+from bridge.reports.statistics_text import mean_score_text, pairs_markdown, pass_rate_text
 from bridge.reports.turns import turn_verdict, turn_why
 from bridge.results.result import Result
 
@@ -81,14 +82,20 @@ def markdown_summary(campaign: CampaignResults) -> str:
         "| target | results | passed | pass rate | mean score | " + " | ".join(statuses) + " |",
         "|---|---:|---:|---:|---:|" + "---:|" * len(statuses),
     ]
+    stats = summary.statistics()
     for name, target in sorted(summary.targets.items()):
-        rate = "-" if target.pass_rate is None else f"{target.pass_rate:.0%}"
+        shown = stats.targets.get(name)
+        rate = pass_rate_text(shown) if shown else "-"
         mean = "-" if target.mean_score is None else f"{target.mean_score:.3f}"
+        mean = mean_score_text(shown) if shown else mean
         counts = " | ".join(str(target.counts.get(s, 0)) for s in statuses)
         lines.append(
             f"| {_cell(name)} | {target.results} | {target.passed}/{target.scored} | {rate} "
             f"| {mean} | {counts} |"
         )
+    lines += ["", "[…]: 95% intervals."]
+    if stats.pairs:
+        lines += ["", pairs_markdown("Pairs of targets", stats.pairs).rstrip("\n")]
     if campaign.cached:
         lines += ["", f"{campaign.cached} answered from the response cache (`run --cache`)."]
     return "\n".join(lines)

@@ -90,7 +90,7 @@ def verdict(counts: ChangeCounts, tolerance: float) -> str:
     )
     regressed, failing = kinds[Change.REGRESSED], counts.no_longer_pass
     if not regressed:
-        return f"no regression in {counts.cases} cases" + (f" ({others})" if others else "")
+        return f"no regression in {_results(counts.cases)}" + (f" ({others})" if others else "")
     reasons = [
         f"{failing} passed before and not now" if failing else "",
         f"{regressed - failing} scored more than {tolerance:g} lower"
@@ -98,6 +98,11 @@ def verdict(counts: ChangeCounts, tolerance: float) -> str:
         else "",
     ]
     why = "; ".join(r for r in reasons if r)
-    return f"{regressed} of {counts.cases} cases regressed ({why})" + (
+    return f"{regressed} of {_results(counts.cases)} regressed ({why})" + (
         f"; also {others}" if others else ""
     )
+
+
+def _results(count: int) -> str:
+    """A result is one answer (a case of a target, a repeat): what both runs are counted in."""
+    return f"{count} result" if count == 1 else f"{count} results"

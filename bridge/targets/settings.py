@@ -86,7 +86,7 @@ def batch_notes(name: str, raw: dict[str, Any]) -> list[str]:
 
 SANDBOX_IMAGE = "evalrelay-sandbox:bookworm"
 """The image `runtime: sandbox` runs agents in under Docker, unless `isolation.image` names
-another; `docker/sandbox.Dockerfile` builds it."""
+another; a worker whose engine lacks it builds it from `worker/agents/sandbox.Dockerfile`."""
 
 
 class Isolation(BaseModel):

@@ -7,17 +7,20 @@ restarts them. The Redis password holds every character a URL gives a meaning to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import FAST_RECOVERY, free_port, one_turn_cases, read_jsonl, wait_for
@@ -27,9 +30,21 @@ PASSWORD = 'p@ss/w:rd#?%"\\end'
 """`@ / : # ? %` end a URL's user part early unless escaped; a quote and a backslash
 must survive Redis's configuration file."""
 
+ADMIN_PASSWORD = "admin-" + PASSWORD
+"""Redis's `admin` user's: the services connect as `evalrelay`, which may not CONFIG."""
+SERVE_TOKEN = "serve-token-" + "7f3a" * 8
+"""What `serve` answers to: it listens beyond the container's loopback."""
+
 DETACHED_CASES = 128
 DROPPED_CASES = 64
-SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 3000}\n"
+PEEK = (
+    "target: mock\nevalcases:\n  - id: peek\n    input_messages:\n      - role: user\n"
+    "        content:\n          - {{type: file, value: ../results/{campaign}.jsonl}}\n"
+)
+"""A dropped file asking for another campaign's results as an attachment."""
+SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 8000}\n"
+"""128 answers of 8 s, 32 at once: half a minute of work, still under way when the
+watcher is down and the kills come, on a loaded machine too."""
 
 FAST = "\n".join(
     [
@@ -61,7 +76,7 @@ class Stack:
             "EVALRELAY_SERVE_PORT": str(self.serve_port),
         }
         quoted = urllib.parse.quote(PASSWORD, safe="")
-        self.url = f"redis://:{quoted}@127.0.0.1:{self.redis_port}/0"
+        self.url = f"redis://evalrelay:{quoted}@127.0.0.1:{self.redis_port}/0"
 
     def compose(self, *argv: str, timeout: float = 120) -> str:
         files = ["-f", "docker-compose.yml", "-f", "fast.yml"]
@@ -105,6 +120,8 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     secrets = folder / "secrets"
     secrets.mkdir(mode=0o700)
     (secrets / "redis_password").write_text(PASSWORD)
+    (secrets / "serve_token").write_text(SERVE_TOKEN + "\n")
+    (secrets / "redis_admin_password").write_text(ADMIN_PASSWORD)
     for unused in ("openai_api_key", "anthropic_api_key", "gemini_api_key"):
         (secrets / unused).touch()
     for each in secrets.iterdir():
@@ -150,7 +167,10 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     shutil.copy(tmp_path / "dropped.yaml", inbox / "dropped.yaml")
     wait_for(lambda: (inbox / "queued" / "dropped.yaml").exists(), 60, "the watcher's submit")
     # Queued behind the slow campaign: its results come after the watcher is down.
+    stopping = time.monotonic()
     stack.compose("stop", "watcher")
+    print(f"\nwatcher stopped in {time.monotonic() - stopping:.1f} s, "
+          f"{time.monotonic() - started:.1f} s after the detached campaign was sent")  # fmt: skip
 
     detached_file = results / f"{detached}.jsonl"
 
@@ -195,14 +215,28 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     # Redis as documented: every write synced, nothing evicted, a memory ceiling.
     config = subprocess.run(
         ["docker", "exec", stack.container("redis"), "sh", "-c",
-         'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli CONFIG GET "*"'],
+         'REDISCLI_AUTH="$(cat /run/secrets/redis_admin_password)" redis-cli --user admin '
+         'CONFIG GET "*"'],
         capture_output=True, text=True, timeout=60,
     ).stdout.split("\n")  # fmt: skip
     settings = dict(zip(config[::2], config[1::2], strict=False))
     assert settings["appendonly"] == "yes" and settings["appendfsync"] == "always"
     assert settings["maxmemory-policy"] == "noeviction" and int(settings["maxmemory"]) > 0
-    # The live view on the host's loopback port answers Prometheus from the same Redis.
-    with urllib.request.urlopen(f"http://127.0.0.1:{stack.serve_port}/metrics") as answer:
+    assert settings["protected-mode"] == "yes"
+    # The services' user, from the host: refused what could wreck or read the server.
+    services = redis.Redis.from_url(stack.url)
+    for command in (("CONFIG", "GET", "*"), ("FLUSHALL",), ("KEYS", "*")):
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            services.execute_command(*command)
+    services.close()
+    # The live view on the host's loopback port answers Prometheus from the same Redis,
+    # to its token only.
+    metrics_url = f"http://127.0.0.1:{stack.serve_port}/metrics"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(metrics_url)
+    assert refused.value.code == 401
+    bearer = urllib.request.Request(metrics_url, headers={"Authorization": f"Bearer {SERVE_TOKEN}"})
+    with urllib.request.urlopen(bearer) as answer:
         metrics = answer.read().decode()
     ok = [
         sample.value
@@ -215,7 +249,21 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
     # Secrets are files: nothing of the password in any container's configuration.
     ids = stack.compose("ps", "-q").split()
     inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True)
-    assert "p@ss" not in inspected.stdout
+    assert "p@ss" not in inspected.stdout and SERVE_TOKEN not in inspected.stdout
+    # Each service: no capability, no new privilege, a read-only root.
+    for container in json.loads(inspected.stdout):
+        host, name = container["HostConfig"], container["Name"]
+        one_shot = "data-folders" in name  # it only gives the folders to the services' user
+        assert host["CapDrop"] == ["ALL"], name
+        assert host["CapAdd"] == (["CHOWN"] if one_shot else None) or not host["CapAdd"], name
+        assert "no-new-privileges:true" in host["SecurityOpt"], name
+        assert host["ReadonlyRootfs"] is True, name
+    # A dropped file cannot attach a campaign's results: they are not in its project.
+    (inbox / "peek.yaml").write_text(PEEK.format(campaign=detached))
+    wait_for(lambda: (inbox / "failed" / "peek.yaml.error.txt").exists(), 60, "the refusal")
+    assert (
+        "outside the project root /data" in (inbox / "failed" / "peek.yaml.error.txt").read_text()
+    )
     ps = subprocess.run(
         ["docker", "exec", stack.container("redis"), "cat", "/proc/1/cmdline", "/proc/7/cmdline"],
         capture_output=True, text=True,

@@ -98,7 +98,7 @@ def test_the_first_eval_file_targets_comparison_and_reports_run_as_written(
     # Two cases cannot show a difference: the exact test's p is 0.5 at best.
     assert "oracle vs guesser: no detectable difference" in compared[0]
     assert "over 2 cases, p 0.500 (Holm 0.500)" in compared[0]
-    assert "no regression in 2 cases (2 improved)" in compared[1]
+    assert "no regression in 2 results (2 improved)" in compared[1]
 
     play("Reports", project, env)
     assert (project / "ci" / "evals.xml").is_file()

@@ -8,12 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import pytest
 from markdown_it import MarkdownIt
+from packaging.requirements import Requirement
 
 from tests.docs.documented import DOCS, README, ROOT
 
@@ -108,3 +110,33 @@ def test_the_readme_keeps_the_test_command_ci_runs() -> None:
     ci = (README.parent / ".ci" / "run").read_text().splitlines()
     (command,) = [line for line in ci if line.startswith("python -m pytest")]
     assert f'pip install -e ".[dev]" && {command}' in section
+
+
+def test_the_docs_extra_alone_builds_the_site(tmp_path: Path) -> None:
+    """`pip install -e '.[docs]'` is all the site needs: its requirements, read from the
+    installed distribution's metadata, go into a fresh virtual environment with nothing
+    else, and that environment's MkDocs builds the site strictly."""
+    extra = [
+        Requirement(line)
+        for line in metadata.requires("evalrelay") or []
+        if Requirement(line).marker is not None
+        and Requirement(line).marker.evaluate({"extra": "docs"})  # type: ignore[union-attr]
+    ]
+    assert {r.name for r in extra} >= {"mkdocs", "mkdocs-material", "pymdown-extensions"}
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    wanted = [str(r).split(";")[0].strip() for r in extra]
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", *wanted],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    built = subprocess.run(
+        [str(python), "-m", "mkdocs", "build", "--strict", "-f", str(MKDOCS_CONFIG),
+         "-d", str(tmp_path / "site")],
+        cwd=ROOT, env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert (tmp_path / "site" / "index.html").is_file()

@@ -52,15 +52,18 @@ def cli_path() -> str:
     return shutil.which("docker") or "docker"
 
 
-def docker(*args: str, seconds: float = ANSWER_SECONDS) -> subprocess.CompletedProcess[str]:
+def docker(
+    *args: str, seconds: float = ANSWER_SECONDS, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """One call to the CLI; a CLI that is missing or hangs reads as a failed call."""
     cli = shutil.which("docker")
     if cli is None:
         return subprocess.CompletedProcess(["docker", *args], 127, "", "docker: not installed")
     try:
         return subprocess.run(
-            [cli, *args], env=cli_environment(), capture_output=True, text=True, timeout=seconds
-        )
+            [cli, *args], env=cli_environment(), capture_output=True, text=True,
+            timeout=seconds, input=stdin,
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess([cli, *args], 124, "", f"no answer in {seconds:.0f} s")
 

@@ -1,21 +1,23 @@
 """The job's attached files, written into an agent's workspace from Redis.
 
-Files are placed under `inputs/` at their path inside the project, so names with spaces
-or non-ASCII characters keep their meaning and the worker needs nothing from the
-submitting machine's disk.
+Files are placed under `inputs/` at the path the eval file names them by (the label the
+prompt shows them under), so names with spaces or non-ASCII characters keep their meaning
+and the worker needs nothing from the submitting machine's disk.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 
 import redis
 from pydantic import BaseModel, ConfigDict
 
 from bridge.queue.blobs import fetch_blob
-from bridge.queue.jobs import Job
+from bridge.queue.jobs import AttachedFile, Job
 
 INPUTS_FOLDER = "inputs"
 
@@ -32,23 +34,46 @@ class InputFile(BaseModel):
 
 def fetch_inputs(client: redis.Redis | None, job: Job) -> list[InputFile]:
     """Every attached file of the job with its text; read before a workspace is claimed."""
-    if job.files and client is None:
+    if not job.files:
+        return []
+    if client is None:
         raise RuntimeError("attached files need the worker's Redis connection")
+    connection = client
+    return placed(job.files, lambda file: fetch_blob(connection, file.sha256))
+
+
+def placed(files: Iterable[AttachedFile], text: Callable[[AttachedFile], str]) -> list[InputFile]:
+    """The files with their place in the workspace (`labelled`) and their text."""
     inputs: list[InputFile] = []
-    for file in job.files:
+    taken: set[str] = set()
+    for file in files:
         relative = PurePosixPath(file.project_path)
         if relative.is_absolute() or ".." in relative.parts:
             raise ValueError(f"attached file path {file.project_path!r} leaves the project")
-        assert client is not None
+        where = (PurePosixPath(INPUTS_FOLDER) / labelled(file.display_path, relative)).as_posix()
+        if where in taken:  # two files written alike: the second at its project path
+            where = (PurePosixPath(INPUTS_FOLDER) / relative).as_posix()
+        taken.add(where)
         inputs.append(
             InputFile(
                 display_path=file.display_path,
-                workspace_path=(PurePosixPath(INPUTS_FOLDER) / relative).as_posix(),
+                workspace_path=where,
                 is_guideline=file.is_guideline,
-                text=fetch_blob(client, file.sha256),
+                text=text(file),
             )
         )
     return inputs
+
+
+def labelled(display_path: str, project_path: PurePosixPath) -> PurePosixPath:
+    """Where under `inputs/` a file goes: at its path as the eval file wrote it, the label
+    the prompt shows it under (`=== ./src/x.py ===` is `inputs/src/x.py`), so a command
+    the case names (`cd inputs/src`) finds it; a path that climbs out (`../x.py`) or is
+    empty goes at its path in the project instead."""
+    written = PurePosixPath(posixpath.normpath(display_path.replace("\\", "/").lstrip("/")))
+    if ".." in written.parts or written.is_absolute() or str(written) in ("", "."):
+        return project_path
+    return written
 
 
 def write_inputs(workspace: Path, inputs: list[InputFile]) -> list[Path]:

@@ -10,12 +10,15 @@ and processes; its network has nothing in it but the relay
 connects to on its behalf.
 
 Two engines do it: a Docker container (`sandbox_docker`), or where no engine answers,
-bubblewrap's namespaces (`sandbox_bubblewrap`); `isolation.engine` chooses.
+bubblewrap's namespaces (`sandbox_bubblewrap`); `isolation.engine` chooses. `auto` takes
+Docker when its engine has the image or builds it (`sandbox_image`), else bubblewrap.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import shutil
 import socket
 import tempfile
 import threading
@@ -28,6 +31,7 @@ from worker.agents import docker_cli
 from worker.agents.sandbox_attempt import Attempt, Confined, Endpoint, SandboxUnavailable
 from worker.agents.sandbox_bubblewrap import bubblewrapped
 from worker.agents.sandbox_docker import contained
+from worker.agents.sandbox_image import sandbox_image
 from worker.agents.sandbox_relay import splice
 
 __all__ = [
@@ -35,6 +39,8 @@ __all__ = [
 ]  # fmt: skip
 
 Engine = Literal["docker", "bubblewrap"]
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -50,7 +56,7 @@ def sandboxed(
     """`argv` and `env` as they run in the sandbox, with the watch on its limits; the
     relays to the declared endpoints serve while the block runs. `writable`: the
     workspace and the agent's home, at their own paths; `readable`: the agent's program."""
-    engine = chosen_engine(isolation)
+    engine, isolation = chosen_engine(isolation)
     endpoints = [Endpoint.parse(e) for e in isolation.network]
     with tempfile.TemporaryDirectory(prefix="evalrelay-sandbox-") as scratch:
         sockets = Path(scratch) / "net"
@@ -68,11 +74,22 @@ def sandboxed(
                 yield bubblewrapped(attempt)
 
 
-def chosen_engine(isolation: Isolation) -> Engine:
-    """The target's engine; for `auto`, Docker when an engine answers, else bubblewrap."""
-    if isolation.engine != "auto":
-        return isolation.engine
-    return "docker" if docker_cli.engine_problem() is None else "bubblewrap"
+def chosen_engine(isolation: Isolation) -> tuple[Engine, Isolation]:
+    """The target's engine, and its isolation with the image Docker runs (the default
+    image built on first need: `sandbox_image`). For `auto`: Docker when an engine
+    answers and has or builds the image, else bubblewrap, with a warning saying why."""
+    if isolation.engine == "bubblewrap":
+        return "bubblewrap", isolation
+    if isolation.engine == "auto" and docker_cli.engine_problem() is not None:
+        return "bubblewrap", isolation
+    try:
+        image = sandbox_image(isolation.image)
+    except SandboxUnavailable as exc:
+        if isolation.engine == "docker" or shutil.which("bwrap") is None:
+            raise
+        log.warning("sandbox: bubblewrap instead of Docker (isolation.engine auto): %s", exc)
+        return "bubblewrap", isolation
+    return "docker", isolation.model_copy(update={"image": image})
 
 
 def install_root(executable: str) -> Path:

@@ -37,7 +37,6 @@ from worker.agents.sandbox_attempt import (
     SANDBOX_HOME,
     Attempt,
     Confined,
-    SandboxUnavailable,
 )
 from worker.agents.sandbox_limits import LimitWatch, fork_refusals, oom_kills, tree
 
@@ -51,16 +50,7 @@ CERTIFICATES = "/etc/ssl/certs"
 def contained(attempt: Attempt) -> Iterator[Confined]:
     """The `docker run` command line of the attempt; the container is removed, and the
     writable folders are the worker's again, when the block ends."""
-    image = attempt.isolation.image
-    if not docker_cli.has_image(image):
-        problem = docker_cli.engine_problem()
-        raise SandboxUnavailable(
-            f"runtime: sandbox with Docker: no engine answers on this worker ({problem})"
-            if problem
-            else f"runtime: sandbox: the image {image} is not on this worker's Docker engine; "
-            f"build it (docker build -t {image} -f docker/sandbox.Dockerfile docker) or "
-            "name another in isolation.image"
-        )
+    image = attempt.isolation.image  # on the engine: `sandbox_image` made sure of it
     docker_cli.remove_dead_workers_containers()
     uid, gid = agent_ids()
     name = f"evalrelay-sandbox-{uuid.uuid4().hex[:16]}"

@@ -25,9 +25,10 @@ from worker.agents.homes import agent_home
 from worker.agents.inputs import InputFile, fetch_inputs
 from worker.agents.runner import OUTPUT_BYTES, AgentRun, run_agent
 from worker.agents.sandbox import Confined, SandboxUnavailable, install_root, sandboxed
+from worker.agents.task import render_task
 from worker.agents.templates import TemplateError, WorkspaceTemplate
 from worker.agents.workspace import AttemptWorkspace
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 from worker.providers.commands import find_executable
 from worker.providers.failures import STDERR_CHARS, tail
 
@@ -121,6 +122,17 @@ class CommandLineAgent(Provider):
         output.workspace_changes = changes
         output.workspace = str(workspace.folder)
         return output
+
+    def task_preview(self, question: str, inputs: list[InputFile]) -> str:
+        """The task.md an attempt would hold, its workspace written `<workspace>`."""
+        template = WorkspaceTemplate.load(self.kind, self._setting("workspace_template"))
+        return render_task(
+            template.task,
+            request_id="<request id>",
+            question=question,
+            inputs=inputs,
+            **{name: f"<workspace>/{path}" for name, path in self.answer_paths.items()},
+        )
 
     def trajectory(self, events: list[dict[str, Any]]) -> Trajectory | None:
         """The agent's steps read from its event stream; None when it reports none."""
@@ -233,3 +245,16 @@ def json_events(stdout: str) -> list[dict[str, Any]]:
                 if isinstance(event, dict):
                     events.append(event)
     return events
+
+
+def task_preview(settings: Any, question: str, inputs: list[InputFile]) -> str | None:
+    """The task.md a command-line agent target would read for this question and these
+    files (`evalrelay render --target`), its workspace shown as `<workspace>`; None for
+    targets that are not such agents."""
+    try:
+        provider = provider_for(settings)
+    except ProviderFailure:
+        return None
+    return (
+        provider.task_preview(question, inputs) if isinstance(provider, CommandLineAgent) else None
+    )

@@ -44,7 +44,8 @@ def test_failed_cases_exit_1_and_are_listed_with_their_misses(
     assert code == 1
     assert "2 failed" in said and "capital" in said and "again" in said
     assert "score 0.00" in said
-    assert "exit 1: 2 of 2 cases failed" in said
+    assert "│ capital │ wrong │ failed │ score 0.00" in said  # its outcome, not status ok
+    assert "exit 1: 2 of 2 results failed" in said
 
 
 def test_jobs_without_an_answer_exit_2_and_say_why_in_the_terminal(

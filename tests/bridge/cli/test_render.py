@@ -218,3 +218,28 @@ def test_a_conversation_shows_its_turns(project: WriteFiles) -> None:
         {"turn": 2, "input": "Now double that.", "expected_output": None, "evaluators": []},
     ]
     assert render(project, "gpt")["conversation"] is None  # not a conversation
+
+
+def test_an_agent_target_shows_its_task_md_with_the_files_where_the_prompt_says(
+    project: WriteFiles,
+) -> None:
+    """`./src/x.py` attached from evals/case.yaml is labelled `=== ./src/x.py ===` in the
+    question, and the task.md names it at `inputs/src/x.py`, where the workspace holds it."""
+    case = (
+        "evalcases:\n  - id: fix\n    input_messages:\n      - role: user\n        content:\n"
+        "          - {type: text, value: Fix it}\n          - {type: file, value: ./src/x.py}\n"
+    )
+    root = project(
+        {"targets.yaml": TARGETS, "evals/case.yaml": case, "evals/src/x.py": "print(1)\n"}
+    )
+    args = ["render", "--json", "--target", "agent", str(root / "evals" / "case.yaml")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.output)
+    assert "=== ./src/x.py ===\nprint(1)" in record["question"]
+    assert "- `inputs/src/x.py`" in record["task_md"]
+    assert "Fix it" in record["task_md"]
+    assert render(project, "gpt")["task_md"] is None  # an API target has none
+    shown = CliRunner().invoke(cli, [*[a for a in args if a != "--json"]])
+    assert "task.md (this agent target)" in shown.output
+    assert "inputs/src/x.py" in shown.output

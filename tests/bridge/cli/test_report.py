@@ -27,7 +27,9 @@ def test_report_by_id_writes_all_three_beside_the_results(tmp_path: Path) -> Non
     for name in ("camp.html", "camp.junit.xml", "camp.md"):
         assert (results / name).is_file(), outcome.output
     assert f"junit: {results / 'camp.junit.xml'}" in outcome.output
-    assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in outcome.output  # the summary, on stdout
+    assert (
+        "| gpt | 4 | 1/2 | 50% [9%\u201391%] | 0.600 [0.00\u20131.00] |" in outcome.output
+    )  # the summary, on stdout
     assert ET.parse(results / "camp.junit.xml").getroot().attrib["errors"] == "1"
 
 
@@ -53,7 +55,9 @@ def test_unknown_campaign_names_the_folder_and_recent_ones(tmp_path: Path) -> No
 def compare(*args: str) -> tuple[int, list[str]]:
     """`evalrelay compare` in this process: its exit status and its lines, table rules gone
     and the en dash of an interval as a hyphen."""
-    outcome = CliRunner().invoke(cli, ["compare", *args], catch_exceptions=False)
+    # As in a CI job's log: no terminal, no COLUMNS (pytest-xdist sets 80 in its workers).
+    runner = CliRunner(env={"COLUMNS": None})
+    outcome = runner.invoke(cli, ["compare", *args], catch_exceptions=False)
     output = outcome.output.replace("\u2013", "-")
     lines = [" ".join(line.replace("│", " ").split()) for line in output.splitlines()]
     return outcome.exit_code, lines
@@ -67,12 +71,13 @@ def test_compare_lists_changed_cases_and_target_rates_and_exits_1_on_a_regressio
     write_campaign(results, [graded("capital", "gpt", 0.2), graded("river", "gpt", 0.9)], "after")
     code, lines = compare("before", "after", "--results", str(results))
     assert code == 1, lines
-    assert "gpt 50% [9%-91%] → 50% 0.600 [0.00-1.00] → 1 1" in lines  # the intervals wrap
+    # Outside a terminal the intervals are whole, on one line.
+    assert "gpt 50% [9%-91%] → 50% [9%-91%] 0.600 [0.00-1.00] → 0.550 [0.00-1.00] 1 1" in lines
     assert "capital gpt regressed ok 0.90 ok 0.20" in lines
     assert "river gpt improved ok 0.30 ok 0.90" in lines
     assert "mountain gpt gone infra_error -" in lines
     assert lines[-1] == (
-        "1 of 6 cases regressed (1 passed before and not now); also 1 improved, 4 gone"
+        "1 of 6 results regressed (1 passed before and not now); also 1 improved, 4 gone"
     )
 
 
@@ -82,7 +87,7 @@ def test_compare_exits_0_when_nothing_regressed(tmp_path: Path) -> None:
     write_campaign(results, [graded("capital", "gpt", 0.92), graded("river", "gpt", 0.9)], "b")
     code, lines = compare("a", "b", "--results", str(results))
     assert code == 0, lines
-    assert lines[-1] == "no regression in 2 cases (1 improved)"
+    assert lines[-1] == "no regression in 2 results (1 improved)"
 
 
 def test_compare_exits_1_on_a_score_drop_beyond_the_tolerance(tmp_path: Path) -> None:
@@ -93,10 +98,10 @@ def test_compare_exits_1_on_a_score_drop_beyond_the_tolerance(tmp_path: Path) ->
     assert code == 1, lines
     assert "capital gpt regressed ok 0.95 ok 0.85" in lines
     assert "river gpt" not in " ".join(lines)  # 0.05 lower: within the tolerance
-    assert lines[-1] == "1 of 2 cases regressed (1 scored more than 0.05 lower)"
+    assert lines[-1] == "1 of 2 results regressed (1 scored more than 0.05 lower)"
     code, lines = compare("a", "b", "--results", str(results), "--tolerance", "0.1")
     assert code == 0, lines
-    assert lines[-1] == "no regression in 2 cases"
+    assert lines[-1] == "no regression in 2 results"
 
 
 TWO_TARGETS = [
@@ -116,14 +121,16 @@ def test_compare_puts_two_targets_of_one_campaign_side_by_side(tmp_path: Path) -
         code, lines = compare(*args, "--results", str(results))
         assert code == 1, lines
         assert "both:gpt → both:claude" in lines
-        assert "gpt → claude 67% [21%-94%] → 0.700 [0.00-1.00] 1 1" in lines  # wraps
-        assert "67% [21%-94%] → 0.783" in lines
+        whole = "gpt → claude 67% [21%-94%] → 67% [21%-94%] 0.700 [0.00-1.00] → 0.783 [0.17-1.00]"
+        assert f"{whole} 1 1" in lines
         assert any(
             line.startswith("claude vs gpt: no detectable difference, mean") for line in lines
         )
         assert "capital gpt → claude regressed ok 0.90 ok 0.50" in lines
         assert "river gpt → claude improved ok 0.30 ok 0.95" in lines
-        assert lines[-1] == "1 of 3 cases regressed (1 passed before and not now); also 1 improved"
+        assert lines[-1] == (
+            "1 of 3 results regressed (1 passed before and not now); also 1 improved"
+        )
 
 
 def test_compare_json_of_two_campaigns_pairs_each_target_on_its_shared_cases(
@@ -212,7 +219,10 @@ def test_report_finds_a_campaign_of_a_project_below_the_current_folder(
     monkeypatch.chdir(tmp_path)
     outcome = CliRunner().invoke(cli, ["report", "camp", "--markdown", "summary.md"])
     assert outcome.exit_code == 0, outcome.output
-    assert "| gpt | 4 | 1/2 | 50% | 0.600 |" in (tmp_path / "summary.md").read_text()
+    assert (
+        "| gpt | 4 | 1/2 | 50% [9%\u201391%] | 0.600 [0.00\u20131.00] |"
+        in (tmp_path / "summary.md").read_text()
+    )
 
 
 def test_report_and_compare_take_latest_a_name_or_the_start_of_an_id(

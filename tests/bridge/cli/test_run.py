@@ -352,4 +352,6 @@ def test_detach_without_a_cluster_is_refused_with_the_commands_that_work(
     assert "with no EVALRELAY_REDIS_URL there are none" in said
     assert "evalrelay worker" in said and "evalrelay collect" in said
     assert "evalrelay run FILES --detach" in said
+    assert "6379/0" not in said  # on a shared machine, someone else's Redis
+    assert "export EVALRELAY_REDIS_URL=redis://127.0.0.1:PORT/0" in said
     assert not (private_home / "redis").exists()  # no Redis was started for it

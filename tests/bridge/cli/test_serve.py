@@ -7,6 +7,7 @@ import http.client
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import struct
@@ -22,6 +23,7 @@ import pytest
 import redis
 
 from bridge.keys import results_home_key
+from bridge.live.access import TOKEN_VARIABLE
 from bridge.live.feed import CampaignFeed, CampaignsFeed
 from bridge.queue.campaigns import CampaignInfo
 from bridge.queue.rebuild import write_record
@@ -75,20 +77,25 @@ def start_serve(
 
 
 def answers(port: int) -> bool:
+    """Whether the server answers at all (beyond loopback, without its token: 401)."""
     try:
-        return get(port, "/api/campaigns")[0] == 200
+        return get(port, "/api/campaigns")[0] in (200, 401)
     except OSError:
         return False
 
 
 def get(
-    port: int, path: str, host: str | None = None
+    port: int, path: str, host: str | None = None, auth: str = "", cookie: str = ""
 ) -> tuple[int, http.client.HTTPMessage, bytes]:
     """`path` sent as written (no client tidies `..` or `%2f` away), with Host `host`."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         connection.putrequest("GET", path, skip_host=True)
         connection.putheader("Host", host or f"127.0.0.1:{port}")
+        if auth:
+            connection.putheader("Authorization", auth)
+        if cookie:
+            connection.putheader("Cookie", cookie)
         connection.endheaders()
         response = connection.getresponse()
         return response.status, response.headers, response.read()
@@ -298,16 +305,50 @@ def test_a_port_in_use_is_said_and_nothing_is_started(processes: Processes, tmp_
     )
 
 
-def test_another_address_is_served_to_any_host_after_saying_so_once(
+def test_beyond_loopback_serve_does_not_start_without_a_token(
+    processes: Processes, tmp_path: Path
+) -> None:
+    port = free_port()
+    for token in ("", "too-short"):
+        env = {**processes.env, TOKEN_VARIABLE: token}
+        argv = ("serve", "--host", "0.0.0.0", "--port", str(port))
+        refused = evalrelay(*argv, env=env, cwd=tmp_path)
+        assert refused.returncode == 1
+        assert "beyond loopback, where anyone who reaches it could read every result" in (
+            refused.stderr
+        )
+        assert f"Set {TOKEN_VARIABLE} (or {TOKEN_VARIABLE}_FILE)" in refused.stderr
+        with socket.socket() as probe:  # nothing listened
+            assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_beyond_loopback_every_request_needs_the_token_from_its_file(
     processes: Processes, redis_url: str, tmp_path: Path
 ) -> None:
+    """Any Host is answered, but only to the token: as a Bearer header (Prometheus's
+    `/metrics`), or as the cookie `?token=` sets once; the token read from its file."""
+    token = secrets.token_hex(24)
+    (tmp_path / "token").write_text(token + "\n")
+    processes.env[f"{TOKEN_VARIABLE}_FILE"] = str(tmp_path / "token")
     port = free_port()
     server = start_serve(processes, port, tmp_path / "results", "--host", "0.0.0.0")
     assert listening(server) == [("0.0.0.0", port)]
     said = processes.log("serve")
     assert f"evalrelay serve: http://{socket.gethostname()}:{port}/" in said
-    assert said.count("anyone who can reach this address can read every campaign's results") == 1
-    assert get(port, "/api/campaigns", host="evil.example")[0] == 200
+    assert said.count("every request needs the serve token") == 1
+    assert token not in said
+    for path in ("/", "/metrics", "/api/campaigns", "/campaigns/x/"):
+        status, headers, _ = get(port, path, host="evil.example")
+        assert status == 401 and headers["WWW-Authenticate"].startswith("Bearer"), path
+    assert get(port, "/metrics", auth="Bearer wrong")[0] == 401
+    assert get(port, "/metrics", host="evil.example", auth=f"Bearer {token}")[0] == 200
+    assert get(port, "/?token=wrong")[0] == 401
+    status, headers, _ = get(port, f"/api/campaigns?token={token}&x=1")
+    assert (status, headers["Location"]) == (303, "/api/campaigns?x=1")
+    cookie = headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token not in cookie
+    assert get(port, "/api/campaigns", cookie=cookie.split(";")[0])[0] == 200
+    assert get(port, "/api/campaigns", cookie="evalrelay_serve_token=forged")[0] == 401
 
 
 def test_a_campaign_only_in_the_results_folder_is_listed_and_its_report_served(

@@ -173,3 +173,33 @@ def test_no_text_is_read_as_markup_or_emoji() -> None:
     console.print(table)
     assert "target [red]x[/] on g1:m: :a: :smile:" in output.getvalue()
     assert "[bold]m[/bold] :b:" in output.getvalue()
+
+
+def test_outside_a_terminal_a_long_line_is_not_cut_at_80_columns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A results path or an interval written to a pipe or a log stays on one line."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    path = "/srv/evalrelay/" + "a-long-folder-name/" * 8 + "results.jsonl"
+    TerminalConsole(file=out).print(f"results: {path}  0.812 [0.771, 0.848]")
+    assert out.getvalue() == f"results: {path}  0.812 [0.771, 0.848]\n"
+    monkeypatch.setenv("COLUMNS", "60")
+    narrow = io.StringIO()
+    TerminalConsole(file=narrow).print(path)
+    assert len(narrow.getvalue().splitlines()) > 1  # COLUMNS still rules
+
+
+def test_outside_a_terminal_log_lines_are_plain_neither_padded_nor_cut(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """A service's log in a file or `docker logs`: a line per message, as long as it is,
+    shaped as in a terminal (`[time] LEVEL    message`)."""
+    case = "evalcases:\n  - {id: a, input_messages: [{role: user, content: hi}]}\n"
+    root = project({"targets.yaml": "targets:\n  - {name: m, provider: mock}\n", "e.yaml": case})
+    env = {k: v for k, v in embedded_env(private_home).items() if k != "COLUMNS"}
+    done = evalrelay("-v", "run", "e.yaml", "--target", "m", env=env, cwd=root)
+    assert done.returncode == 0, done.stderr
+    logged = [line for line in done.stderr.splitlines() if re.match(r"\[[\d:]+\] INFO {5}", line)]
+    assert any(line.endswith(": ok (published)") for line in logged), done.stderr
+    assert all(line == line.rstrip() for line in logged)  # no padding to a width

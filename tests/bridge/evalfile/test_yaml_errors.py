@@ -161,3 +161,22 @@ def test_an_unknown_yaml_problem_keeps_pyyamls_words_after_yaml_syntax_error(
         1,
         "YAML syntax error: found incompatible YAML document (version 1.* is required)",
     )
+
+
+def test_a_misspelt_evaluator_type_gets_the_nearest_one_and_never_unsupported(
+    project: WriteFiles,
+) -> None:
+    text = (
+        "evalcases:\n  - id: a\n    input_messages: [{role: user, content: Hi}]\n"
+        "    evaluators:\n      - {name: has, type: contians, value: x}\n"
+    )
+    line, column, message = problem_in(project, text)
+    assert (line, column) == (5, 9)
+    assert message.startswith(
+        "evalcases[0].evaluators[0]: unknown type 'contians'; did you mean 'contains'? "
+        "expected one of "
+    )
+    assert "'contains'" not in message.split("expected one of ")[1]  # listed bare, with commas
+    assert "unsupported" not in message
+    _, _, far = problem_in(project, text.replace("contians", "zzzz"))
+    assert "did you mean" not in far and "unsupported" not in far

@@ -78,9 +78,12 @@ def test_each_file_of_a_batch_is_its_own_campaign_and_a_bad_one_fails_alone(
     assert client.zcard(campaigns_key()) == 5
     assert client.llen("api") == 5  # one job each, each sent once
     assert sorted((e.kind, e.file, e.jobs) for e in events) == [
-        ("queued", f"g{i}.yaml", 1) for i in range(5)
+        ("invalid", "bad.yaml", None),
+        *(("queued", f"g{i}.yaml", 1) for i in range(5)),
     ]
-    assert len({e.campaign_id for e in events}) == 5
+    [refused] = [e for e in events if e.kind == "invalid"]
+    assert refused.why is not None and "unknown key 'input_mesages'" in refused.why
+    assert len({e.campaign_id for e in events if e.kind == "queued"}) == 5
 
 
 def test_same_content_twice_in_one_batch_runs_once_and_the_copy_is_a_duplicate(

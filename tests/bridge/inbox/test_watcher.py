@@ -510,3 +510,29 @@ def test_queued_file_configured_from_inside_the_inbox_is_not_rebuilt(
     assert "it could not be rebuilt from this file" in said
     assert "targets.yaml in the inbox would configure this file" in said
     assert campaigns(client) == 0
+
+
+def test_the_watch_console_says_why_a_file_failed_and_how_many_passed(
+    inbox: Path, processes: Processes, private_home: Path
+) -> None:
+    """What someone watching `evalrelay watch` sees: an invalid file's problems, not only
+    that it moved, and a finished file's passed count beside its statuses."""
+    processes.env = {k: v for k, v in processes.env.items() if k != "EVALRELAY_REDIS_URL"}
+    processes.start("watch", str(inbox), "--target", "mock", name="console")
+    graded = (
+        "evalcases:\n"
+        "  - id: yes\n    input_messages: [{role: user, content: hi}]\n"
+        "    evaluators: [{name: says, type: contains, value: Mock}]\n"
+        "  - id: no\n    input_messages: [{role: user, content: hi}]\n"
+        "    evaluators: [{name: says, type: contains, value: absent}]\n"
+    )
+    (inbox / "graded.yaml").write_text(graded)
+    (inbox / "broken.yaml").write_text(graded.replace("type: contains", "type: contians", 1))
+    wait_for(lambda: (inbox / "done" / "graded.yaml").exists(), 60, "graded.yaml in done/")
+    wait_for(lambda: "broken.yaml: not run" in processes.log("console"), 30, "the refusal")
+    said = processes.log("console")
+    assert "broken.yaml: not run, moved to failed/" in said
+    assert "unknown type 'contians'; did you mean 'contains'?" in said
+    assert re.search(
+        r"graded\.yaml: campaign \S+ complete, 2 results \(1 of 2 graded passed; ok 2\)", said
+    )

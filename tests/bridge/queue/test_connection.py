@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
+import redis
+from redis.connection import parse_url
 
 from bridge.errors import PrerequisiteError
-from bridge.queue.connection import client_for, connect, shown
+from bridge.queue.connection import (
+    RideOut,
+    client_for,
+    configured_url,
+    connect,
+    shown,
+    with_password,
+)
 from tests.conftest import HoldingRelay
 
 
@@ -63,3 +73,37 @@ def test_a_connection_gone_silent_is_given_up_and_the_command_sent_on_a_new_one(
     assert not asking.is_alive(), "the command waited on the silent connection for ever"
     assert got == ["answered"]
     assert 1.0 <= took < 5, f"answered after {took:.1f} s"
+
+
+def test_the_password_file_fills_the_urls_user_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mounted secret read by the process: the URL in the environment holds no password."""
+    password = 'p@ss/w:rd#?%"\\end'
+    (tmp_path / "pw").write_text(password + "\n")
+    monkeypatch.setenv("EVALRELAY_REDIS_URL", "redis://evalrelay@redis:6379/0")
+    monkeypatch.setenv("EVALRELAY_REDIS_PASSWORD_FILE", str(tmp_path / "pw"))
+    url = configured_url()
+    assert url is not None
+    assert parse_url(url) == {
+        "username": "evalrelay", "password": password, "host": "redis", "port": 6379, "db": 0
+    }  # fmt: skip
+    assert with_password("rediss://h:1/2", "x y") == "rediss://:x%20y@h:1/2"
+    monkeypatch.setenv("EVALRELAY_REDIS_PASSWORD_FILE", str(tmp_path / "missing"))
+    with pytest.raises(PrerequisiteError, match="EVALRELAY_REDIS_PASSWORD_FILE names"):
+        configured_url()
+
+
+def test_riding_out_an_outage_names_where_redis_was_without_its_password() -> None:
+    said: list[str] = []
+    ride_out = RideOut(said.append, client_for("redis://:s3cret-pw@127.0.0.1:1/4"))
+    calls = iter([redis.ConnectionError("Error 111 connecting"), None])
+
+    def step() -> str:
+        if failure := next(calls):
+            raise failure
+        return "done"
+
+    assert ride_out(step) == "done"
+    assert said[0].startswith("Redis is out of reach at redis://127.0.0.1:1/4 (")
+    assert "s3cret" not in " ".join(said)

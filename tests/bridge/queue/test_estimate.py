@@ -39,7 +39,7 @@ def test_the_estimate_prices_each_target_and_sends_nothing(
     assert 1000 <= int(tokens_in) <= 1300, tokens_in
     expected = int(tokens_in) * 0.15e-6 + 1000 * 0.6e-6
     assert abs(float(dollars.strip("$")) - expected) < 1e-6, dollars
-    assert rows["echo"][0] == "10" and "10 unpriced" in rows["echo"][3]
+    assert rows["echo"][0] == "10" and rows["echo"][3] == "unpriced"  # not $0.000000
     assert client.dbsize() == 0  # no campaign, no job, nothing queued
 
 

@@ -50,7 +50,7 @@ def test_a_regression_is_a_pass_lost_or_a_score_drop_beyond_the_tolerance(
         "broke": Change.CHANGED,  # it did not pass before, and has no score now
     }
     assert verdict(ChangeCounts.of(changes), 0.05) == (
-        "3 of 5 cases regressed (2 passed before and not now; 1 scored more than 0.05 "
+        "3 of 5 results regressed (2 passed before and not now; 1 scored more than 0.05 "
         "lower); also 1 changed"
     )
     loose = {c.case_id: c.change for c in compare(before, after, tolerance=0.25)}

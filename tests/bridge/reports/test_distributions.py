@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bridge.reports.charts import latency_chart
 from bridge.reports.distributions import Distributions
-from bridge.reports.lines import ResultHead
+from bridge.reports.lines import HeadArtifacts, ResultHead
 from bridge.reports.outcomes import Outcome, outcome
 from bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result
@@ -46,3 +47,17 @@ def test_times_fall_in_widening_bins_and_quantiles_are_by_rank() -> None:
     }  # fmt: skip
     assert spread.quantiles_ms() == {0.5: 2_000, 0.9: 45_000, 0.99: 400_000}
     assert Distributions().quantiles_ms() == {}
+
+
+def test_the_calls_own_times_are_apart_from_the_results_which_hold_the_waits() -> None:
+    """A 0.5 s model behind `max_concurrency`: results of 5 s (mostly waiting for a slot),
+    calls of 0.5 s; a cached answer's call time is the filling call's and is left out."""
+    spread = Distributions()
+    for cached in (False, False, True):
+        one = head(0.9, 5_000)
+        one = one.model_copy(update={"artifacts": HeadArtifacts(latency_ms=500, cached=cached)})
+        spread.add(one, outcome(one))
+    assert spread.quantiles_ms() == {0.5: 5_000, 0.9: 5_000, 0.99: 5_000}
+    assert spread.call_quantiles_ms() == {0.5: 500, 0.9: 500, 0.99: 500}
+    note = latency_chart(spread).note
+    assert "results: p50 5.0 s" in note and "API calls alone: p50 500 ms" in note

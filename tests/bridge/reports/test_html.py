@@ -585,3 +585,12 @@ def test_chips_stay_one_line_and_the_matrix_as_wide_as_the_window_at_a_thousand_
     chips, height, longest, wide = found.groups()
     assert (int(chips), longest, wide) == (300, "41", "false")
     assert 15 <= int(height) <= 24  # one line of 12-pixel text
+
+
+def test_the_cost_cell_says_unpriced_when_no_answer_has_a_price(tmp_path: Path) -> None:
+    """Answers with tokens but no price (a mock, a house model): `unpriced`, never `-+`."""
+    usage = {"usage": {"input_tokens": 10, "output_tokens": 2}}
+    page = html_report(campaign_of(tmp_path, [graded("c1", "mock", 1.0, **usage)]))
+    cell = re.search(r'<td class="num cost"[^>]*>([^<]*)</td>', page)
+    assert cell is not None and cell.group(1) == "unpriced"
+    assert "-+" not in page

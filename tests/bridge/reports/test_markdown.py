@@ -94,3 +94,19 @@ def test_a_conversation_lists_its_turns_with_their_verdicts(tmp_path: Path) -> N
     assert "## Conversations" not in markdown_report(
         CampaignResults.load(write_campaign(tmp_path / "plain", results[1:]))
     )
+
+
+def test_the_targets_table_has_intervals_and_the_pairs_their_verdicts(tmp_path: Path) -> None:
+    results = [
+        graded(case, target, score, job_id=f"{case}-{target}")
+        for case in ("a", "b", "c", "d")
+        for target, score in (("gpt", 0.9), ("claude", 0.3))
+    ]
+    text = markdown_report(CampaignResults.load(write_campaign(tmp_path, results)))
+    [gpt] = [line for line in text.splitlines() if line.startswith("| gpt |")]
+    assert gpt == "| gpt | 4 | 4/4 | 100% [51%\u2013100%] | 0.900 [0.90\u20130.90] | 4 |"
+    assert "[…]: 95% intervals." in text
+    assert "### Pairs of targets" in text
+    assert "| verdict (of b) |" in text
+    [pair] = [line for line in text.splitlines() if line.startswith("| claude | gpt |")]
+    assert "| 4 |" in pair and "+0.600" in pair

@@ -477,7 +477,7 @@ def test_compare_html_lists_regressions_first(campaigns: tuple[Path, Path], tmp_
     assert sorted(rows[:5]) == [("regressed", case, "atlas") for case in [*wrong, "capital-spain"]]
     assert "regressed" not in kinds[5:]
     assert "same" not in kinds  # unchanged cases are not listed without --all
-    assert re.search(r'<p class="verdict bad" id="verdict">5 of 42 cases regressed', shown)
+    assert re.search(r'<p class="verdict bad" id="verdict">5 of 42 results regressed', shown)
     assert "<title>atlas: before 100%</title>" in shown
     assert "<title>atlas: after 64%</title>" in shown  # 9 of 14
 

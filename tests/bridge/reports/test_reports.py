@@ -90,7 +90,7 @@ def test_markdown_summary_and_failures(campaign: CampaignResults) -> None:
         "model_failure | ok |" in text
     )
     assert "| claude | 2 | 0/0 | - | - | 1 | 0 | 0 | 1 |" in text
-    assert "| gpt | 4 | 1/2 | 50% | 0.600 | 0 | 1 | 1 | 2 |" in text
+    assert "| gpt | 4 | 1/2 | 50% [9%\u201391%] | 0.600 [0.00\u20131.00] | 0 | 1 | 1 | 2 |" in text
     assert "| case | target | runs | passed | score | outcome | status | why |" in text
     assert (
         "| mountain | gpt | 1 | 0/1 | - | error | infra_error | connection refused by 127.0.0.1:9 |"

@@ -2,10 +2,11 @@
 
 There is no registry to pull from: the base is a Debian root made by debootstrap from the
 mirror apt uses here and loaded with `docker import`; the sandbox image is built on it
-from the project's own `docker/sandbox.Dockerfile`. Both are kept by tag (the sandbox
-image's tag holds a hash of its Dockerfile), so a machine builds them once, in about a
-minute; `.ci/run` builds them the same way before the tests. The engine is started when
-none answers (`dockerd`, from Debian's docker.io), and left running for the next run.
+from the Dockerfile the worker ships (`worker/agents/sandbox.Dockerfile`). Both are kept
+by tag (the sandbox image's tag holds a hash of its Dockerfile), so a machine builds them
+once, in about a minute; `.ci/run` builds them the same way before the tests. The engine
+is started when none answers (`dockerd`, from Debian's docker.io), and left running for
+the next run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parents[3]
-DOCKERFILE = ROOT / "docker" / "sandbox.Dockerfile"
+DOCKERFILE = ROOT / "worker" / "agents" / "sandbox.Dockerfile"
 BASE_IMAGE = "evalrelay-base:bookworm"
 SUITE = "bookworm"
 CACHE = Path.home() / ".cache" / "evalrelay-test-docker"

@@ -20,7 +20,13 @@ from bridge.targets.settings import Isolation
 from tests.conftest import Processes, WriteFiles, one_turn_cases
 from tests.worker.providers.agent_cases import agent_project, planned_job
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.sandbox import Endpoint, chosen_engine, install_root, sandboxed
+from worker.agents.sandbox import (
+    Endpoint,
+    SandboxUnavailable,
+    chosen_engine,
+    install_root,
+    sandboxed,
+)
 from worker.execute import execute
 
 WORKER_SECRETS = {
@@ -199,15 +205,16 @@ def test_install_root_is_an_npm_prefix_or_the_programs_folder(tmp_path: Path) ->
         Endpoint.parse("api.openai.com")
 
 
-@pytest.mark.usefixtures("sandbox_image")  # an engine runs
 def test_auto_is_docker_when_an_engine_answers_and_bubblewrap_when_none_does(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, sandbox_image: str
 ) -> None:
-    assert chosen_engine(Isolation()) == "docker"
-    assert chosen_engine(Isolation(engine="bubblewrap")) == "bubblewrap"
+    image = Isolation(image=sandbox_image)
+    assert chosen_engine(image) == ("docker", image)
+    assert chosen_engine(Isolation(engine="bubblewrap"))[0] == "bubblewrap"
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    assert chosen_engine(Isolation()) == "bubblewrap"
-    assert chosen_engine(Isolation(engine="docker")) == "docker"
+    assert chosen_engine(image)[0] == "bubblewrap"
+    with pytest.raises(SandboxUnavailable, match="no engine answers"):  # never seen here
+        chosen_engine(Isolation(engine="docker", image="evalrelay-sandbox:never-built"))
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ from bridge.results.result import Result, Status
 from tests.conftest import WriteFiles, wait_for
 from tests.worker.agents.sandbox_images import containers_of_this_process
 from tests.worker.providers.agent_cases import agent_project, planned_job
+from worker.agents.sandbox_image import DOCKERFILE
 from worker.execute import execute
 
 
@@ -119,6 +120,5 @@ def test_a_missing_image_is_named_with_the_command_that_builds_it(
     assert result.error is not None
     assert result.error.message == (
         f"runtime: sandbox: the image {image} is not on this worker's Docker engine; build it "
-        f"(docker build -t {image} -f docker/sandbox.Dockerfile docker) or name another in "
-        "isolation.image"
+        f"(docker build -t {image} - < {DOCKERFILE}) or name another in isolation.image"
     )

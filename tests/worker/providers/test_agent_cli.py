@@ -35,7 +35,7 @@ CASES = [
     ("copilot", "bubblewrap"),
 ]
 """Each agent under each engine; Copilot CLI needs Node.js 22, which the Debian 12 sandbox
-image does not carry (docker/sandbox.Dockerfile)."""
+image does not carry (worker/agents/sandbox.Dockerfile)."""
 
 
 def sandboxed(targets: Callable[[str], str], isolation: str, *more: str) -> Callable[[str], str]:

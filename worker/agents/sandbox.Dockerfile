@@ -1,5 +1,6 @@
-# The image `runtime: sandbox` runs agents in under Docker (isolation.image), built with:
-#   docker build -t evalrelay-sandbox:bookworm -f docker/sandbox.Dockerfile docker
+# The image `runtime: sandbox` runs agents in under Docker (isolation.image). A worker whose
+# engine lacks it builds it from this file (worker/agents/sandbox_image.py); by hand:
+#   docker build -t evalrelay-sandbox:bookworm - < worker/agents/sandbox.Dockerfile
 # It brings the system an agent's commands expect; the agent's own program is mounted
 # from the worker. Python 3 runs the relay to the target's declared endpoints, Node.js
 # runs the npm CLIs (Codex's launcher; Claude Code is a binary of its own). Copilot CLI
