@@ -97,7 +97,7 @@ _SAFE_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     sc.EvalFile: (
         "schema_", "description", "target", "execution", "dataset", "system_prompt", "tools",
         "tool_choice", "evaluators", "evaluator", "repeats", "timeout_seconds", "threshold",
-        "evalcases",
+        "evalcases", "grading",
     ),
     sc.Execution: ("target", "targets", "evaluators"),
     sc.EvalCase: (
@@ -128,6 +128,7 @@ _SAFE_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     ev.JsonContainedEvaluator: ("type", "json_schema"),
     ev.LevenshteinEvaluator: ("type", "value", "threshold"),
     ev.SimilarityEvaluator: ("type",),
+    ev.EmbeddingSimilarEvaluator: ("type", "value", "threshold"),
     ev.RubricItem: (
         "id", "description", "weight", "required", "operator", "score_ranges", "min_score",
     ),
@@ -170,6 +171,7 @@ _REFUSED_FIELDS: dict[tuple[type[BaseModel], str], Refused] = {
     },
     (ev.LlmJudgeEvaluator, "target"): JUDGE,
     (ev.RubricEvaluator, "target"): JUDGE,
+    (ev.EmbeddingSimilarEvaluator, "target"): JUDGE,
     (ev.Aggregator, "path"): _code("a code_judge aggregator runs a command on the workers"),
     (ev.Aggregator, "cwd"): _code("a code_judge aggregator runs a command on the workers"),
 }

@@ -8,7 +8,8 @@ import pytest
 from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
-from bridge.inbox.trust import InboxTrust
+from bridge.evalfile.project import Project
+from bridge.evalfile.untrusted import Untrusted
 from bridge.prompt.build import api_messages, request_for
 from bridge.prompt.messages import ChatMessage
 from bridge.targets.targets_file import Targets
@@ -311,9 +312,16 @@ def test_a_grader_provider_file_runs_as_code_the_inbox_refuses_without_allow_cod
             """,
         }
     )
-    loaded = load_eval_file(root / "promptfooconfig.yaml")
+    path = root / "promptfooconfig.yaml"
+    loaded = load_eval_file(path)
     specs = loaded.cases[0].case.evaluator_specs() or []
     assert [s.type for s in specs] == ["script", "script"]
+
+    def dropped(**opt_ins: bool) -> Project:
+        return Project(root, untrusted=Untrusted(inbox=root, **opt_ins))
+
+    with pytest.raises(InvalidFileError, match="--trust-inbox-config"):
+        load_eval_file(path, dropped())  # it names its own judge
     with pytest.raises(InvalidFileError, match="--allow-code"):
-        InboxTrust().check(loaded)
-    InboxTrust(allow_code=True).check(loaded)
+        load_eval_file(path, dropped(define_targets=True))  # and that judge is code
+    load_eval_file(path, dropped(define_targets=True, allow_code=True))
