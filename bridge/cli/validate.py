@@ -25,7 +25,6 @@ from bridge.evalfile.cases import (
 from bridge.evalfile.harbor.folder import TASK_FILE
 from bridge.evalfile.limits import MIB, how_to_raise
 from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.config import read_differently
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
 from bridge.evalfile.untrusted import Untrusted
 from bridge.evalfile.yaml_source import YamlDocument
@@ -116,6 +115,9 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
     problems: list[Diagnostic] = []
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     if loaded.format == PROMPTFOO_FORMAT:
+        # The translator (and the template engine it loads) only for promptfoo configs.
+        from bridge.evalfile.promptfoo.config import read_differently
+
         written = load_document(path, project.config.load_limits)
         notes += [written.diagnostic(loc, why) for loc, why in read_differently(written)]
     for loc, name, case_id in target_references(loaded):

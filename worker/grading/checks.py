@@ -7,8 +7,6 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
-from rapidfuzz.distance import Levenshtein
-
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     ContainsSomeEvaluator,
@@ -118,6 +116,8 @@ takes rapidfuzz about a second at most, whatever `threshold` a file sets."""
 def edit_distance(a: str, b: str, limit: int) -> int:
     """Levenshtein distance, or `limit + 1` when it is more than `limit` (rapidfuzz's
     bit-parallel algorithm, which stops early under a small limit)."""
+    from rapidfuzz.distance import Levenshtein  # 40 modules: loaded by the first grade only
+
     return int(Levenshtein.distance(a, b, score_cutoff=limit))
 
 
