@@ -225,13 +225,15 @@ def sign_flip_p(differences: np.ndarray) -> float:
 
 def interval_of(found: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
     """Each interval holds the shifts the sign-flip test does not reject, and no more: at
-    each end within -1..1, the test rejects a shift a little further out."""
+    each end within -1..1, the test rejects a shift a little further out. An end is found
+    by bisection to about 1e-12 of the shift where the p-value steps down, where scipy and
+    evalrelay may count a tie of sums differently: it is checked a hair (1e-9) inside."""
     for pair, wanted in zip(found, expected, strict=True):
         differences = wanted.pop("difference_ci")
         low, high = pair.pop("difference_ci")
         assert -1 <= low <= pair["difference"] <= high <= 1
         for end, out in ((low, -1e-6), (high, 1e-6)):
-            assert sign_flip_p(differences - end) >= 0.05 - 1e-9
+            assert sign_flip_p(differences - end + out / 1000) >= 0.05 - 1e-9
             if abs(end) < 1:
                 assert sign_flip_p(differences - end - out) < 0.05
 
