@@ -258,12 +258,11 @@ def test_stack_runs_inbox_and_host_campaigns_through_kills_one_line_per_job(
         assert host["CapAdd"] == (["CHOWN"] if one_shot else None) or not host["CapAdd"], name
         assert "no-new-privileges:true" in host["SecurityOpt"], name
         assert host["ReadonlyRootfs"] is True, name
-    # A dropped file cannot attach a campaign's results: they are not in its project.
+    # A dropped file cannot attach a campaign's results: it reads only inside the inbox.
     (inbox / "peek.yaml").write_text(PEEK.format(campaign=detached))
     wait_for(lambda: (inbox / "failed" / "peek.yaml.error.txt").exists(), 60, "the refusal")
-    assert (
-        "outside the project root /data" in (inbox / "failed" / "peek.yaml.error.txt").read_text()
-    )
+    refusal = (inbox / "failed" / "peek.yaml.error.txt").read_text()
+    assert "outside the inbox" in refusal, refusal
     ps = subprocess.run(
         ["docker", "exec", stack.container("redis"), "cat", "/proc/1/cmdline", "/proc/7/cmdline"],
         capture_output=True, text=True,
