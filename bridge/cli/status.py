@@ -396,4 +396,4 @@ def print_lost(console: Console, known: set[str]) -> None:
     """Campaigns whose results folder here keeps them but this Redis does not: it lost its
     data. Each is named with the command that rebuilds it."""
     for lost in lost_campaigns(Project.containing(Path.cwd()).results_dir, known):
-        console.print(lost, style="red")
+        console.print(str(lost), style="red")
