@@ -111,7 +111,8 @@ def test_a_batch_runs_no_more_jobs_at_once_than_the_workers_slots(
     lines = collect_all(processes, client, info, 60)  # each job exactly once
     assert all(line["status"] == "ok" for line in lines)
     assert most_at_once(lines) == 2
-    assert "'ok: 6'" in processes.log("w@test")  # one message ran them all
+    # One message ran them all: its task logs what it ran as it ends, after the last line.
+    wait_for(lambda: "'ok: 6'" in processes.log("w@test"), 10, "the batch's task to end")
     wait_for(lambda: client.hlen(holders_key()) == 0, 10, "every hold let go")
 
 
