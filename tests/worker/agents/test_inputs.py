@@ -18,7 +18,7 @@ def test_a_file_lands_at_its_label_under_inputs() -> None:
         attached("./src/x.py", "evals/src/x.py"),
         attached("/docs/g.md", "docs/g.md", guideline=True),
         attached("src\\win.py", "evals/src/win.py"),
-        attached("../shared/y.py", "shared/y.py"),  # would climb out: its project path
+        attached("../common/y.py", "common/y.py"),  # would climb out: its project path
         attached("src/./x.py", "other/src/x.py"),  # the same label taken: its project path
     ]
     where = [f.workspace_path for f in placed(files, lambda f: f.project_path)]
@@ -26,7 +26,7 @@ def test_a_file_lands_at_its_label_under_inputs() -> None:
         "inputs/src/x.py",
         "inputs/docs/g.md",
         "inputs/src/win.py",
-        "inputs/shared/y.py",
+        "inputs/common/y.py",
         "inputs/other/src/x.py",
     ]
     assert [f.text for f in placed(files[:1], lambda f: f.project_path)] == ["evals/src/x.py"]
