@@ -48,10 +48,12 @@ def service_images() -> str:
     with _building():
         tag = images_tag()
         missing = [t for t in TARGETS if not _has_image(f"evalrelay-{t}:{tag}")]
+        # Every build here needs it, the tests' own `docker-compose build` too, even when
+        # these images are already made (a fresh clone on a machine that built them before).
+        if HOST_CA.is_file():
+            shutil.copyfile(HOST_CA, ROOT / "docker" / "ca" / "host.crt")
         if missing:
             base_image()
-            if HOST_CA.is_file():
-                shutil.copyfile(HOST_CA, ROOT / "docker" / "ca" / "host.crt")
         for target in missing:
             _run(
                 ["docker", "build", "--quiet", "--build-arg", f"BASE={BASE_IMAGE}",

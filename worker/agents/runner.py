@@ -19,13 +19,12 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import psutil
 from pydantic import BaseModel
 
 from worker.agents.environment import agent_environment
-from worker.agents.inside import NotInside, read_inside
 
 GRACE_SECONDS = 3.0
 """Between SIGTERM and SIGKILL when an agent is stopped."""
@@ -88,7 +87,14 @@ def run_agent(
     started = time.monotonic()
     stderr_file = stdout_file.with_suffix(".stderr.txt")
     mark = uuid.uuid4().hex
-    with stdout_file.open("wb") as out, stderr_file.open("wb") as err:
+    # The reading ends are opened before the agent starts: it may remove or relink the
+    # files in its workspace, and what the worker reads is what the agent printed.
+    with (
+        stdout_file.open("wb") as out,
+        stdout_file.open("rb") as reading,
+        stderr_file.open("wb") as err,
+        stderr_file.open("rb") as err_reading,
+    ):
         process = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -103,11 +109,11 @@ def run_agent(
                 target=_feed, args=(process, stdin_text), daemon=True, name="agent-stdin"
             ).start()
         try:
-            ending = _wait(process, deadline, stdout_file, fatal, limits)
+            ending = _wait(process, deadline, reading, fatal, limits)
         finally:
             stop_tree(process, mark)
-    stdout, stdout_cut = _output(stdout_file, output_bytes)
-    stderr, _ = _output(stderr_file, output_bytes)
+        stdout, stdout_cut = _output(reading, output_bytes)
+        stderr, _ = _output(err_reading, output_bytes)
     return AgentRun(
         argv=argv,
         returncode=ending.returncode,
@@ -120,16 +126,15 @@ def run_agent(
     )
 
 
-def _output(path: Path, limit: int) -> tuple[str, bool]:
-    """What the agent printed, as the worker wrote it to `path`, at most `limit` bytes:
-    the agent may have swapped the file for a link since, which is not followed."""
-    try:
-        read = read_inside(path.parent, path.name, limit)
-    except (NotInside, OSError) as exc:
-        return f"[evalrelay: {path.name} was not read: {exc}]", False
-    if read.truncated:
-        return read.text + f"\n[evalrelay: output cut at {limit} bytes]", True
-    return read.text, False
+def _output(handle: BinaryIO, limit: int) -> tuple[str, bool]:
+    """What the agent printed, from the start of the worker's own file, at most `limit`
+    bytes (UTF-8, errors replaced)."""
+    handle.seek(0)
+    data = handle.read(limit + 1)
+    text = data[:limit].decode("utf-8", errors="replace")
+    if len(data) > limit:
+        return text + f"\n[evalrelay: output cut at {limit} bytes]", True
+    return text, False
 
 
 class _Ending(NamedTuple):
@@ -143,7 +148,7 @@ class _Ending(NamedTuple):
 def _wait(
     process: subprocess.Popen[bytes],
     deadline: float,
-    stdout_file: Path,
+    output: BinaryIO,
     fatal: FatalCheck | None,
     limits: LimitCheck | None,
 ) -> _Ending:
@@ -152,27 +157,26 @@ def _wait(
             return _Ending(process.wait(timeout=max(0.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
             return _Ending(None)
-    with stdout_file.open("rb") as output:
-        pending = b""
-        while True:
-            try:
-                remaining = deadline - time.monotonic()
-                returncode = process.wait(timeout=max(0.0, min(POLL_SECONDS, remaining)))
-            except subprocess.TimeoutExpired:
-                returncode = None
-            if returncode is not None:
-                return _Ending(returncode)
-            pending += output.read()
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                why = fatal(line.decode("utf-8", errors="replace")) if fatal else None
-                if why is not None:
-                    return _Ending(None, stopped_because=why)
-            over = limits(process.pid) if limits else None
-            if over is not None:
-                return _Ending(None, over_limit=over)
-            if time.monotonic() >= deadline:
-                return _Ending(None)
+    pending = b""
+    while True:
+        try:
+            remaining = deadline - time.monotonic()
+            returncode = process.wait(timeout=max(0.0, min(POLL_SECONDS, remaining)))
+        except subprocess.TimeoutExpired:
+            returncode = None
+        if returncode is not None:
+            return _Ending(returncode)
+        pending += output.read()
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            why = fatal(line.decode("utf-8", errors="replace")) if fatal else None
+            if why is not None:
+                return _Ending(None, stopped_because=why)
+        over = limits(process.pid) if limits else None
+        if over is not None:
+            return _Ending(None, over_limit=over)
+        if time.monotonic() >= deadline:
+            return _Ending(None)
 
 
 def stop_tree(process: subprocess.Popen[bytes], mark: str | None = None) -> None:
