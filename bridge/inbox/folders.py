@@ -14,9 +14,9 @@ from typing import Any
 
 from pathspec import PathSpec
 
+from bridge.code_box import INBOX_LIFECYCLE as LIFECYCLE
 from bridge.evalfile.cases import EVAL_SUFFIXES, NOT_EVAL_FILES
 
-LIFECYCLE = ("queued", "done", "failed")
 IGNORE_FILE = ".evalrelayignore"
 TEMPORARY_SUFFIXES = (".tmp", ".temp", ".swp", ".swx", ".part", ".partial", ".crdownload", "~")
 """Editors' and downloaders' files that are still being written, whatever their name."""

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
+from bridge.code_box import install_root
 from bridge.targets.settings import Isolation
 from worker.agents import docker_cli
 from worker.agents.sandbox_attempt import Attempt, Confined, Endpoint, SandboxUnavailable
@@ -90,16 +91,6 @@ def chosen_engine(isolation: Isolation) -> tuple[Engine, Isolation]:
         log.warning("sandbox: bubblewrap instead of Docker (isolation.engine auto): %s", exc)
         return "bubblewrap", isolation
     return "docker", isolation.model_copy(update={"image": image})
-
-
-def install_root(executable: str) -> Path:
-    """The folder holding the agent's program: an npm package's whole prefix (its
-    `node_modules` and `.bin`), else the program's own folder."""
-    path = Path(executable).resolve()
-    parts = path.parts
-    if "node_modules" in parts:
-        return Path(*parts[: parts.index("node_modules")])
-    return path.parent
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from bridge.code_box import NOBODY, mounts
 from worker.agents.sandbox_attempt import (
     RELAY,
     RELAY_SOURCE,
@@ -27,25 +28,6 @@ from worker.agents.sandbox_attempt import (
 )
 from worker.agents.sandbox_limits import MEBIBYTE, TreeWatch
 
-SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt")
-SYSTEM_FILES = (
-    "/etc/ssl",
-    "/etc/ca-certificates",
-    "/etc/pki",
-    "/etc/alternatives",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/localtime",
-    "/etc/os-release",
-    "/etc/mime.types",
-)
-"""What of /etc a program needs (certificates, users, the linker, the time zone); the rest
-of it, where a service may keep a password, stays out."""
-NOBODY = "65534"
 ADDRESS_SPACE_TIMES = 2
 """Each process's address space is held to this many times `isolation.memory_mb`: a
 backstop for memory taken faster than the watch looks, which stops the attempt at the
@@ -72,7 +54,8 @@ def bubblewrapped(attempt: Attempt) -> Confined:
     readable = [*attempt.readable, *map(Path, isolation.read)]
     command = [
         bwrap,
-        *_mounts(attempt.writable, readable, hosts),
+        *mounts(writable=attempt.writable, readable=readable),
+        "--ro-bind", str(hosts), "/etc/hosts", "--tmpfs", SANDBOX_HOME,
         "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--uid", NOBODY, "--gid", NOBODY, "--hostname", "sandbox", "--chdir", str(attempt.cwd),
     ]  # fmt: skip
@@ -86,22 +69,3 @@ def bubblewrapped(attempt: Attempt) -> Confined:
     command += ["--", *limits, *attempt.relayed(python)]
     watch = TreeWatch(isolation.processes, isolation.memory_mb)
     return Confined(command, attempt.environment(), watch)
-
-
-def _mounts(writable: list[Path], readable: list[Path], hosts: Path) -> list[str]:
-    args: list[str] = []
-    for folder in SYSTEM_FOLDERS:
-        source = Path(folder)
-        if source.is_symlink():  # /bin -> usr/bin on a merged /usr
-            args += ["--symlink", str(source.readlink()), folder]
-        elif source.exists():
-            args += ["--ro-bind", folder, folder]
-    for name in SYSTEM_FILES:
-        args += ["--ro-bind-try", name, name]
-    args += ["--ro-bind", str(hosts), "/etc/hosts"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
-    for path in readable:
-        args += ["--ro-bind-try", str(path), str(path)]
-    for path in writable:
-        args += ["--bind", str(path), str(path)]
-    return args

@@ -16,11 +16,11 @@ import redis
 from bridge.evalfile.evaluators import CompositeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
-from worker.agents.runner import run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.judge import REPLY_FORMAT, Spent, ask
 from worker.grading.passes import set_passes
+from worker.grading.script import run_bounded
 from worker.grading.verdict import Verdict, parse_verdict
 from worker.providers.failures import tail
 
@@ -123,14 +123,12 @@ def _ask_aggregator(
     payload = json.dumps({"results": by_name}, ensure_ascii=False)
     argv = ["sh", "-lc", aggregator.path]
     cwd = Path(aggregator.cwd or ".")
-    try:
-        seconds = deadline.within(AGGREGATOR_SECONDS, name) if deadline else AGGREGATOR_SECONDS
-        run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=payload)
-    except OSError as exc:
-        raise GradingError(f"evaluator {name}: cannot run the aggregator: {exc}") from None
-    if run.timed_out or run.returncode != 0:
-        why = "timed out" if run.timed_out else f"exited with code {run.returncode}"
-        raise GradingError(f"evaluator {name}: aggregator {why}: {tail(run.stderr, 800)}")
+    run = run_bounded(argv, cwd, AGGREGATOR_SECONDS, name, "aggregator", deadline, payload)
+    if run.returncode != 0:
+        raise GradingError(
+            f"evaluator {name}: aggregator exited with code {run.returncode}: "
+            f"{tail(run.stderr, 800)}"
+        )
     try:
         return parse_verdict(run.stdout)
     except ValueError as exc:

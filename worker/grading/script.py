@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bridge.code_box import BoxUnavailable, boxed
 from bridge.evalfile.evaluators import CodeEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
+from worker.agents.environment import agent_environment
 from worker.agents.runner import AgentRun, run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
@@ -30,12 +33,22 @@ def run_bounded(
     deadline: Deadline | None = None,
     stdin_text: str | None = None,
     env: dict[str, str] | None = None,
+    writable: Sequence[Path] = (),
+    box: bool = True,
 ) -> AgentRun:
-    """An evaluator's command, run to its end within its own limit and the grading deadline:
-    a command that cannot start or does not end is a grading error saying which."""
+    """An evaluator's command (a script, a transform, an aggregator, a workspace command),
+    run to its end within its own limit and the grading deadline, in the code box
+    (`bridge.code_box`: its project read-only, `writable` read-write, no network, no key)
+    unless `box` is False because it already runs in an agent's sandbox. A command that
+    cannot start or does not end is a grading error saying which."""
     seconds = deadline.within(limit, name) if deadline else limit
+    env = agent_environment() if env is None else env
     try:
+        if box:
+            argv, env = boxed(argv, cwd=cwd, env=env, writable=writable)
         run = run_command(argv, cwd=cwd, seconds=seconds, stdin_text=stdin_text, env=env)
+    except BoxUnavailable as exc:
+        raise GradingError(f"evaluator {name}: {exc}") from None
     except OSError as exc:
         raise GradingError(f"evaluator {name}: cannot run {argv[0]!r} in {cwd}: {exc}") from None
     if run.timed_out:

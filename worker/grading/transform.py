@@ -10,9 +10,9 @@ from typing import Any
 
 from bridge.evalfile.evaluators import AnswerTransform
 from bridge.queue.jobs import Job
-from worker.agents.runner import run_command
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
+from worker.grading.script import run_bounded
 from worker.providers.failures import tail
 
 
@@ -33,15 +33,12 @@ def _run(
     step: AnswerTransform, name: str, which: str, job: Job, value: Any, deadline: Deadline
 ) -> Any:
     what = f"evaluator {name}: transform {which}"
-    seconds = deadline.within(step.timeout_seconds, name)
     payload = {"output": value, "prompt": job.request.question, "config": step.config}
     cwd = Path(step.cwd or ".")
-    try:
-        run = run_command(step.command, cwd=cwd, seconds=seconds, stdin_text=json.dumps(payload))
-    except OSError as exc:
-        raise GradingError(f"{what}: cannot run {step.command[0]!r} in {cwd}: {exc}") from None
-    if run.timed_out:
-        raise GradingError(f"{what} did not finish within {seconds:.0f} s")
+    run = run_bounded(
+        step.command, cwd, step.timeout_seconds, name, f"transform {which}", deadline,
+        json.dumps(payload),
+    )  # fmt: skip
     if run.returncode != 0:
         raise GradingError(f"{what} exited with code {run.returncode}: {tail(run.stderr, 800)}")
     try:

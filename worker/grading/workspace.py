@@ -67,7 +67,7 @@ def workspace_command(
     isolation = _isolation(target or {}, name)
     if isolation is None:
         done = run_bounded(
-            argv, folder, spec.timeout_seconds, name, "command", deadline, env=agent_environment()
+            argv, folder, spec.timeout_seconds, name, "command", deadline, writable=[folder]
         )
     else:
         try:
@@ -87,6 +87,7 @@ def workspace_command(
                     "command",
                     deadline,
                     env=confined.env,
+                    box=False,
                 )
         except SandboxUnavailable as exc:
             raise GradingError(f"evaluator {name}: {exc}") from None

@@ -170,7 +170,7 @@ class CommandLineAgent(Provider):
                 cwd=self.cwd(workspace),
                 env=env,
                 writable=[workspace.folder, *([home] if home else [])],
-                readable=[install_root(executable)],
+                readable=[install_root(Path(executable).resolve())],
                 isolation=self._setting("isolation"),
             ) as wrapped:
                 yield wrapped

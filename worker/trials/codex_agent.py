@@ -38,7 +38,7 @@ class CodexInTask:
     @contextlib.contextmanager
     def prepared(self, no_network: bool) -> Iterator[Preparation]:
         self.binary = native_binary(find_executable(self.settings.executable, "Codex CLI"))
-        readable = [install_root(self.binary)]
+        readable = [install_root(Path(self.binary).resolve())]
         endpoints = self.settings.isolation.network
         if not endpoints:
             yield Preparation(readable)
@@ -86,7 +86,7 @@ def native_binary(executable: str) -> str:
     with path.open("rb") as program:
         if program.read(4) == b"\x7fELF":
             return str(path)
-    root = install_root(str(path))
+    root = install_root(path.resolve())
     found = sorted(root.glob("node_modules/@openai/codex*/vendor/*-linux-musl/bin/codex"))
     if not found:
         raise FileNotFoundError(

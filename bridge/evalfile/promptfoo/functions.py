@@ -1,6 +1,7 @@
 """Python and JavaScript functions a promptfoo config names (`file://gen.py:make_tests`,
 `file://prompt.js:build`), run in a child process under the project's load limits: the
-file is untrusted input, so it gets bounded memory, CPU and wall-clock time, no
+file is code of the config's author, so it runs in the code box (`bridge.code_box`: its
+project read-only, no network, no key), with bounded memory, CPU and wall-clock time, no
 environment beyond PATH, and speaks JSON only."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bridge.code_box import BoxUnavailable, boxed
 from bridge.evalfile.limits import MIB, LoadLimits, how_to_raise
 
 RUNNERS = Path(__file__).parent / "runners"
@@ -48,6 +50,8 @@ process.stdin.on("end", async () => {
 TypeScript through `tsx`, as promptfoo registers it."""
 
 TYPESCRIPT = (".ts", ".mts", ".cts")
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""The only PATH a function gets, and where its Python comes from: the system's."""
 
 
 class FunctionError(Exception):
@@ -83,7 +87,7 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
     as its export. Node's heap is bounded by its own flag (V8 reserves more address
     space than it uses, so no address-space limit there)."""
     if path.suffix == ".py":
-        interpreter = shutil.which("python3") or "python3"
+        interpreter = shutil.which("python3", path=SYSTEM_PATH) or "python3"
         argv = [interpreter, "-I", "-c", PYTHON_CALL]
         if name is None:
             raise FunctionError(f"{path.name}: name the function, as file://{path.name}:NAME")
@@ -110,13 +114,22 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
         how_to_raise("load_limits", "seconds")
     )
     try:
+        argv, env = boxed(
+            argv,
+            cwd=path.parent,
+            env={"PATH": SYSTEM_PATH},
+            memory_mb=limits.memory_mb,
+        )
+    except BoxUnavailable as exc:
+        raise FunctionError(f"{path.name}: {exc}") from None
+    try:
         done = subprocess.run(
             argv,
             input=json.dumps([str(path), name, args]),
             capture_output=True,
             text=True,
             cwd=path.parent,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+            env=env,
             timeout=limits.seconds,
             preexec_fn=bounded if path.suffix == ".py" else None,
             check=False,

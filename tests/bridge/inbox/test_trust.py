@@ -116,14 +116,23 @@ def test_code_evaluators_in_a_dropped_file_are_refused_at_their_lines_and_never_
     assert not marker.exists()
 
 
-def test_allow_code_runs_them(project: WriteFiles, processes: Processes, tmp_path: Path) -> None:
+def test_allow_code_runs_them_boxed(
+    project: WriteFiles, processes: Processes, tmp_path: Path
+) -> None:
+    """Under --allow-code the script and the aggregator run, in the code box: `touch`
+    succeeds (they ran, and printed no verdict), but in the box's own /tmp, not on the
+    host."""
     marker = tmp_path / "ran"
     root = project({"targets.yaml": OPERATOR_TARGETS, "inbox/.keep": ""})
     inbox = root / "inbox"
     watch(processes, inbox, "--allow-code")
     (inbox / "evil.yaml").write_text(evil_file(marker))
-    finished(processes, "evil.yaml")
-    assert marker.exists()
+    campaign = finished(processes, "evil.yaml")[1]
+    results = {r["case_id"]: r for r in read_jsonl(root / "results" / f"{campaign}.jsonl")}
+    assert results["plain"]["status"] == "ok"
+    for case in ("runs-code", "aggregates-with-code"):
+        assert "printed no valid verdict" in results[case]["error"]["message"], results[case]
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(
@@ -379,16 +388,27 @@ def test_validate_untrusted_refuses_and_writes_nothing(
     assert not leak.exists() and not marker.exists()
 
 
-def test_allowed_code_runs_with_a_clean_environment(
+def test_allowed_code_runs_boxed_and_reaches_no_secret(
     project: WriteFiles, processes: Processes, tmp_path: Path
 ) -> None:
     """With --allow-code the transform, the script evaluator and the aggregator of a
-    dropped file run, and each sees none of the watcher's keys."""
-    seen = {kind: tmp_path / f"{kind}.env" for kind in ("transform", "script", "aggregator")}
+    dropped file run, each in the code box: as `nobody`, with none of the watcher's keys
+    in its environment, and neither the operator's targets file beside the inbox nor a
+    host file within reach. Each answers as if all went well only when it saw none."""
+    host = tmp_path / "host-only.txt"
+    host.write_text("the worker's file\n")
+    root = project({"targets.yaml": OPERATOR_TARGETS, "inbox/.keep": ""})
+    inbox = root / "inbox"
+    secret = [*SECRETS.values(), "EVALRELAY_REDIS_URL", "EVALRELAY_HOME"]
+    secrets = " ".join(f"-e {shlex.quote(v)}" for v in secret)
+    boxed = (
+        f'[ "$(id -u)" = 65534 ] && ! env | grep -qF {secrets} '
+        f"&& ! cat {root / 'targets.yaml'} {host} >/dev/null 2>&1"
+    )
     verdict = json.dumps({"score": 1})
 
-    def dump(kind: str, reply: str) -> str:
-        return f"env > {seen[kind]}; echo {shlex.quote(reply)}"
+    def reply(good: str, bad: str) -> str:
+        return f"if {boxed}; then echo {shlex.quote(good)}; else echo {shlex.quote(bad)}; fi"
 
     case = {
         "id": "a",
@@ -398,30 +418,24 @@ def test_allowed_code_runs_with_a_clean_environment(
                 "type": "contains",
                 "value": "operator",
                 "transforms": [
-                    {"command": ["sh", "-c", dump("transform", '{"output": "operator"}')]}
+                    {"command": ["sh", "-c", reply('{"output": "operator"}', '{"output": "x"}')]}
                 ],
             },
-            {"type": "code_judge", "script": dump("script", verdict)},
+            {"type": "code_judge", "script": reply(verdict, '{"score": 0}')},
             {
                 "type": "composite",
-                "aggregator": {"type": "code_judge", "path": dump("aggregator", verdict)},
+                "aggregator": {"type": "code_judge", "path": reply(verdict, '{"score": 0}')},
                 "evaluators": [{"type": "contains", "value": "operator"}],
             },
         ],
     }
-    root = project({"targets.yaml": OPERATOR_TARGETS, "inbox/.keep": ""})
-    inbox = root / "inbox"
     processes.env.update(SECRETS)
     watch(processes, inbox, "--allow-code")
     (inbox / "code.yaml").write_text(json.dumps({"evalcases": [case]}))
     campaign = finished(processes, "code.yaml")[1]
     (result,) = read_jsonl(root / "results" / f"{campaign}.jsonl")
-    assert result["status"] == "ok" and result["score"] == 1.0, result
-    for kind, path in seen.items():
-        text = path.read_text()
-        assert "PATH=" in text, kind
-        assert not any(secret in text for secret in SECRETS.values()), (kind, text)
-        assert "EVALRELAY_REDIS_URL" not in text and "EVALRELAY_HOME" not in text, (kind, text)
+    assert result["status"] == "ok", result
+    assert [e["score"] for e in result["evaluator_results"]] == [1.0, 1.0, 1.0], result
 
 
 def test_a_slow_file_lets_a_file_dropped_after_it_go_first(

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from bridge.errors import EvalrelayError
@@ -65,16 +66,21 @@ def test_the_command_runs_in_the_workspace_without_the_workers_secrets(
 
 
 def test_a_command_past_its_limit_is_stopped_with_what_it_started(tmp_path: Path) -> None:
+    """The command runs in the code box (a PID namespace of its own), so its child is
+    found by its unique command line, not by the pid the box's shell saw."""
+    seconds = f"30.{os.getpid()}{time.monotonic_ns() % 1000}"
     spec = WorkspaceCommandEvaluator(
-        type="workspace_command", command="sleep 30 & echo $! > child; wait", timeout_seconds=1
-    )
+        type="workspace_command", command=f"sleep {seconds} & touch started; wait",
+        timeout_seconds=1,
+    )  # fmt: skip
     began = time.monotonic()
     with pytest.raises(GradingError, match="command did not finish within 1 s"):
         workspace_command(spec, "slow", facts(tmp_path))
     assert time.monotonic() - began < 10
-    child = int((tmp_path / "child").read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(child, 0)
+    assert (tmp_path / "started").is_file()
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", seconds]
+    ]
     with pytest.raises(GradingError, match="grading"):
         workspace_command(spec.model_copy(update={"timeout_seconds": 30}), "slow",
                           facts(tmp_path), Deadline.after(1))  # fmt: skip
@@ -181,4 +187,7 @@ def test_the_command_of_a_sandboxed_agent_runs_in_its_sandbox(tmp_path: Path) ->
 
     assert score("test -f made.txt", sandbox) == 1.0
     assert score(f"cat {host}", sandbox) == 0.0
-    assert score(f"cat {host}", None) == 1.0  # on the host, it was within reach
+    assert score(f"cat {host}", None) == 0.0  # a host agent's: the code box holds it too
+    (workspace / "host-only.txt").write_text("the workspace's own\n")
+    assert score("cat host-only.txt && touch written", None) == 1.0
+    assert (workspace / "written").is_file()  # the box writes the workspace

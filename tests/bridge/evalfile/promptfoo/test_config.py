@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bridge.cli.validate import check_file
+from bridge.code_box import BOX_HOME
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.project import Project
@@ -121,9 +122,8 @@ def test_a_test_generator_runs_in_a_bounded_child(project: WriteFiles) -> None:
     )
     loaded = load_eval_file(root / "promptfooconfig.yaml")
     assert [c.messages[0].parts[0].value for c in loaded.cases] == [  # type: ignore[union-attr]
-        "n=0 home=",
-        "n=1 home=",
-        "n=2 home=",
+        f"n={n} home={BOX_HOME}"
+        for n in range(3)  # the code box's own empty home
     ]
     with pytest.raises(InvalidFileError) as caught:
         load_eval_file(root / "slow" / "promptfooconfig.yaml")
