@@ -182,10 +182,10 @@ def _prefixes(program: Path) -> Iterable[Path]:
             yield real.parent.parent
 
 
-def install_root(program: Path) -> Path:
+def install_root(program: str | Path) -> Path:
     """An npm package's whole prefix (its `node_modules` and `.bin`), else the program's
     own folder."""
-    parts = program.parts
+    parts = Path(program).parts
     if "node_modules" in parts:
         return Path(*parts[: parts.index("node_modules")])
-    return program.parent
+    return Path(program).parent
