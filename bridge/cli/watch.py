@@ -11,7 +11,7 @@ import click
 
 from bridge.cli.terminal import counted, echo
 from bridge.inbox.settle import SETTLE_SECONDS, Settler
-from bridge.inbox.trust import DEFAULT_MAX_JOBS, InboxTrust
+from bridge.inbox.trust import DEFAULT_BUDGET_USD, DEFAULT_MAX_JOBS, InboxTrust
 from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.queue.runtime import open_runtime
 
@@ -48,6 +48,17 @@ from bridge.queue.runtime import open_runtime
     "it goes to failed/.",
 )
 @click.option(
+    "--budget-per-file",
+    "budget_per_file",
+    default=str(DEFAULT_BUDGET_USD),
+    show_default=True,
+    metavar="USD|none",
+    callback=lambda _ctx, _param, value: dollars_or_none(value),
+    help="Dollars each dropped file's campaign may spend (answers and judges, for targets "
+    "with prices); reaching it pauses the campaign (`evalrelay unpause CAMPAIGN --budget "
+    "USD` raises it). `none`: no budget.",
+)
+@click.option(
     "--trust-inbox-config",
     is_flag=True,
     help="Read evalrelay.yaml and targets files inside the inbox too (by default only the "
@@ -79,6 +90,7 @@ def watch_command(
     allow_code: bool,
     trust_inbox_config: bool,
     max_jobs_per_file: int,
+    budget_per_file: float | None,
     name: str | None,
     settle: float,
     concurrency: int,
@@ -110,6 +122,7 @@ def watch_command(
                 allow_code=allow_code,
                 inbox_config=trust_inbox_config,
                 max_jobs=max_jobs_per_file,
+                budget_usd=budget_per_file,
             ),
             polling=polling,
             name=name,
@@ -149,3 +162,16 @@ def print_event(event: InboxEvent) -> None:
             "(moved to done/; --rerun runs it again)"
         )
     echo(text)
+
+
+def dollars_or_none(value: str) -> float | None:
+    """`--budget-per-file`: a positive number of dollars, or `none`."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        usd = float(value)
+    except ValueError:
+        usd = 0.0
+    if not usd > 0:
+        raise click.BadParameter(f"{value!r} is not a positive number of dollars, nor `none`")
+    return usd

@@ -28,6 +28,7 @@ from bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identit
 from bridge.inbox.settle import Settler
 from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key
+from bridge.queue.budget import budget_of, set_budget
 from bridge.queue.campaigns import (
     WRITE_CHUNK,
     CampaignInfo,
@@ -331,6 +332,7 @@ class Taker:
         for drop in ready:
             pipe.hset(watch_campaigns_key(self.inbox_id), drop.campaign_id, "")
         pipe.execute()
+        self._set_budgets(ready)
         self._send(ready)
         for drop in ready:
             self.submitted += 1
@@ -340,6 +342,16 @@ class Taker:
             )  # fmt: skip
             self.tell("queued", drop.relative.as_posix(), drop.campaign_id, jobs=len(drop.jobs))
         return ready
+
+    def _set_budgets(self, drops: list[Drop]) -> None:
+        """Each new campaign's budget (`--budget-per-file`), before any of its jobs is sent,
+        so every answer is charged; a campaign resumed keeps the one it has, raised or not."""
+        usd = self.trust.budget_usd
+        if usd is None:
+            return
+        for drop in drops:
+            if budget_of(self.client, drop.campaign_id) is None:
+                set_budget(self.client, drop.campaign_id, usd, f"watcher {self.name}")
 
     def _finish_unfinished(self, drop: Drop) -> bool:
         """A drop with a record already (from a watcher cut short, or whose lock lapsed

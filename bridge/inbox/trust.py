@@ -26,11 +26,14 @@ above it."""
 
 DEFAULT_MAX_JOBS = 10_000
 """Jobs one dropped file may make unless the operator raises it."""
+DEFAULT_BUDGET_USD = 10.0
+"""Dollars one dropped file's campaign may spend unless the operator says otherwise: a
+file of cheap-looking cases against a priced model costs no more than this."""
 
 
 class InboxTrust(BaseModel):
     """The operator's opt-ins, from `evalrelay watch --allow-code / --trust-inbox-config /
-    --max-jobs-per-file`. What a dropped file may hold is the allow-list of
+    --max-jobs-per-file / --budget-per-file`. What a dropped file may hold is the allow-list of
     `bridge.evalfile.untrusted`; these lift parts of it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -43,6 +46,9 @@ class InboxTrust(BaseModel):
     may then define targets, including ones that run commands or send keys elsewhere."""
     max_jobs: int = Field(default=DEFAULT_MAX_JOBS, ge=1)
     """Jobs one dropped file may make (cases times repeats times targets)."""
+    budget_usd: float | None = Field(default=DEFAULT_BUDGET_USD, gt=0)
+    """Dollars each dropped file's campaign may spend (answers and judges, as priced);
+    reaching it pauses the campaign. None: no budget."""
 
     def untrusted(self, inbox_root: Path) -> Untrusted:
         return Untrusted(

@@ -16,9 +16,17 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
+import redis
 
-from bridge.inbox.trust import InboxTrust, inbox_config_files
+from bridge.cli.watch import dollars_or_none
+from bridge.inbox.trust import DEFAULT_BUDGET_USD, InboxTrust, inbox_config_files
+from bridge.keys import inflight_key
+from bridge.queue.budget import budget_of
+from bridge.queue.campaigns import list_campaigns
+from bridge.queue.steering import paused
+from tests.bridge.queue.test_budget import EACH
 from tests.conftest import (
     Processes,
     WriteFiles,
@@ -27,6 +35,7 @@ from tests.conftest import (
     read_jsonl,
     wait_for,
 )
+from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 
 OPERATOR_TARGETS = "targets:\n  - {name: main, provider: mock, response: from the operator}\n"
 
@@ -466,3 +475,49 @@ def test_a_slow_file_lets_a_file_dropped_after_it_go_first(
     finished(processes, "good.yaml")
     assert time.monotonic() - dropped < 45
     assert "slow.yaml: campaign" not in processes.log("watch")
+
+
+def test_a_dropped_files_campaign_stops_at_the_budget_per_file(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """A file of 20 cases against a priced target, under a budget per file that covers 4
+    answers: the campaign pauses, saying why, after 4 calls. Another watcher, given no
+    budget option, gives each campaign the default one."""
+    with serving(Reply(openai_chat(), delay=0.1)) as server:
+        root = project(
+            {
+                "targets.yaml": "targets:\n  - {name: mini, provider: openai-compatible, "
+                f'model: gpt-4o-mini, base_url: "{server.url}/v1"}}\n',
+                "inbox/.keep": "",
+            }
+        )
+        processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
+        budget = f"{4 * EACH:.10f}"
+        inbox = root / "inbox"
+        processes.start("watch", str(inbox), "--target", "mini", "--budget-per-file", budget,
+                        name="watch")  # fmt: skip
+        (inbox / "many.yaml").write_text(one_turn_cases(20))
+        wait_for(lambda: list_campaigns(client), 30, "the campaign")
+        (info,) = list_campaigns(client)
+        wait_for(lambda: paused(client, info.campaign_id), 60, "the budget to pause it")
+        wait_for(lambda: client.zcard(inflight_key()) == 0, 10, "the calls under way")
+        assert len(server.seen) == 4
+        state = paused(client, info.campaign_id)
+        assert state is not None and state.reason == "budget reached"
+        set_by = budget_of(client, info.campaign_id)
+        assert set_by is not None and set_by.limit_usd == pytest.approx(4 * EACH)
+    other = root / "other-inbox"
+    other.mkdir()
+    processes.start("watch", str(other), "--target", "mini", name="other")
+    (other / "one.yaml").write_text(one_turn_cases(1))
+    wait_for(lambda: len(list_campaigns(client)) == 2, 30, "the second campaign")
+    (second,) = [c for c in list_campaigns(client) if c.campaign_id != info.campaign_id]
+    default = budget_of(client, second.campaign_id)
+    assert default is not None and default.limit_usd == DEFAULT_BUDGET_USD
+
+
+def test_budget_per_file_takes_dollars_or_none() -> None:
+    assert dollars_or_none("none") is None and dollars_or_none("2.5") == 2.5
+    for bad in ("0", "-1", "ten"):
+        with pytest.raises(click.BadParameter, match="positive number of dollars"):
+            dollars_or_none(bad)
