@@ -69,8 +69,12 @@ def step_aside(
 ) -> str:
     """Back to the queue, unstarted, after its campaign was steered while it waited to call:
     its next delivery meets the pause (left for `unpause`) or the cancel (a `cancelled`
-    line) as any queued job does."""
+    line) as any queued job does. A late copy of a compacted campaign's job is dropped."""
     give_back(client, job)
+    if steered.late:
+        log.info("job %s: late-copy (%s); dropped without its call", job.job_id, steered)
+        let_go(client, job.job_id, message)
+        return "late-copy"
     log.info("job %s: %s; back to its queue", job.job_id, steered)
     queue.send([job])
     let_go(client, job.job_id, message)  # after the new message went out: never unheld

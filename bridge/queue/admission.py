@@ -2,8 +2,8 @@
 
 A job is checked when it begins (`worker.lease`), but it may then wait a long time for its
 target's `max_concurrency` slot, its rate limit or a retry's back-off. So each call is
-admitted again, in one round trip, once every wait is over: a campaign paused or cancelled
-meanwhile starts no call, and a campaign with a budget reserves what the call may cost
+admitted again, in one round trip, once every wait is over: a campaign paused, cancelled
+or compacted meanwhile starts no call, and a campaign with a budget reserves what the call may cost
 before it starts, the reservation settled by the result's charge (`bridge.queue.budget`).
 
 A call starts only when what was spent, plus the reservations of the calls under way,
@@ -25,12 +25,13 @@ import time
 
 import redis
 
-from bridge.keys import audit_key, budget_key, cancel_key, paused_key
+from bridge.keys import audit_key, budget_key, cancel_key, compacted_key, paused_key
 from bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
 from bridge.queue.campaigns import JOB_TTL_SECONDS
 from bridge.queue.steering import AUDIT_LENGTH
 
 _ADMIT = """
+if redis.call('EXISTS', KEYS[5]) == 1 then return 'compacted' end
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 'paused' end
 if redis.call('EXISTS', KEYS[3]) == 0 then return 'admitted' end
@@ -62,10 +63,11 @@ redis.call('HINCRBY', KEYS[3], 'reserved', estimate - own)
 redis.call('HSET', KEYS[3], field, estimate)
 return 'reserved'
 """
-"""KEYS: cancelled, paused, budget, audit. ARGV: job id, estimate (nanodollars, -1 when
-not made yet), the pause's state, now, by, the audit's detail, audit length, time to live,
-the reservation's field prefix. A job's earlier reservation (a retried call) is replaced,
-not added to."""
+"""KEYS: cancelled, paused, budget, audit, compacted (`compacted_key`: the campaign is
+complete and compacted, so this is a late copy of a job that has its line). ARGV: job id,
+estimate (nanodollars, -1 when not made yet), the pause's state, now, by, the audit's
+detail, audit length, time to live, the reservation's field prefix. A job's earlier
+reservation (a retried call) is replaced, not added to."""
 
 _RELEASE = """
 local own = redis.call('HGET', KEYS[1], ARGV[1])
@@ -90,13 +92,16 @@ class Admitted(enum.Enum):
     """The campaign has no charge yet to go by: ask again with the call's estimate."""
     PAUSED = "paused"
     CANCELLED = "cancelled"
+    COMPACTED = "compacted"
+    """A late copy: its campaign is complete and compacted, the job's line in its file
+    (a copy leased before a worker was stopped, say). It is dropped without a call."""
     BUDGET = "budget"
     """The budget cannot cover the call: the campaign is paused now."""
 
     @property
     def stops(self) -> bool:
         """The campaign is steered away: the call must not start."""
-        return self in (Admitted.PAUSED, Admitted.CANCELLED, Admitted.BUDGET)
+        return self in (Admitted.PAUSED, Admitted.CANCELLED, Admitted.BUDGET, Admitted.COMPACTED)
 
 
 _ADMIT_SHA = hashlib.sha1(_ADMIT.encode()).hexdigest()
@@ -118,6 +123,7 @@ def admit(
         paused_key(campaign_id),
         budget_key(campaign_id),
         audit_key(campaign_id),
+        compacted_key(campaign_id),
     ]
     estimate = -1 if estimate_usd is None else round(estimate_usd * NANO)
     args: list[str | int] = [job_id, estimate, state, str(now), by, _DETAIL, AUDIT_LENGTH]

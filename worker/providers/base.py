@@ -103,6 +103,12 @@ class Steered(Exception):
         super().__init__(f"campaign {why} before the call started")
         self.why = why
 
+    @property
+    def late(self) -> bool:
+        """The campaign is complete and compacted: this is a late copy of a job that has
+        its line, dropped rather than sent back to its queue."""
+        return self.why == "compacted"
+
 
 class Provider(ABC):
     """One kind of system under test."""

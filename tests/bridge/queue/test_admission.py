@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import redis
 
+from bridge.keys import compacted_key
 from bridge.queue.admission import Admitted, admit, release
 from bridge.queue.budget import budget_of, charge, set_budget
 from bridge.queue.campaigns import cancel
@@ -20,6 +21,15 @@ def test_a_paused_or_cancelled_campaign_admits_no_call(client: redis.Redis) -> N
     assert admit(client, "c", "j1", "w") is Admitted.PAUSED
     cancel(client, "c", ends=True)
     assert admit(client, "c", "j1", "w") is Admitted.CANCELLED
+
+
+def test_a_late_copy_of_a_compacted_campaign_s_job_admits_no_call(client: redis.Redis) -> None:
+    """A copy leased before its campaign completed (a stopped worker's, say) reaches its
+    call after compaction: it must not pay for a line the campaign already has."""
+    assert admit(client, "c", "j1", "w") is Admitted.FREE
+    client.set(compacted_key("c"), "1")
+    found = admit(client, "c", "j1", "w")
+    assert found is Admitted.COMPACTED and found.stops
 
 
 def test_the_first_call_runs_alone_then_calls_fit_by_the_mean_cost(client: redis.Redis) -> None:
