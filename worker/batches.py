@@ -24,10 +24,11 @@ from typing import Any, TypeVar
 import redis
 from celery import Celery, Task
 
+from bridge.contract.job import Job
+from bridge.contract.names import RUN_BATCH
 from bridge.keys import holders_key
-from bridge.queue.celery_queue import RUN_BATCH, JobQueue
+from bridge.queue.celery_queue import JobQueue
 from bridge.queue.holders import LET_GO_LUA, let_go
-from bridge.queue.jobs import Job
 from bridge.queue.payloads import jobs_of
 from bridge.results.result import Result
 from worker.execute import execute_async

@@ -25,9 +25,9 @@ import time
 
 import redis
 
+from bridge.contract.campaign_state import JOB_TTL_SECONDS
 from bridge.keys import audit_key, budget_key, cancel_key, paused_key
 from bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
-from bridge.queue.campaigns import JOB_TTL_SECONDS
 from bridge.queue.steering import AUDIT_LENGTH
 
 _ADMIT = """

@@ -18,8 +18,8 @@ from typing import cast
 import redis
 from pydantic import BaseModel
 
+from bridge.contract.campaign_state import JOB_TTL_SECONDS
 from bridge.keys import audit_key, budget_key, paused_key
-from bridge.queue.campaigns import JOB_TTL_SECONDS
 from bridge.queue.steering import AUDIT_LENGTH, Change, Paused, record
 
 NANO = 1_000_000_000

@@ -24,6 +24,7 @@ from typing import Any, cast
 import redis
 
 from bridge.clock import NOW_MS_LUA, now_ms
+from bridge.contract.job import Job, job_id_of_message
 from bridge.keys import (
     done_key,
     holders_key,
@@ -33,7 +34,6 @@ from bridge.keys import (
     unseen_key,
 )
 from bridge.queue.holders import ALIVE_SECONDS, messages_held
-from bridge.queue.jobs import Job, job_id_of_message
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""

@@ -24,6 +24,9 @@ from collections.abc import Callable, Sequence
 import redis
 
 from bridge.clock import NOW_MS_LUA
+from bridge.contract.job import Job
+from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
+from bridge.contract.stored import read_job
 from bridge.keys import (
     CANCEL_ENDS,
     cancel_key,
@@ -33,11 +36,8 @@ from bridge.keys import (
     reaper_lock_key,
     unseen_key,
 )
-from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
-from bridge.queue.jobs import Job
 from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
-from bridge.queue.stored import read_job
 
 log = logging.getLogger(__name__)
 

@@ -26,20 +26,14 @@ import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.clock import now_seconds
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.selection import select_cases
-from bridge.keys import campaign_key, epoch_key, rebuild_lock_key
-from bridge.queue.campaigns import (
-    WRITE_CHUNK,
-    CampaignInfo,
-    Rebuilt,
-    announce,
-    plan_jobs,
-    store_jobs,
-)
+from bridge.keys import campaign_key, rebuild_lock_key
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import WRITE_CHUNK, CampaignInfo, Rebuilt, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.queue.regrade import plan_regrade
 from bridge.results.results_file import job_ids_on_disk, read_results, results_path
 
@@ -142,15 +136,6 @@ def find_record(text: str, search: Iterable[Path]) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
-
-
-def current_epoch(client: redis.Redis) -> str:
-    """This Redis's mark, made now if missing: a long-lived process that saw another one
-    knows Redis lost its data since (whoever noticed first made a new mark)."""
-    pipe = client.pipeline(transaction=False)
-    pipe.set(epoch_key(), uuid.uuid4().hex, nx=True)
-    pipe.get(epoch_key())
-    return str(pipe.execute()[1])
 
 
 def replan(info: CampaignInfo) -> tuple[list[LoadedEvalFile], list[Job]]:

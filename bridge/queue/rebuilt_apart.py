@@ -25,6 +25,7 @@ from pathlib import Path
 import redis
 
 from bridge.clock import now_seconds
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.keys import campaign_key, collected_key, rebuild_lock_key
 from bridge.queue.campaigns import (
@@ -36,7 +37,6 @@ from bridge.queue.campaigns import (
     store_jobs,
 )
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.queue.rebuild import REBUILD_LOCK_SECONDS, replan
 from bridge.results.collected import count
 from bridge.results.results_file import read_results

@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from bridge.clock import now_ms
+from bridge.contract.campaign_state import cancel
 from bridge.keys import (
     compacted_key,
     done_key,
@@ -24,7 +25,6 @@ from bridge.keys import (
     lease_key,
     outstanding_key,
 )
-from bridge.queue.campaigns import cancel
 from bridge.queue.reaper import reap_expired
 from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue

@@ -10,8 +10,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.agents.runner import AgentRun, run_command
 from worker.grading.deadline import Deadline
