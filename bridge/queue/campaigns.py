@@ -36,6 +36,7 @@ from bridge.keys import (
     job_key,
     manifest_key,
 )
+from bridge.lua_scripts import STORE_JOBS
 from bridge.queue.blobs import store_blobs, store_task_files
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
@@ -244,18 +245,6 @@ def announce(
     return int(replies[0]) if jobs else None
 
 
-#   KEYS[1..n]  the jobs' stored-value keys (`job_key`)
-#   ARGV[1]     the time to live, seconds
-#   ARGV[2..]   the stored values, ARGV[i + 1] for KEYS[i]
-# Returns nothing.
-_STORE_JOBS = """
-for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1]) end
-"""
-"""Each job's stored value under its key, with the campaign's time to live (ARGV[1]): one
-command for a chunk of jobs, not one each (the client's work per command was a third of
-a large campaign's enqueueing)."""
-
-
 def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     """Store the jobs (of one campaign), and list them in its manifest."""
     if not jobs:
@@ -265,7 +254,7 @@ def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     campaign_id = jobs[0].campaign_id
     keys = [job_key(job.job_id) for job in jobs]
     stored = [values[job.job_id] for job in jobs]
-    pipe.eval(_STORE_JOBS, len(keys), *keys, JOB_TTL_SECONDS, *stored)
+    pipe.eval(STORE_JOBS, len(keys), *keys, JOB_TTL_SECONDS, *stored)
     pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
     pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
     pipe.execute()

@@ -31,6 +31,7 @@ from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.selection import select_cases
 from bridge.keys import campaign_key, rebuild_lock_key
+from bridge.lua_scripts import release_lock
 from bridge.planning.campaigns import plan_jobs
 from bridge.queue.campaigns import WRITE_CHUNK, CampaignInfo, Rebuilt, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
@@ -43,15 +44,6 @@ RECORD_SUFFIX = ".campaign.json"
 
 REBUILD_LOCK_SECONDS = 300
 """How long one process may take to rebuild a campaign before another may try."""
-
-# Release the rebuild lock only if this process still holds it.
-#   KEYS[1]  the campaign's rebuild lock (a string key)
-#   ARGV[1]  this process's token, as written when it took the lock
-# Returns 1 if the lock was deleted, 0 if another process holds it (or none does).
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class DroppedFile(BaseModel):
@@ -220,7 +212,7 @@ def restore(
         for start in range(0, len(missing), WRITE_CHUNK):
             queue.send(missing[start : start + WRITE_CHUNK], announced_ms=announced_ms)
     finally:
-        client.eval(_RELEASE, 1, lock, token)
+        release_lock(client, lock, token)
     return missing
 
 
