@@ -51,7 +51,7 @@ from bench.pipeline import URL, evalrelay_worker, stop, wait, worker_processes  
 from bridge.cli.render import case_view  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import outstanding_key, results_stream_key  # noqa: E402
-from bridge.queue.campaigns import plan_jobs  # noqa: E402
+from bridge.planning.campaigns import plan_jobs  # noqa: E402
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import free_port, one_turn_cases  # noqa: E402
 

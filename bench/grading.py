@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bridge.contract.job import Job  # noqa: E402
 from bridge.evalfile.evaluators import (  # noqa: E402
     ContainsEvaluator,
     JsonValidEvaluator,
@@ -26,8 +27,7 @@ from bridge.evalfile.evaluators import (  # noqa: E402
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from bridge.prompt.build import PromptRequest  # noqa: E402
-from bridge.queue.jobs import Job  # noqa: E402
+from bridge.prompt.request import PromptRequest  # noqa: E402
 from bridge.reports.campaign import CampaignResults  # noqa: E402
 from bridge.reports.writer import RENDERERS  # noqa: E402
 from bridge.results.result import Status  # noqa: E402

@@ -29,7 +29,8 @@ from bench.reports import cell, measure  # noqa: E402
 from bridge.cli.worker import default_processes  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
-from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit  # noqa: E402
+from bridge.planning.campaigns import plan_jobs  # noqa: E402
+from bridge.queue.campaigns import CampaignInfo, progress, submit  # noqa: E402
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from bridge.results.collector import Collector  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402

@@ -40,13 +40,8 @@ sys.path.insert(0, str(ROOT))
 from bench.pipeline import vm_hwm_kb  # noqa: E402
 from bridge.evalfile.cases import load_eval_file  # noqa: E402
 from bridge.keys import workers_key  # noqa: E402
-from bridge.queue.campaigns import (  # noqa: E402
-    CampaignInfo,
-    announce,
-    plan_jobs,
-    progress,
-    store_jobs,
-)
+from bridge.planning.campaigns import plan_jobs  # noqa: E402
+from bridge.queue.campaigns import CampaignInfo, announce, progress, store_jobs  # noqa: E402
 from bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 

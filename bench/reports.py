@@ -44,10 +44,10 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.prompt.build import PromptRequest  # noqa: E402
+from bridge.contract.job import Job, TargetRef, job_id  # noqa: E402
 from bridge.prompt.messages import ChatMessage  # noqa: E402
+from bridge.prompt.request import PromptRequest  # noqa: E402
 from bridge.queue.campaigns import CampaignInfo, announce, store_jobs  # noqa: E402
-from bridge.queue.jobs import Job, TargetRef, job_id  # noqa: E402
 from bridge.results.collected import make_home  # noqa: E402
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage  # noqa: E402
 from bridge.results.results_file import ResultsFile  # noqa: E402

@@ -142,7 +142,7 @@ def checkpoint_key(campaign_id: str) -> str:
 
 def job_dictionary_key(campaign_id: str) -> str:
     """String: the campaign's first stored job, the zlib dictionary its stored jobs are
-    compressed against (`bridge.queue.stored`)."""
+    compressed against (`bridge.contract.stored`)."""
     return f"{PREFIX}:campaign:{campaign_id}:job-dictionary"
 
 

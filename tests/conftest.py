@@ -30,12 +30,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from bridge.contract.job import Job, TargetRef
 from bridge.keys import epoch_key, workers_key
-from bridge.prompt.build import PromptRequest
+from bridge.prompt.request import PromptRequest
 from bridge.queue.connection import connect
-from bridge.queue.jobs import Job, TargetRef
+from bridge.targets.interpolation import OneTarget
 from bridge.targets.settings import QUEUE_FOR_KIND
-from bridge.targets.targets_file import OneTarget
 
 WriteFiles = Callable[[dict[str, str]], Path]
 

@@ -24,19 +24,21 @@ from typing import Any, TypeVar
 import redis
 from celery import Celery, Task
 
+from bridge.contract.job import Job
+from bridge.contract.names import RUN_BATCH
 from bridge.keys import holders_key
-from bridge.queue.celery_queue import RUN_BATCH, JobQueue
-from bridge.queue.holders import LET_GO_LUA, let_go
-from bridge.queue.jobs import Job
+from bridge.lua_scripts import BEGIN_LEASE, LET_GO, PUBLISH
+from bridge.queue.celery_queue import JobQueue
+from bridge.queue.holders import let_go
 from bridge.queue.payloads import jobs_of
 from bridge.results.result import Result
 from worker.execute import execute_async
 from worker.heap import settle_once
 from worker.holds import take_hold
-from worker.lease import BEGIN, LeaseBegin
+from worker.lease import LeaseBegin
 from worker.providers.admission import holds_reservation
 from worker.providers.base import NoCapacity, Steered
-from worker.publish import PUBLISH, PUBLISHED, Publication, outcome_of
+from worker.publish import PUBLISHED, Publication, outcome_of
 from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
 from worker.tasks import JOB_TASK, skipped, spend, step_aside, wait_for_capacity
@@ -50,12 +52,6 @@ HANDED_BACK = "handed back"
 job_slots: dict[str, int] = {}
 """Jobs at once on each worker's loop, by worker name: a threads pool's size. A prefork
 child, which runs one message at a time, runs its batch's jobs all at once."""
-
-#   KEYS[1]  the holders hash (`holders_key`): job id -> "<message id> <process>"
-#   ARGV[1]  the job id
-#   ARGV[2]  the message id this worker let go of
-# Returns 1 if the holder was forgotten, 0 if a newer message holds the job.
-_LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
 
 STOP_LOOK_SECONDS = 0.2
 """How often the loop looks whether the worker began to stop, while jobs wait for a slot."""
@@ -208,7 +204,9 @@ async def run_job(
         queue=job.target.queue,
     )
     try:
-        outcome = str(await rounds.run_through_outage(BEGIN, begin.keys, begin.args, begin.waiting))
+        outcome = str(
+            await rounds.run_through_outage(BEGIN_LEASE, begin.keys, begin.args, begin.waiting)
+        )
     except BaseException:
         if noted:
             noted[0].put_back(job.job_id, noted[1])  # still held: written later
@@ -219,7 +217,7 @@ async def run_job(
         if outcome == "cancelled":  # rare: a campaign cancelled for good gets its line
             await asyncio.to_thread(skipped, client, job, worker, outcome, message)
         else:
-            await rounds.run(_LET_GO, (holders_key(),), (job.job_id, message))
+            await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
         return outcome
     try:
         with lease.heartbeat():  # also while publishing waits for Redis

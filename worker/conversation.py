@@ -14,10 +14,10 @@ from typing import NamedTuple
 
 import redis
 
-from bridge.prompt.build import api_messages
+from bridge.contract.job import Job
+from bridge.contract.turns import ConversationPlan, TurnPlan
 from bridge.prompt.messages import ChatMessage, user
-from bridge.queue.jobs import Job
-from bridge.queue.turns import ConversationPlan, TurnPlan
+from bridge.prompt.request import api_messages
 from bridge.results.result import TurnResult, Usage
 from worker.grading.grade import Grade, grade
 from worker.grading.run_facts import RunFacts

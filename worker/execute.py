@@ -17,8 +17,8 @@ from typing import Any
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.masking import masked_model
-from bridge.queue.jobs import Job
 from bridge.results.changes import WorkspaceChanges
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import (
@@ -31,8 +31,8 @@ from bridge.results.result import (
     Usage,
 )
 from bridge.results.trajectory import Trajectory
+from bridge.targets.interpolation import references
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
-from bridge.targets.targets_file import references
 from worker.conversation import Conversation, Respond, converse
 from worker.grading.grade import grade, grades_at_once
 from worker.grading.run_facts import RunFacts

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import redis
 
-from bridge.clock import NOW_MS_LUA
 from bridge.keys import (
     cancel_key,
     compacted_key,
@@ -29,6 +28,7 @@ from bridge.keys import (
     outstanding_key,
     paused_key,
 )
+from bridge.lua_scripts import BEGIN_LEASE, RELEASE_LEASE, RENEW_LEASE
 from bridge.queue.connection import through_outage
 
 log = logging.getLogger(__name__)
@@ -36,106 +36,10 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 """How long a lease outlives its last heartbeat; heartbeats come three times as often."""
 
-# Legend of `BEGIN` (keys and arguments built by `LeaseBegin.of`):
-#   KEYS[1]  the campaign's cancel mark (`cancel_key`)
-#   KEYS[2]  the job's done mark (`done_key`): the attempt that finished it
-#   KEYS[3]  the job's lease (`lease_key`): the token of the worker running it
-#   KEYS[4]  the in-flight sorted set (`inflight_key`): job id scored by lease expiry, ms
-#   KEYS[5]  the holders hash (`holders_key`): job id -> "<message id> <process>"
-#   KEYS[6]  the campaign's pause mark (`paused_key`)
-#   KEYS[7]  the queue's sent-jobs sorted set (`outstanding_key`), or '' for none
-#   KEYS[8]  the campaign's compacted mark (`compacted_key`)
-#   ARGV[1]  this attempt's number
-#   ARGV[2]  this worker's lease token
-#   ARGV[3]  the lease's length, ms
-#   ARGV[4]  the job id
-#   ARGV[5]  the holder record to write, or '' when it is written elsewhere
-# Returns one of 'leased', 'late-copy', 'cancelled', 'paused', 'duplicate',
-# 'running-elsewhere'.
-BEGIN = (
-    NOW_MS_LUA
-    + """
-if redis.call('EXISTS', KEYS[8]) == 1 then
-  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
-  return 'late-copy'
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
-  return 'cancelled'
-end
-if redis.call('EXISTS', KEYS[6]) == 1 then
-  if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
-  return 'paused'
-end
-if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
-local holder = redis.call('GET', KEYS[3])
-if holder and holder ~= ARGV[2] then return 'running-elsewhere' end
-if not holder and redis.call('ZSCORE', KEYS[4], ARGV[4]) then return 'running-elsewhere' end
-redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[4], now_ms() + tonumber(ARGV[3]), ARGV[4])
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[5], ARGV[4], ARGV[5]) end
-return 'leased'
-"""
-)
-"""One round trip: skip a job of a complete (compacted) campaign, a cancelled, paused,
-finished or running job, else take its lease
-(and write that this worker holds its message, when that is still to be written). A job
-skipped because its campaign is cancelled or paused leaves the jobs sent (`outstanding`)
-in the same step, so `unpause` and `resume` find it to send again. The lease's
-expiry in `inflight`, which the reaper on any host compares, is on Redis's clock. Safe to
-repeat: a second run with the same token (its first reply lost with the connection) finds
-the lease its own.
-
-A lease run out is not free until the reaper takes the job off `inflight`: after a Redis
-outage (an append-only file restores a lease's expiry as a time, passed by then) a live
-worker renews it (`_RENEW`), and a copy that Celery's transport put back on the queue as
-its connection dropped must not run meanwhile. A dead worker's job is sent again by the
-reaper, which waits out an outage before it judges (`bridge.queue.reaper`).
-
-A copy of a job of a compacted campaign (a reaped job whose first copy finished, a stopped
-worker's batch resumed) is a late copy: compaction removed the `done` marks, so the
-campaign's compacted mark fences it instead, before its target is called."""
-
-#   KEYS[1]  the job's lease (`lease_key`)
-#   KEYS[2]  the in-flight sorted set (`inflight_key`)
-#   ARGV[1]  this worker's lease token
-#   ARGV[2]  the lease's length, ms
-#   ARGV[3]  the job id
-# Returns 1 if renewed, 0 if the lease is lost.
-_RENEW = (
-    NOW_MS_LUA
-    + """
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] or (not holder and redis.call('ZSCORE', KEYS[2], ARGV[3])) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[2]), ARGV[3])
-  return 1
-end
-return 0
-"""
-)
-"""Renew the lease if it is ours, or ran out and the reaper has not taken the job (Redis
-was away longer than the lease: the worker is alive, and keeps its job). Lost once another
-worker holds it or the reaper took the job to send it again."""
-
-#   KEYS[1]  the job's lease (`lease_key`)
-#   KEYS[2]  the in-flight sorted set (`inflight_key`)
-#   ARGV[1]  this worker's lease token
-#   ARGV[2]  the job id
-# Returns 1 if this worker's lease was dropped, 0 if it was not its own.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[2])
-  return 1
-end
-return 0
-"""
-
 
 @dataclass(frozen=True)
 class LeaseBegin:
-    """The keys and arguments of one `BEGIN`, to run alone (`Lease.begin`) or in a pipeline
+    """The keys and arguments of one `BEGIN_LEASE`, to run alone (`Lease.begin`) or in a pipeline
     with other jobs' (`worker.round_trips`)."""
 
     job_id: str
@@ -215,14 +119,15 @@ class Lease:
         begin = LeaseBegin.of(job_id, owner, campaign_id, attempt, seconds, holder, queue)
         outcome = str(
             through_outage(
-                lambda: client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args), begin.waiting
+                lambda: client.eval(BEGIN_LEASE, len(begin.keys), *begin.keys, *begin.args),
+                begin.waiting,
             )
         )
         return outcome, begin.lease(client, outcome)
 
     def renew(self) -> bool:
         renewed = self.client.eval(
-            _RENEW,
+            RENEW_LEASE,
             2,
             lease_key(self.job_id),
             inflight_key(),
@@ -234,7 +139,7 @@ class Lease:
 
     def release(self) -> None:
         self.client.eval(
-            _RELEASE, 2, lease_key(self.job_id), inflight_key(), self.token, self.job_id
+            RELEASE_LEASE, 2, lease_key(self.job_id), inflight_key(), self.token, self.job_id
         )
 
     @contextmanager

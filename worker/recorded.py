@@ -3,7 +3,7 @@ the target answered (or how it failed) is what the job's evaluators read."""
 
 from __future__ import annotations
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.recorded import Recorded
 from bridge.results.result import Status
 from worker.providers.base import ProviderFailure, ProviderOutput

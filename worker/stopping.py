@@ -27,9 +27,10 @@ from typing import Any
 import redis
 from celery.worker import state
 
-from bridge.queue.celery_queue import RUN_BATCH, RUN_CASE, JobQueue, message_job_ids
+from bridge.contract.job import Job
+from bridge.contract.names import RUN_BATCH, RUN_CASE
+from bridge.queue.celery_queue import JobQueue, message_job_ids
 from bridge.queue.holders import let_go
-from bridge.queue.jobs import Job
 from worker.holds import take_hold
 
 log = logging.getLogger(__name__)

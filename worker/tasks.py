@@ -10,11 +10,12 @@ import redis
 from celery import Celery, Task
 
 from bridge.clock import now_seconds
+from bridge.contract.campaign_state import cancel_ends
+from bridge.contract.job import Job
+from bridge.contract.names import RUN_CASE
 from bridge.queue.budget import charge
-from bridge.queue.campaigns import cancel_ends
-from bridge.queue.celery_queue import RUN_CASE, JobQueue
+from bridge.queue.celery_queue import JobQueue
 from bridge.queue.holders import let_go
-from bridge.queue.jobs import Job
 from bridge.queue.payloads import job_of
 from bridge.results.result import Result, Status
 from worker.execute import execute, never_started

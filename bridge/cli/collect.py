@@ -17,6 +17,7 @@ import redis
 from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
 from bridge.clock import now_seconds
+from bridge.contract.campaign_state import current_epoch
 from bridge.errors import EvalrelayError
 from bridge.keys import collectors_key
 from bridge.queue.campaigns import (
@@ -29,14 +30,7 @@ from bridge.queue.campaigns import (
 )
 from bridge.queue.connection import RideOut
 from bridge.queue.holders import ALIVE_SECONDS, beat
-from bridge.queue.rebuild import (
-    current_epoch,
-    lost_campaigns,
-    read_record,
-    rebuild,
-    record_path,
-    write_record,
-)
+from bridge.queue.rebuild import lost_campaigns, read_record, rebuild, record_path, write_record
 from bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from bridge.queue.runtime import Runtime, open_runtime
 from bridge.reports.writer import ensure_html_beside

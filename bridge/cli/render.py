@@ -17,9 +17,10 @@ from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
 from bridge.evalfile.harbor.config import StepConfig
 from bridge.evalfile.harbor.folder import TASK_FILE, LoadedTask, is_task_folder
 from bridge.evalfile.selection import select_cases
-from bridge.prompt.build import PromptRequest, api_messages, request_for
+from bridge.planning.jobs import attached
+from bridge.prompt.build import request_for
 from bridge.prompt.messages import ChatMessage
-from bridge.queue.jobs import attached
+from bridge.prompt.request import PromptRequest, api_messages
 from bridge.targets.targets_file import Targets
 
 

@@ -13,17 +13,11 @@ from rich.console import Console
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
+from bridge.contract.campaign_state import uncancel
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
 from bridge.keys import campaign_key
-from bridge.queue.campaigns import (
-    CampaignInfo,
-    load_info,
-    missing_jobs,
-    progress,
-    resolve_campaign,
-    uncancel,
-)
+from bridge.queue.campaigns import CampaignInfo, load_info, missing_jobs, progress, resolve_campaign
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import not_sent
 from bridge.queue.paid import paid_again, paid_again_text

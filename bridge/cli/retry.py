@@ -15,6 +15,8 @@ import redis
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
+from bridge.contract.campaign_state import uncancel
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.queue.blobs import store_blobs
 from bridge.queue.campaigns import (
@@ -23,9 +25,7 @@ from bridge.queue.campaigns import (
     resolve_campaign,
     store_jobs,
     stored_jobs,
-    uncancel,
 )
-from bridge.queue.jobs import Job
 from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import replan
 from bridge.queue.runtime import open_runtime

@@ -15,21 +15,16 @@ from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary
 from bridge.cli.terminal import TerminalConsole, counted, echo
+from bridge.contract.campaign_state import cancel
+from bridge.contract.job import Job
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.selection import select_cases
+from bridge.planning.campaigns import plan_jobs
 from bridge.queue.budget import set_budget
-from bridge.queue.campaigns import (
-    CampaignInfo,
-    Plan,
-    cancel,
-    new_campaign_id,
-    plan_jobs,
-    submit,
-)
+from bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
 from bridge.queue.connection import configured_url
-from bridge.queue.jobs import Job
 from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime

@@ -23,6 +23,8 @@ from rich.text import Text
 from bridge.cli.follow import counts_text
 from bridge.cli.terminal import TerminalConsole, counted, printable
 from bridge.clock import now_seconds
+from bridge.contract.campaign_state import ended_many
+from bridge.contract.names import QUEUES
 from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
 from bridge.queue.budget import Budget, budget_of
@@ -30,13 +32,11 @@ from bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
     Rebuilt,
-    ended_many,
     list_campaigns,
     load_info,
     progress_many,
     resolve_campaign,
 )
-from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.paid import paid_again, paid_again_many, paid_again_text
 from bridge.queue.rebuild import lost_campaigns

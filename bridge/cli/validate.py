@@ -28,7 +28,7 @@ from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
 from bridge.evalfile.untrusted import Untrusted
 from bridge.evalfile.yaml_source import YamlDocument
-from bridge.queue.jobs import judge_of, needs_judge, no_judge
+from bridge.planning.jobs import judge_of, needs_judge, no_judge
 from bridge.targets.settings import batch_notes
 from bridge.targets.targets_file import Targets
 

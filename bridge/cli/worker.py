@@ -10,8 +10,8 @@ import sys
 import click
 
 from bridge.cli.terminal import plain_logs
+from bridge.contract.names import QUEUES
 from bridge.errors import PrerequisiteError
-from bridge.queue.celery_queue import QUEUES
 from bridge.queue.connection import URL_VARIABLE, configured_url, connect
 
 DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2, "task": 8}

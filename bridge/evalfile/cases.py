@@ -19,7 +19,7 @@ from bridge.evalfile.evaluators import (
     all_evaluators,
     located_evaluators,
 )
-from bridge.evalfile.files import FileRefError, ResolvedFile, resolve_file
+from bridge.evalfile.files import FileRefError, resolve_file
 from bridge.evalfile.harbor.folder import (
     TASK_FILE,
     LoadedTask,
@@ -30,7 +30,7 @@ from bridge.evalfile.harbor.folder import (
 from bridge.evalfile.limits import LoadLimits
 from bridge.evalfile.project import Project
 from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
-from bridge.evalfile.resolved import ResolvedMessage, Text, has_something_to_send
+from bridge.evalfile.resolved import ResolvedFile, ResolvedMessage, Text, has_something_to_send
 from bridge.evalfile.schema import (
     AssistantMessage,
     EvalCase,

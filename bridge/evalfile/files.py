@@ -13,9 +13,9 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import NamedTuple
 
 from bridge.evalfile.project import Project
+from bridge.evalfile.resolved import ResolvedFile
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte in this many leading bytes marks a file as binary."""
@@ -23,16 +23,6 @@ BINARY_SNIFF_BYTES = 8192
 
 class FileRefError(Exception):
     """Raised when a `file` segment cannot be used; the message says what to do."""
-
-
-class ResolvedFile(NamedTuple):
-    display_path: str
-    """The segment's value exactly as written; shown in prompts."""
-    project_path: str
-    """POSIX path relative to the project root; matched against guideline patterns."""
-    text: str
-    sha256: str
-    is_guideline: bool
 
 
 def search_roots(eval_dir: Path, project_root: Path) -> list[Path]:

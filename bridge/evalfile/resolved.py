@@ -1,12 +1,23 @@
-"""A case's messages with their file segments read: what the loader hands the prompt step."""
+"""A case's messages with their file segments read: what the loader hands the prompt step.
+
+Models only: resolving a `file` segment is `bridge.evalfile.files`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from bridge.evalfile.files import ResolvedFile
 from bridge.evalfile.schema import Role, ToolCall
+
+
+class ResolvedFile(NamedTuple):
+    display_path: str
+    """The segment's value exactly as written; shown in prompts."""
+    project_path: str
+    """POSIX path relative to the project root; matched against guideline patterns."""
+    text: str
+    sha256: str
+    is_guideline: bool
 
 
 class Text(NamedTuple):

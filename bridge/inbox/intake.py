@@ -19,32 +19,12 @@ import redis
 from pydantic import BaseModel
 
 from bridge.keys import intake_key, intake_lock_key
+from bridge.lua_scripts import RENEW_INTAKE_LOCK, release_lock
 
 LOCK_SECONDS = 30
 """How long a drop stays taken by a watcher that stopped renewing its lock (it died)."""
 
 RECORD_TTL_SECONDS = 90 * 24 * 3600
-
-# Renew a drop's lock, only if this watcher holds it.
-#   KEYS[1]  the drop's lock (`intake_lock_key`)
-#   ARGV[1]  this watcher's name
-#   ARGV[2]  the lock's length, seconds
-# Returns OK if renewed, nil (false) if another watcher holds it or none does.
-_RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-end
-return false
-"""
-
-# Release a drop's lock, only if this watcher holds it.
-#   KEYS[1]  the drop's lock (`intake_lock_key`)
-#   ARGV[1]  this watcher's name
-# Returns 1 if the lock was deleted, 0 if it was not this watcher's.
-_UNLOCK = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class IntakeRecord(BaseModel):
@@ -87,13 +67,13 @@ class Intake:
     def renew_all(self, identities: Iterable[str]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for identity in identities:
-            pipe.eval(_RENEW, 1, intake_lock_key(identity), self.watcher, LOCK_SECONDS)
+            pipe.eval(RENEW_INTAKE_LOCK, 1, intake_lock_key(identity), self.watcher, LOCK_SECONDS)
         pipe.execute()
 
     def unlock_all(self, identities: Iterable[str]) -> None:
         pipe = self.client.pipeline(transaction=False)
         for identity in identities:
-            pipe.eval(_UNLOCK, 1, intake_lock_key(identity), self.watcher)
+            release_lock(pipe, intake_lock_key(identity), self.watcher)
         pipe.execute()
 
     def record(self, identity: str) -> IntakeRecord | None:

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile
 from bridge.evalfile.isolated import load_isolated
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import drop_identity
 from bridge.inbox.trust import InboxTrust
-from bridge.queue.campaigns import plan_jobs
-from bridge.queue.jobs import Job
+from bridge.planning.campaigns import plan_jobs
 from bridge.queue.rebuild import CampaignRecord
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile
 from bridge.evalfile.isolated import LoadDeferred, LoadStopped, Outcome, load_all
@@ -28,6 +29,7 @@ from bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identit
 from bridge.inbox.settle import Settler
 from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key
+from bridge.planning.campaigns import plan_jobs
 from bridge.queue.budget import budget_of, set_budget
 from bridge.queue.campaigns import (
     WRITE_CHUNK,
@@ -36,12 +38,10 @@ from bridge.queue.campaigns import (
     announce,
     load_info,
     new_campaign_id,
-    plan_jobs,
     store_jobs,
     submit,
 )
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.queue.rebuild import DroppedFile, write_record
 
 log = logging.getLogger(__name__)

@@ -38,6 +38,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from bridge.contract.campaign_state import current_epoch
 from bridge.errors import EvalrelayError
 from bridge.evalfile.isolated import LoadStopped, prepare
 from bridge.inbox.folders import Inbox
@@ -51,7 +52,7 @@ from bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_m
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.connection import RideOut
 from bridge.queue.holders import beat
-from bridge.queue.rebuild import CampaignRecord, current_epoch, records_in, restore
+from bridge.queue.rebuild import CampaignRecord, records_in, restore
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector
 from bridge.results.results_file import job_ids_on_disk, results_path, summary_path

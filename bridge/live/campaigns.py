@@ -16,17 +16,12 @@ from pathlib import Path
 
 import redis
 
+from bridge.contract.campaign_state import ended_many
 from bridge.keys import campaign_key
 from bridge.live.feed import CampaignRow, State
 from bridge.live.redis_link import RedisLink
 from bridge.live.tally import Tallies, Tally
-from bridge.queue.campaigns import (
-    CampaignInfo,
-    Progress,
-    ended_many,
-    list_campaigns,
-    progress_many,
-)
+from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
 from bridge.queue.steering import Paused, pauses
 from bridge.results.collected import (
     PARTIAL,

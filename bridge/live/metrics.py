@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from bridge.clock import now_seconds
+from bridge.contract.names import QUEUES
 from bridge.keys import (
     collectors_key,
     holders_key,
@@ -28,7 +29,6 @@ from bridge.keys import (
     workers_key,
 )
 from bridge.queue.campaigns import list_campaigns, progress_many
-from bridge.queue.celery_queue import QUEUES
 from bridge.queue.holders import ALIVE_SECONDS
 from bridge.queue.paid import paid_again_many
 

@@ -1,8 +1,8 @@
 """Turning a case's resolved `input_messages` into `question`, `chat_prompt` and `guidelines`.
 
 The rules are `docs/prompt-building.md`, followed exactly: API providers get the
-structured `chat_prompt` (through `api_messages`), agent providers the chronological
-`question` transcript with `[Role]:` markers.
+structured `chat_prompt` (through `bridge.prompt.request.api_messages`), agent providers
+the chronological `question` transcript with `[Role]:` markers.
 """
 
 from __future__ import annotations
@@ -10,32 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from bridge.evalfile.cases import LoadedCase
-from bridge.evalfile.files import ResolvedFile
-from bridge.evalfile.resolved import Part, ResolvedMessage, Text, is_empty, is_single_user_turn
+from bridge.evalfile.resolved import (
+    Part,
+    ResolvedFile,
+    ResolvedMessage,
+    Text,
+    is_empty,
+    is_single_user_turn,
+)
 from bridge.evalfile.tools import ToolChoice, ToolDefinition
-from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT, ChatMessage, system, user
-
-GUIDELINES_HEADING = "[[ ## Guidelines ## ]]"
-
-
-class PromptRequest(BaseModel):
-    """What a case asks of a provider; travels in the job and is echoed in the result."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    question: str
-    chat_prompt: list[ChatMessage] | None = None
-    guidelines: str = ""
-    system_prompt: str | None = None
-    default_system: bool = True
-    """Whether API targets get evalrelay's default system prompt when neither the case nor
-    the target gives one; false for promptfoo configs, whose prompts are sent as written."""
-    tools: list[ToolDefinition] | None = None
-    """Functions an API target may call; agents have their own tools and never see these."""
-    tool_choice: ToolChoice | None = None
+from bridge.prompt.messages import ChatMessage, system
+from bridge.prompt.request import PromptRequest, with_guidelines
 
 
 def build_request(
@@ -116,7 +102,7 @@ def chat_prompt(
         return None
     leading = _leading_system_count(messages)
     base = "\n\n".join(render(m) for m in messages[:leading] if not is_empty(m)) or system_prompt
-    system_text = _with_guidelines(base or "", guidelines_text)
+    system_text = with_guidelines(base or "", guidelines_text)
     prompt = [system(system_text)] if system_text else []
     for message in messages[leading:]:
         if not is_empty(message):
@@ -138,22 +124,3 @@ def _turn(message: ResolvedMessage) -> ChatMessage:
         tool_calls=list(message.tool_calls) or None,
         tool_call_id=message.tool_call_id,
     )
-
-
-def _with_guidelines(base: str, guidelines_text: str) -> str:
-    if not guidelines_text:
-        return base
-    block = f"{GUIDELINES_HEADING}\n\n{guidelines_text}"
-    return f"{base}\n\n{block}" if base else block
-
-
-def api_messages(request: PromptRequest) -> list[ChatMessage]:
-    """The neutral messages an API provider sends (spec §6)."""
-    default = request.system_prompt or (DEFAULT_SYSTEM_PROMPT if request.default_system else "")
-    if request.chat_prompt is not None:
-        if request.chat_prompt and request.chat_prompt[0].role == "system":
-            return list(request.chat_prompt)
-        return [system(default), *request.chat_prompt] if default else list(request.chat_prompt)
-    instructions = _with_guidelines(default, request.guidelines)
-    asked = user(request.question)
-    return [system(instructions), asked] if instructions else [asked]

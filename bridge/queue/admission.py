@@ -25,58 +25,11 @@ import time
 
 import redis
 
+from bridge.contract.campaign_state import JOB_TTL_SECONDS
 from bridge.keys import audit_key, budget_key, cancel_key, compacted_key, paused_key
+from bridge.lua_scripts import ADMIT, RELEASE_RESERVATION
 from bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
-from bridge.queue.campaigns import JOB_TTL_SECONDS
 from bridge.queue.steering import AUDIT_LENGTH
-
-_ADMIT = """
-if redis.call('EXISTS', KEYS[5]) == 1 then return 'compacted' end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'cancelled' end
-if redis.call('EXISTS', KEYS[2]) == 1 then return 'paused' end
-if redis.call('EXISTS', KEYS[3]) == 0 then return 'admitted' end
-local b = redis.call('HMGET', KEYS[3], 'limit', 'spent', 'reserved', 'charged')
-local limit, spent = tonumber(b[1]), tonumber(b[2] or '0')
-local reserved, charged = tonumber(b[3] or '0'), tonumber(b[4] or '0')
-local field = ARGV[9] .. ARGV[1]
-local own = tonumber(redis.call('HGET', KEYS[3], field) or '0')
-reserved = reserved - own
-local estimate = tonumber(ARGV[2])
-if charged > 0 then
-  estimate = math.ceil(spent / charged)
-elseif estimate < 0 then
-  return 'estimate'
-end
-if spent < limit and spent + reserved + estimate > limit then
-  if reserved > 0 then return 'wait' end
-  -- Nothing charged yet to go by: one call alone, holding what is left.
-  if charged == 0 then estimate = limit - spent end
-end
-if spent >= limit or spent + reserved + estimate > limit then
-  if redis.call('SET', KEYS[2], ARGV[3], 'NX', 'EX', ARGV[8]) then
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[7], '*',
-      'action', 'pause', 'at', ARGV[4], 'by', ARGV[5], 'detail', ARGV[6])
-  end
-  return 'budget'
-end
-redis.call('HINCRBY', KEYS[3], 'reserved', estimate - own)
-redis.call('HSET', KEYS[3], field, estimate)
-return 'reserved'
-"""
-"""KEYS: cancelled, paused, budget, audit, compacted (`compacted_key`: the campaign is
-complete and compacted, so this is a late copy of a job that has its line). ARGV: job id,
-estimate (nanodollars, -1 when not made yet), the pause's state, now, by, the audit's
-detail, audit length, time to live, the reservation's field prefix. A job's earlier
-reservation (a retried call) is replaced, not added to."""
-
-_RELEASE = """
-local own = redis.call('HGET', KEYS[1], ARGV[1])
-if own then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  redis.call('HINCRBY', KEYS[1], 'reserved', -tonumber(own))
-end
-return own and 1 or 0
-"""
 
 
 class Admitted(enum.Enum):
@@ -104,7 +57,7 @@ class Admitted(enum.Enum):
         return self in (Admitted.PAUSED, Admitted.CANCELLED, Admitted.BUDGET, Admitted.COMPACTED)
 
 
-_ADMIT_SHA = hashlib.sha1(_ADMIT.encode()).hexdigest()
+_ADMIT_SHA = hashlib.sha1(ADMIT.encode()).hexdigest()
 """The script is sent by its hash (EVALSHA), its text only when Redis does not have it: it
 runs once for every call to a target."""
 
@@ -131,11 +84,11 @@ def admit(
     try:
         found = client.evalsha(_ADMIT_SHA, len(keys), *keys, *args)
     except redis.exceptions.NoScriptError:
-        found = client.eval(_ADMIT, len(keys), *keys, *args)
+        found = client.eval(ADMIT, len(keys), *keys, *args)
     return Admitted(str(found))
 
 
 def release(client: redis.Redis, campaign_id: str, job_id: str) -> bool:
     """Give back the job's reservation (its call failed, or it was stepped aside); True when
     it held one."""
-    return bool(client.eval(_RELEASE, 1, budget_key(campaign_id), HELD_PREFIX + job_id))
+    return bool(client.eval(RELEASE_RESERVATION, 1, budget_key(campaign_id), HELD_PREFIX + job_id))

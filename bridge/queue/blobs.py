@@ -10,8 +10,8 @@ from pathlib import Path
 
 import redis
 
-from bridge.evalfile.files import ResolvedFile
 from bridge.evalfile.harbor.folder import TaskFile
+from bridge.evalfile.resolved import ResolvedFile
 from bridge.keys import blob_key, bytes_key
 
 BLOB_TTL_SECONDS = 30 * 24 * 3600

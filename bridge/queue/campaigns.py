@@ -11,24 +11,24 @@ from __future__ import annotations
 import difflib
 import re
 import secrets
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.errors import EvalrelayError, TargetError
-from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
-from bridge.evalfile.schema import EvalCase
+from bridge.contract.campaign_state import JOB_TTL_SECONDS
+from bridge.contract.job import Job
+from bridge.contract.stored import encoded, read_jobs
+from bridge.errors import EvalrelayError
+from bridge.evalfile.harbor.folder import LoadedTask
+from bridge.evalfile.resolved import ResolvedFile
 from bridge.gc_pause import gc_paused
 from bridge.keys import (
-    CANCEL_ENDS,
     campaign_key,
     campaigns_key,
-    cancel_key,
     collected_key,
     compacted_key,
     counts_key,
@@ -36,17 +36,11 @@ from bridge.keys import (
     job_key,
     manifest_key,
 )
+from bridge.lua_scripts import STORE_JOBS
 from bridge.queue.blobs import store_blobs, store_task_files
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job, TargetRef, build_job, target_ref
 from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
-from bridge.queue.stored import encoded, read_jobs
-from bridge.results.retention import RETENTION_SECONDS, compact_record
-from bridge.targets.targets_file import Target, Targets
-
-JOB_TTL_SECONDS = RETENTION_SECONDS
-"""How long a campaign stays in Redis (its jobs are removed once it is complete:
-`bridge.results.retention`)."""
+from bridge.results.retention import compact_record
 
 WRITE_CHUNK = 1000
 
@@ -59,6 +53,26 @@ CLOSE_ID = 0.85
 """Ids of one day share most characters: only a typo or two away counts as close."""
 
 T = TypeVar("T")
+
+
+class SubmittedCase(Protocol):
+    def files(self) -> list[ResolvedFile]: ...
+
+
+class SubmittedFile(Protocol):
+    """What sending a campaign reads of a loaded eval file
+    (`bridge.evalfile.cases.LoadedEvalFile`): its dataset's name, the files its cases
+    attach, its container task. Named by what is read, so that the queue, which the worker
+    imports, imports no eval-file loader."""
+
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def cases(self) -> Sequence[SubmittedCase]: ...
+
+    @property
+    def task(self) -> LoadedTask | None: ...
 
 
 class AmbiguousCampaign(EvalrelayError):
@@ -167,7 +181,7 @@ class Progress(BaseModel):
         return self.known and self.done >= self.total
 
 
-def new_campaign_id(files: Sequence[LoadedEvalFile], name: str | None = None) -> str:
+def new_campaign_id(files: Sequence[SubmittedFile], name: str | None = None) -> str:
     """`<stem>-<UTC time>-<4 hex>`; the stem is `name` when given, else the dataset's name
     (of a single file), slugified so the id is a file name and a word on a command line."""
     if name is not None and slugify(name) == LATEST:
@@ -180,121 +194,13 @@ def slugify(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-.")[:40] or "campaign"
 
 
-def targets_for(
-    targets: Targets,
-    loaded: LoadedEvalFile,
-    case: EvalCase,
-    overrides: Sequence[str],
-    fallback: str | None = None,
-) -> list[Target]:
-    """`--target` (one or several) wins, then the case's targets, the file's, `fallback`
-    (the inbox folder's or the watcher's), and the project's default."""
-    names = (
-        list(overrides)
-        or case.target_names()
-        or loaded.spec.target_names()
-        or [n for n in (fallback or loaded.project.config.default_target,) if n]
-    )
-    if not names:
-        raise TargetError(
-            f"{loaded.path}: no target; pass --target, or set `target:` in the file "
-            "or `default_target:` in evalrelay.yaml"
-        )
-    return [targets.get(name) for name in dict.fromkeys(names)]
-
-
-@gc_paused()
-def plan_jobs(
-    campaign_id: str,
-    files: Sequence[LoadedEvalFile],
-    override: str | Sequence[str] | None,
-    repeats: int | None,
-    fallback_target: str | None = None,
-) -> list[Job]:
-    """Every job of the campaign: each case on each of its targets, once per repeat.
-    `override`: the target, or targets, that `--target` names."""
-    overrides = [override] if isinstance(override, str) else list(override or [])
-    jobs = []
-    for loaded in files:
-        planner = FilePlanner(campaign_id, loaded)
-        for case in loaded.cases:
-            count = repeats or case.case.repeats or loaded.spec.repeats or 1
-            for target in targets_for(
-                planner.targets, loaded, case.case, overrides, fallback_target
-            ):
-                jobs += [planner.job(case, target, r) for r in range(count)]
-    ids = [job.job_id for job in jobs]
-    if len(set(ids)) != len(ids):
-        raise EvalrelayError(
-            "two eval files in this campaign share a dataset name and case ids; "
-            "give them distinct `dataset:` names"
-        )
-    return jobs
-
-
-def case_targets(loaded: LoadedEvalFile) -> Targets:
-    """The targets file the eval file's jobs are planned with."""
-    project = loaded.project
-    derive = project.untrusted is None or project.untrusted.define_targets
-    return Targets.load(
-        project.root, project.configured_at or loaded.path, loaded.path, derive=derive
-    )
-
-
-class FilePlanner:
-    """Plans the jobs of one eval file. What they share (the targets file, the file's and
-    the project's defaults, each target as a job carries it) is read once, not once per
-    job: a hundred thousand jobs are planned in about two seconds."""
-
-    def __init__(self, campaign_id: str, loaded: LoadedEvalFile, targets: Targets | None = None):
-        self.campaign_id = campaign_id
-        self.loaded = loaded
-        self.targets = targets or case_targets(loaded)
-        self.dataset = loaded.dataset
-        self.evaluators = loaded.spec.evaluator_specs()
-        self.eval_dir = loaded.path.parent
-        self._refs: dict[str, TargetRef] = {}
-
-    def job(self, case: LoadedCase, target: Target, repeat: int) -> Job:
-        """One case's job on one target, with the file's and the project's defaults."""
-        ref = self._refs.get(target.name)
-        if ref is None:
-            ref = self._refs[target.name] = target_ref(target)
-        return build_job(
-            self.campaign_id,
-            self.dataset,
-            case,
-            target,
-            repeat,
-            evaluators=self.evaluators,
-            timeout_seconds=self.loaded.spec.timeout_seconds,
-            targets=self.targets,
-            eval_dir=self.eval_dir,
-            pass_threshold=self._threshold(case),
-            grading=self.loaded.spec.grading,
-            project_judge=self.loaded.project.config.default_judge,
-            ref=ref,
-            task=self.loaded.task.spec if self.loaded.task else None,
-        )
-
-    def _threshold(self, case: LoadedCase) -> float | None:
-        """The case's, the file's, else the project's; none under promptfoo grading, where
-        a test without `threshold` passes when every assertion does."""
-        for value in (case.case.threshold, self.loaded.spec.threshold):
-            if value is not None:
-                return value
-        if self.loaded.spec.grading == "promptfoo":
-            return None
-        return self.loaded.project.config.pass_threshold
-
-
 @gc_paused()
 def submit(
     client: redis.Redis,
     queue: JobQueue,
     info: CampaignInfo,
     jobs: list[Job],
-    files: Sequence[LoadedEvalFile],
+    files: Sequence[SubmittedFile],
     *,
     resuming: bool = False,
     after_chunk: Callable[[], object] = lambda: None,
@@ -320,7 +226,7 @@ def submit(
 def announce(
     client: redis.Redis,
     info: CampaignInfo,
-    files: Sequence[LoadedEvalFile],
+    files: Sequence[SubmittedFile],
     jobs: Sequence[Job] = (),
 ) -> int | None:
     """Make the campaign known, with its files and its number of jobs, and record its
@@ -339,18 +245,6 @@ def announce(
     return int(replies[0]) if jobs else None
 
 
-#   KEYS[1..n]  the jobs' stored-value keys (`job_key`)
-#   ARGV[1]     the time to live, seconds
-#   ARGV[2..]   the stored values, ARGV[i + 1] for KEYS[i]
-# Returns nothing.
-_STORE_JOBS = """
-for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1]) end
-"""
-"""Each job's stored value under its key, with the campaign's time to live (ARGV[1]): one
-command for a chunk of jobs, not one each (the client's work per command was a third of
-a large campaign's enqueueing)."""
-
-
 def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     """Store the jobs (of one campaign), and list them in its manifest."""
     if not jobs:
@@ -360,7 +254,7 @@ def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     campaign_id = jobs[0].campaign_id
     keys = [job_key(job.job_id) for job in jobs]
     stored = [values[job.job_id] for job in jobs]
-    pipe.eval(_STORE_JOBS, len(keys), *keys, JOB_TTL_SECONDS, *stored)
+    pipe.eval(STORE_JOBS, len(keys), *keys, JOB_TTL_SECONDS, *stored)
     pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
     pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
     pipe.execute()
@@ -505,31 +399,6 @@ def missing_jobs(client: redis.Redis, campaign_id: str) -> list[Job]:
     """The campaign's jobs that have no result in its file yet."""
     collected = client.smembers(collected_key(campaign_id))
     return [job for job in stored_jobs(client, campaign_id) if job.job_id not in collected]
-
-
-def cancel(client: redis.Redis, campaign_id: str, *, ends: bool = False) -> None:
-    """Workers skip the campaign's jobs from now on; `ends`: each gets a `cancelled` line."""
-    value = f"{CANCEL_ENDS if ends else 'interrupted'} {time.time()}"
-    client.set(cancel_key(campaign_id), value, ex=JOB_TTL_SECONDS)
-
-
-def cancel_ends(client: redis.Redis, campaign_id: str) -> bool:
-    """The campaign was cancelled for good: its jobs not started get `cancelled` lines."""
-    return str(client.get(cancel_key(campaign_id)) or "").startswith(CANCEL_ENDS)
-
-
-def ended_many(client: redis.Redis, campaign_ids: Sequence[str]) -> set[str]:
-    """The campaigns of `campaign_ids` cancelled for good, in one round trip."""
-    if not campaign_ids:
-        return set()
-    values = client.mget([cancel_key(c) for c in campaign_ids])
-    return {
-        c for c, v in zip(campaign_ids, values, strict=True) if str(v or "").startswith(CANCEL_ENDS)
-    }
-
-
-def uncancel(client: redis.Redis, campaign_id: str) -> None:
-    client.delete(cancel_key(campaign_id))
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:

@@ -1,7 +1,8 @@
 """Sending jobs to the workers' queues, by task name, over the same Redis as everything else.
 
-The submitting side never imports the worker package to send: the task name and the
-message's payload (`bridge.queue.payloads`) are the whole contract.
+The submitting side never imports the worker package to send: the task name
+(`bridge.contract.names`) and the message's payload (`bridge.queue.payloads`) are the
+whole contract.
 """
 
 from __future__ import annotations
@@ -13,17 +14,12 @@ import redis
 from celery import Celery
 from kombu import serialization
 
+from bridge.contract.job import Job, new_batch_id, new_message_id
+from bridge.contract.names import RUN_BATCH, RUN_CASE
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.queue.connection import broker_url, client_for
-from bridge.queue.jobs import Job, new_batch_id, new_message_id
 from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
 from bridge.queue.payloads import keep_stored, payload_of
-
-RUN_CASE = "evalrelay.run_case"
-"""The Celery task that runs one job: agent jobs travel so, one to a message."""
-
-RUN_BATCH = "evalrelay.run_batch"
-"""The Celery task that runs a batch of API jobs of one target on the worker's event loop."""
 
 BATCHED_QUEUE = "api"
 
@@ -33,9 +29,6 @@ MAX_BATCH = 64
 BATCH_SPREAD = 64
 """A campaign's jobs for one target go in about this many messages (fewer when few jobs
 wait), so that a fleet's workers share them and none hoards the campaign's tail."""
-
-QUEUES = ("api", "agent.vscode", "agent.codex", "agent.cli", "task")
-"""Every queue; `task` runs container tasks (Harbor's format), one trial a job."""
 
 MARK_BATCH = 1000
 """How many jobs are recorded as outstanding at a time, just before their messages go (as

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from bridge.prompt.build import api_messages
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
+from bridge.prompt.request import api_messages
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import Usage
 

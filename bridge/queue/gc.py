@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from redis.client import NEVER_DECODE
 
 from bridge.clock import now_seconds
+from bridge.contract.stored import campaign_of
 from bridge.keys import (
     campaign_key,
     campaigns_key,
@@ -29,7 +30,6 @@ from bridge.keys import (
     rebuild_lock_key,
 )
 from bridge.queue.campaigns import progress_many
-from bridge.queue.stored import campaign_of
 from bridge.results.collected import empty_stream
 from bridge.results.collector import collectors_of
 from bridge.results.retention import (

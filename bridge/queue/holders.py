@@ -18,96 +18,22 @@ from typing import Any, cast
 
 import redis
 
-from bridge.clock import NOW_MS_LUA
 from bridge.keys import alive_key, holders_key
+from bridge.lua_scripts import BEAT, FORGET_GONE, LET_GO, TAKE_HOLD
 
 ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
 """A worker process is taken for dead this long after its last heartbeat."""
 
-# Lua prelude, no KEYS or ARGV of its own: defines `let_go(holders, job_id, message_id)`,
-# which deletes `job_id` from the `holders` hash when its record (`<message_id> <process>`)
-# names `message_id`, and returns 1 if it did, 0 if not.
-LET_GO_LUA = """
-local function let_go(holders, job_id, message_id)
-  local held = redis.call('HGET', holders, job_id)
-  if held and string.sub(held, 1, #message_id + 1) == message_id .. ' ' then
-    return redis.call('HDEL', holders, job_id)
-  end
-  return 0
-end
-"""
-"""Forget the holder only if it is still this message (a newer one may hold the job now);
-a Lua function, for the scripts that let go of a message as they do something else."""
-
-#   KEYS[1]  the holders hash (`holders_key()`): job id -> "<message id> <process>"
-#   ARGV[1]  the job id
-#   ARGV[2]  the message id the caller let go of
-# Returns 1 if the holder was forgotten, 0 if a newer message holds the job.
-_LET_GO = LET_GO_LUA + "return let_go(KEYS[1], ARGV[1], ARGV[2])"
-
-# Take a job off the holders hash only if its record is still the one the caller read,
-# so that of several reapers reading the same dead holder, one takes the job.
-#   KEYS[1]  the holders hash (`holders_key()`)
-#   ARGV[1]  the job id
-#   ARGV[2]  the record the caller read ("<message id> <process>")
-# Returns 1 if this caller took it, 0 if the record changed or is gone.
-_TAKE = """
-if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
-  return redis.call('HDEL', KEYS[1], ARGV[1])
-end
-return 0
-"""
-
-
 GONE_SECONDS = 120.0
 """A worker or watcher not heard from this long is gone: `status` no longer lists it (its
 jobs were sent again long before)."""
-
-# Lua prelude, no KEYS or ARGV of its own: defines `forget_gone(key, now, gone_seconds)`,
-# which deletes from the heartbeat hash `key` every field whose JSON `seen` (seconds) is
-# more than `gone_seconds` before `now`, or cannot be read; returns nothing.
-_FORGET_GONE_LUA = """
-local function forget_gone(key, now, gone_seconds)
-  local entries = redis.call('HGETALL', key)
-  for i = 1, #entries, 2 do
-    local ok, info = pcall(cjson.decode, entries[i + 1])
-    local seen = ok and type(info) == 'table' and tonumber(info.seen) or 0
-    if now - seen > gone_seconds then redis.call('HDEL', key, entries[i]) end
-  end
-end
-"""
-
-#   KEYS[1]  a heartbeat hash (`workers`, `watchers`): process name -> JSON report
-#   ARGV[1]  `GONE_SECONDS`
-# Returns nothing.
-_FORGET_GONE = (
-    NOW_MS_LUA + _FORGET_GONE_LUA + "forget_gone(KEYS[1], now_ms() / 1000, tonumber(ARGV[1]))"
-)
-
-#   KEYS[1]  a heartbeat hash (`workers`, `watchers`): process name -> JSON report
-#   ARGV[1]  the process name (the field written)
-#   ARGV[2]  its report, a JSON object without `seen` (`seen` is put first, on Redis's clock)
-#   ARGV[3]  `GONE_SECONDS`
-# Returns nothing.
-_BEAT = (
-    NOW_MS_LUA
-    + _FORGET_GONE_LUA
-    + """
-local now = now_ms() / 1000
-local rest = string.sub(ARGV[2], 2)
-if rest ~= '}' then rest = ', ' .. rest end
-redis.call('HSET', KEYS[1], ARGV[1], '{"seen": ' .. string.format('%.3f', now) .. rest)
-forget_gone(KEYS[1], now, tonumber(ARGV[3]))
-"""
-)
-"""Write a process's report with `seen` set to Redis's time, and drop the gone ones."""
 
 
 def forget_gone(client: redis.Redis, heartbeats_key: str) -> None:
     """Drop from a heartbeat hash (`workers`, `watchers`) the processes that died without
     saying so (SIGKILL): whoever reads or writes the hash next does it. Their `seen` is on
     Redis's clock (`beat`), and so is the comparison: no host's clock is involved."""
-    client.eval(_FORGET_GONE, 1, heartbeats_key, GONE_SECONDS)
+    client.eval(FORGET_GONE, 1, heartbeats_key, GONE_SECONDS)
 
 
 def beat(client: redis.Redis, heartbeats_key: str, name: str, info: dict[str, Any]) -> None:
@@ -116,7 +42,7 @@ def beat(client: redis.Redis, heartbeats_key: str, name: str, info: dict[str, An
     clock; the processes gone from the hash are dropped in the same round trip."""
     if "seen" in info:
         raise ValueError("`seen` is Redis's time of the report: leave it out of `info`")
-    client.eval(_BEAT, 1, heartbeats_key, name, json.dumps(info), GONE_SECONDS)
+    client.eval(BEAT, 1, heartbeats_key, name, json.dumps(info), GONE_SECONDS)
 
 
 def new_process_name(worker: str) -> str:
@@ -140,7 +66,7 @@ def hold(client: redis.Redis, job_ids: list[str], message_id: str, process: str)
 
 
 def let_go(client: redis.Redis, job_id: str, message_id: str) -> None:
-    client.eval(_LET_GO, 1, holders_key(), job_id, message_id)
+    client.eval(LET_GO, 1, holders_key(), job_id, message_id)
 
 
 def messages_held(client: redis.Redis, job_ids: list[str]) -> list[str | None]:
@@ -162,5 +88,6 @@ def take_from_dead(client: redis.Redis) -> list[str]:
     return [
         job_id
         for job_id, value in held.items()
-        if value.partition(" ")[2] in dead and client.eval(_TAKE, 1, holders_key(), job_id, value)
+        if value.partition(" ")[2] in dead
+        and client.eval(TAKE_HOLD, 1, holders_key(), job_id, value)
     ]

@@ -23,7 +23,8 @@ from typing import Any, cast
 
 import redis
 
-from bridge.clock import NOW_MS_LUA, now_ms
+from bridge.clock import now_ms
+from bridge.contract.job import Job, job_id_of_message
 from bridge.keys import (
     done_key,
     holders_key,
@@ -32,8 +33,8 @@ from bridge.keys import (
     unacked_sweep_key,
     unseen_key,
 )
+from bridge.lua_scripts import MARK_SENT, UNSEEN
 from bridge.queue.holders import ALIVE_SECONDS, messages_held
-from bridge.queue.jobs import Job, job_id_of_message
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""
@@ -49,44 +50,6 @@ UNACKED_KEY, UNACKED_INDEX_KEY = "unacked", "unacked_index"
 
 UNACKED_SWEEP_SECONDS = ALIVE_SECONDS
 
-#   KEYS[1]  a queue's sent-jobs sorted set (`outstanding_key`): job id scored by send time, ms
-#   KEYS[2]  the holders hash (`holders_key`)
-#   ARGV[1]  the latest send time looked at, ms
-#   ARGV[2]  the lease key prefix (`lease_key("")`); the job id is appended to it
-#   ARGV[3]  the most ids to return
-# Returns the ids sent by then that no holder record and no lease names.
-_UNSEEN = """
-local found = {}
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-for _, id in ipairs(ids) do
-  if redis.call('HEXISTS', KEYS[2], id) == 0 and redis.call('EXISTS', ARGV[2] .. id) == 0 then
-    table.insert(found, id)
-    if #found >= tonumber(ARGV[3]) then break end
-  end
-end
-return found
-"""
-"""The jobs sent before a time that no worker holds and none runs."""
-
-
-#   KEYS[1..n]  one sent-jobs sorted set per queue (`outstanding_key`)
-#   ARGV        for each key in order, a count c, then c job ids
-# Returns Redis's time (ms) the ids were scored with.
-_MARK_SENT = (
-    NOW_MS_LUA
-    + """
-local now, at = now_ms(), 1
-for _, key in ipairs(KEYS) do
-  local count = tonumber(ARGV[at])
-  for i = at + 1, at + count do redis.call('ZADD', key, now, ARGV[i]) end
-  at = at + count + 1
-end
-return now
-"""
-)
-"""Each queue's jobs (a count, then the ids) recorded as sent now, by Redis's clock; returns
-that time, for the messages' `SENT_HEADER`."""
-
 
 def mark_sent(pipe: Any, job_ids: Mapping[str, Sequence[str]]) -> None:
     """Record each queue's jobs as sent, before their messages go out. The pipeline's
@@ -95,7 +58,7 @@ def mark_sent(pipe: Any, job_ids: Mapping[str, Sequence[str]]) -> None:
     queues = [queue for queue, ids in job_ids.items() if ids]
     if queues:
         counted = [item for q in queues for item in (len(job_ids[q]), *job_ids[q])]
-        pipe.eval(_MARK_SENT, len(queues), *map(outstanding_key, queues), *counted)
+        pipe.eval(MARK_SENT, len(queues), *map(outstanding_key, queues), *counted)
 
 
 def ids_by_queue(jobs: Iterable[Job]) -> dict[str, list[str]]:
@@ -155,7 +118,7 @@ def find_lost(
         oldest = oldest_queued_ms(client, queue, now)
         before = now if oldest is None else oldest - slack_ms
         found = client.eval(
-            _UNSEEN, 2, outstanding_key(queue), holders_key(), before, lease_key(""), limit
+            UNSEEN, 2, outstanding_key(queue), holders_key(), before, lease_key(""), limit
         )
         unseen |= dict.fromkeys(cast(list[str], found), queue)
     first_seen = {k: int(v) for k, v in cast(dict[str, str], client.hgetall(unseen_key())).items()}

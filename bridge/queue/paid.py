@@ -1,7 +1,7 @@
 """What a campaign paid for twice: its target calls past one per job, and why.
 
 Every job is meant to call its target once. Some call it again, each for a reason the
-worker that published the result knows (`worker.publish.PUBLISH` counts them, per
+worker that published the result knows (`bridge.lua_scripts.PUBLISH` counts them, per
 campaign, in the same step):
 
 - `duplicate`: a copy ran to its end after another had published (a job sent again while

@@ -23,7 +23,9 @@ from collections.abc import Callable, Sequence
 
 import redis
 
-from bridge.clock import NOW_MS_LUA
+from bridge.contract.job import Job
+from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
+from bridge.contract.stored import read_job
 from bridge.keys import (
     CANCEL_ENDS,
     cancel_key,
@@ -33,39 +35,14 @@ from bridge.keys import (
     reaper_lock_key,
     unseen_key,
 )
-from bridge.queue.celery_queue import QUEUES, RUN_BATCH, RUN_CASE
+from bridge.lua_scripts import TAKE_EXPIRED
 from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
-from bridge.queue.jobs import Job
 from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
-from bridge.queue.stored import read_job
 
 log = logging.getLogger(__name__)
 
 REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
 """How often workers look for expired leases."""
-
-# Take the expired leases off the in-flight set, skipping any job whose lease key still
-# exists (its lease is alive: a worker renewed it).
-#   KEYS[1]  the in-flight sorted set (`inflight_key()`): job id scored by lease expiry, ms
-#   ARGV[1]  the most jobs to take in one call
-#   ARGV[2]  the lease key prefix (`lease_key("")`); the job id is appended to it
-# Returns the ids taken, which the caller sends again.
-_TAKE_EXPIRED = (
-    NOW_MS_LUA
-    + """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now_ms(), 'LIMIT', 0, ARGV[1])
-local taken = {}
-for _, id in ipairs(ids) do
-  if redis.call('EXISTS', ARGV[2] .. id) == 0 then
-    redis.call('ZREM', KEYS[1], id)
-    table.insert(taken, id)
-  end
-end
-return taken
-"""
-)
-"""The jobs whose lease expired, by Redis's clock (the one the leases were written on)."""
-
 
 OUTAGE_GRACE_SECONDS = ALIVE_SECONDS + 5.0
 """How long after Redis is back (restarted, or out of this reaper's reach) nothing is
@@ -147,7 +124,7 @@ def reap_expired(
 ) -> list[str]:
     """Send again every job whose lease expired, whose holder died, or that was lost;
     returns their ids."""
-    expired = client.eval(_TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
+    expired = client.eval(TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
     # lease's own expiry sends that one (in this pass, when it ran out: not twice).

@@ -26,20 +26,15 @@ import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.clock import now_seconds
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
 from bridge.evalfile.selection import select_cases
-from bridge.keys import campaign_key, epoch_key, rebuild_lock_key
-from bridge.queue.campaigns import (
-    WRITE_CHUNK,
-    CampaignInfo,
-    Rebuilt,
-    announce,
-    plan_jobs,
-    store_jobs,
-)
+from bridge.keys import campaign_key, rebuild_lock_key
+from bridge.lua_scripts import release_lock
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import WRITE_CHUNK, CampaignInfo, Rebuilt, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.queue.regrade import plan_regrade
 from bridge.results.results_file import job_ids_on_disk, read_results, results_path
 
@@ -49,15 +44,6 @@ RECORD_SUFFIX = ".campaign.json"
 
 REBUILD_LOCK_SECONDS = 300
 """How long one process may take to rebuild a campaign before another may try."""
-
-# Release the rebuild lock only if this process still holds it.
-#   KEYS[1]  the campaign's rebuild lock (a string key)
-#   ARGV[1]  this process's token, as written when it took the lock
-# Returns 1 if the lock was deleted, 0 if another process holds it (or none does).
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 class DroppedFile(BaseModel):
@@ -144,15 +130,6 @@ def find_record(text: str, search: Iterable[Path]) -> Path | None:
     return None
 
 
-def current_epoch(client: redis.Redis) -> str:
-    """This Redis's mark, made now if missing: a long-lived process that saw another one
-    knows Redis lost its data since (whoever noticed first made a new mark)."""
-    pipe = client.pipeline(transaction=False)
-    pipe.set(epoch_key(), uuid.uuid4().hex, nx=True)
-    pipe.get(epoch_key())
-    return str(pipe.execute()[1])
-
-
 def replan(info: CampaignInfo) -> tuple[list[LoadedEvalFile], list[Job]]:
     """The campaign's files and jobs, planned again as they were first planned; an error
     when the files no longer give the same jobs."""
@@ -235,7 +212,7 @@ def restore(
         for start in range(0, len(missing), WRITE_CHUNK):
             queue.send(missing[start : start + WRITE_CHUNK], announced_ms=announced_ms)
     finally:
-        client.eval(_RELEASE, 1, lock, token)
+        release_lock(client, lock, token)
     return missing
 
 

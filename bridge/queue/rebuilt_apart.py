@@ -25,8 +25,10 @@ from pathlib import Path
 import redis
 
 from bridge.clock import now_seconds
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.keys import campaign_key, collected_key, rebuild_lock_key
+from bridge.lua_scripts import release_lock
 from bridge.queue.campaigns import (
     WRITE_CHUNK,
     CampaignInfo,
@@ -36,19 +38,9 @@ from bridge.queue.campaigns import (
     store_jobs,
 )
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.queue.rebuild import REBUILD_LOCK_SECONDS, replan
 from bridge.results.collected import count
 from bridge.results.results_file import read_results
-
-# Release the rebuild lock only if this process still holds it.
-#   KEYS[1]  the campaign's rebuild lock (a string key)
-#   ARGV[1]  this process's token, as written when it took the lock
-# Returns 1 if the lock was deleted, 0 if another process holds it (or none does).
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 
 def eval_files_here(info: CampaignInfo) -> bool:
@@ -77,7 +69,7 @@ def restore_from_results(
         count(client, info.campaign_id, statuses, sign=1)
         announce(client, info.model_copy(update={"rebuilt": rebuilt}), [])
     finally:
-        client.eval(_RELEASE, 1, lock, token)
+        release_lock(client, lock, token)
     return len(statuses)
 
 
@@ -122,7 +114,7 @@ def send_planned(
         for start in range(0, len(missing), WRITE_CHUNK):
             queue.send(missing[start : start + WRITE_CHUNK], announced_ms=announced_ms)
     finally:
-        client.eval(_RELEASE, 1, lock, token)
+        release_lock(client, lock, token)
     return missing
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
+from bridge.contract.job import Job
+from bridge.contract.turns import ConversationPlan
 from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
-from bridge.queue.campaigns import FilePlanner, case_targets
-from bridge.queue.jobs import Job
-from bridge.queue.turns import ConversationPlan
+from bridge.planning.campaigns import FilePlanner, case_targets
 from bridge.results.recorded import Recorded
 from bridge.results.result import Result, TurnResult
 from bridge.targets.targets_file import Targets

@@ -27,17 +27,11 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from bridge.contract.campaign_state import JOB_TTL_SECONDS, cancel, cancel_ends, uncancel
+from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.keys import audit_key, paused_key
-from bridge.queue.campaigns import (
-    JOB_TTL_SECONDS,
-    cancel,
-    cancel_ends,
-    missing_jobs,
-    progress,
-    uncancel,
-)
-from bridge.queue.jobs import Job
+from bridge.queue.campaigns import missing_jobs, progress
 from bridge.queue.outstanding import not_sent
 
 AUDIT_LENGTH = 1000

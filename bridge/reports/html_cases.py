@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
+from bridge.prompt.request import api_messages
 from bridge.reports.html_texts import SharedTexts
 from bridge.reports.outcomes import Outcome, is_cached, outcome
 from bridge.results.changes import WorkspaceChanges

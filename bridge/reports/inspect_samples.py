@@ -15,7 +15,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bridge.prompt.build import PromptRequest, api_messages
+from bridge.prompt.request import PromptRequest, api_messages
 from bridge.reports import inspect_models as inspect
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage
 

@@ -42,6 +42,7 @@ from bridge.keys import (
     compacted_key,
     results_stream_key,
 )
+from bridge.lua_scripts import HOLD_COLLECTOR, release_lock
 from bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
 from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
 from bridge.results.result import Result
@@ -74,29 +75,6 @@ RETRY_CHECK_SECONDS = 0.25
 COLLECTOR_LEASE_MS = int(1000 * float(os.environ.get("EVALRELAY_COLLECTOR_LEASE_SECONDS", "30")))
 """A collector that has not polled a campaign for this long loses it to another (and
 `status` says the campaign has no collector)."""
-
-# Take or keep a campaign's collector lease.
-#   KEYS[1]  the campaign's collector lease (`collector_lease_key`)
-#   ARGV[1]  this collector's name
-#   ARGV[2]  the lease's length, ms
-# Returns 1 if this collector holds the campaign now, 0 if another one does.
-_HOLD = """
-local holder = redis.call('GET', KEYS[1])
-if holder == false or holder == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0
-"""
-
-# Let go of a campaign's collector lease, only if this collector holds it.
-#   KEYS[1]  the campaign's collector lease (`collector_lease_key`)
-#   ARGV[1]  this collector's name
-# Returns 1 if the lease was deleted, 0 if it was not this collector's.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
 
 Entry = tuple[str, dict[str, str]]
 
@@ -276,7 +254,7 @@ class Collector:
             self.unfinished.pop(campaign_id, None)
             self.opened.pop(campaign_id, None)
             self._can_write(campaign_id)
-        self.client.eval(_RELEASE, 1, collector_lease_key(campaign_id), self.consumer)
+        release_lock(self.client, collector_lease_key(campaign_id), self.consumer)
 
     def _finish_file(self, campaign_id: str, path: Path) -> None:
         if self._marked_if_taken(campaign_id, path):
@@ -363,7 +341,7 @@ class Collector:
         if time.monotonic() - self.held_at.get(campaign_id, -1e9) < COLLECTOR_LEASE_MS / 3000:
             return True
         held = self.client.eval(
-            _HOLD, 1, collector_lease_key(campaign_id), self.consumer, COLLECTOR_LEASE_MS
+            HOLD_COLLECTOR, 1, collector_lease_key(campaign_id), self.consumer, COLLECTOR_LEASE_MS
         )
         if not held and campaign_id in self.files:
             log.warning(
@@ -507,12 +485,14 @@ class Collector:
 def hold_lease(client: redis.Redis, campaign_id: str, holder: str) -> bool:
     """Take the campaign's collector lease for `holder` (not a collector: `retry`, which
     rewrites the file), unless a collector holds it; False when one does."""
-    held = client.eval(_HOLD, 1, collector_lease_key(campaign_id), holder, COLLECTOR_LEASE_MS)
+    held = client.eval(
+        HOLD_COLLECTOR, 1, collector_lease_key(campaign_id), holder, COLLECTOR_LEASE_MS
+    )
     return bool(held)
 
 
 def release_lease(client: redis.Redis, campaign_id: str, holder: str) -> None:
-    client.eval(_RELEASE, 1, collector_lease_key(campaign_id), holder)
+    release_lock(client, collector_lease_key(campaign_id), holder)
 
 
 def collectors_of(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str, str | None]:

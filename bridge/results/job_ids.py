@@ -2,7 +2,7 @@
 
 A collector writes each job once, so it keeps the id of every job its file holds; as a
 Python set of strings that is some 120 bytes an id, and a campaign of a million cases held
-120 MB for it alone. Job ids are 32 hexadecimal digits (`bridge.queue.jobs.job_id`): here
+120 MB for it alone. Job ids are 32 hexadecimal digits (`bridge.contract.job.job_id`): here
 each is its 16 bytes, in one sorted buffer (found by bisection), plus a set of the ids
 added since it was last merged, at most `RECENT` of them: the memory grows by 16 bytes an
 id, and by 32 for a moment while the recent ones are merged. An id of another shape (none

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.prompt.build import PromptRequest
+from bridge.prompt.request import PromptRequest
 from bridge.results.changes import WorkspaceChanges
 from bridge.results.trajectory import Trajectory
 

@@ -16,6 +16,7 @@ import redis
 from pydantic import BaseModel, ConfigDict
 
 from bridge.keys import retry_answer_key, retry_request_key
+from bridge.lua_scripts import WITHDRAW_RETRY
 from bridge.results.result import AttemptSummary, Status
 
 REQUEST_TTL_SECONDS = 300
@@ -55,17 +56,7 @@ def post_request(
 
 def withdraw(client: redis.Redis, campaign_id: str, request: RetryRequest) -> bool:
     """Take the request back; False when a collector took it first (its answer will come)."""
-    return bool(client.eval(_WITHDRAW, 1, retry_request_key(campaign_id), request.request_id))
-
-
-#   KEYS[1]  the campaign's retry request (`retry_request_key`): a `RetryRequest`, JSON
-#   ARGV[1]  the request id to withdraw
-# Returns 1 if that request was still waiting and is deleted, 0 if a collector took it.
-_WITHDRAW = """
-local raw = redis.call('GET', KEYS[1])
-if raw and cjson.decode(raw)['request_id'] == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
+    return bool(client.eval(WITHDRAW_RETRY, 1, retry_request_key(campaign_id), request.request_id))
 
 
 def take_requests(client: redis.Redis, campaign_ids: list[str]) -> dict[str, RetryRequest]:

@@ -544,7 +544,7 @@ QUEUE_FOR_KIND = {
     "nop": TASK_QUEUE,
 }
 """Which Celery queue runs jobs of each provider kind. A container task's job goes to
-`task` whatever its agent (`bridge.queue.jobs.build_job`)."""
+`task` whatever its agent (`bridge.planning.jobs.build_job`)."""
 
 TASK_AGENT_KINDS = frozenset({"oracle", "nop", "codex", "codex-cli"})
 """The kinds that can be a container task's agent: Harbor's two built-ins, and the

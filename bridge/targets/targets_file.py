@@ -18,9 +18,10 @@ from bridge.errors import Diagnostic, InvalidFileError, TargetError
 from bridge.evalfile.project import root_reason, searched_folders
 from bridge.evalfile.validation import describe, validate_document
 from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from bridge.targets.interpolation import OneTarget, interpolate, references
 from bridge.targets.promptfoo_providers import config_targets, target_for
 from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
-from bridge.targets.settings import ENV_REFERENCE, QUEUE_FOR_KIND, TargetSettings
+from bridge.targets.settings import QUEUE_FOR_KIND, TargetSettings
 
 TARGET_FILES = (
     "targets.yaml",
@@ -36,9 +37,6 @@ TARGET_FILES = (
 )
 """The names of a targets file, first match wins in each folder (see `find_targets_file`).
 `providers.yaml` is AgentV's later catalog, read as a targets file."""
-
-SECRET_FIELDS = frozenset({"api_key"})
-"""Settings that stay `${VAR}` references until a worker reads them from its own environment."""
 
 MOCK_JUDGE = "mock-judge"
 BUILTIN_TARGETS: dict[str, dict[str, Any]] = {
@@ -58,10 +56,6 @@ class TargetsFile(BaseModel):
 
     schema_: str | None = Field(default=None, alias="$schema")
     targets: list[TargetSettings]
-
-
-class OneTarget(BaseModel):
-    target: TargetSettings
 
 
 class Target(NamedTuple):
@@ -244,24 +238,3 @@ class _AnyEnv(dict[str, str]):
 
     def __missing__(self, key: str) -> str:
         return "1"
-
-
-def interpolate(value: Any, env: Mapping[str, str], field: str | None = None) -> Any:
-    """Replace `${VAR}` and `${{ VAR }}` with values from `env`, except in secret fields."""
-    if isinstance(value, dict):
-        return {k: interpolate(v, env, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [interpolate(v, env, field) for v in value]
-    if isinstance(value, str) and field not in SECRET_FIELDS:
-        return ENV_REFERENCE.sub(lambda m: env[m.group(1) or m.group(2)], value)
-    return value
-
-
-def references(value: Any, field: str | None = None) -> list[str]:
-    if isinstance(value, dict):
-        return [r for k, v in value.items() for r in references(v, str(k))]
-    if isinstance(value, list):
-        return [r for v in value for r in references(v, field)]
-    if isinstance(value, str) and field not in SECRET_FIELDS:
-        return [m.group(1) or m.group(2) for m in ENV_REFERENCE.finditer(value)]
-    return []

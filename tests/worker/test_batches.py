@@ -14,11 +14,12 @@ from pathlib import Path
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import holders_key, inflight_key, results_stream_key
-from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,

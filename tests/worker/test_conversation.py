@@ -7,10 +7,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.queue.campaigns import plan_jobs
-from bridge.queue.jobs import Job
+from bridge.planning.campaigns import plan_jobs
 from bridge.results.result import Status
 from tests.conftest import WriteFiles
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving

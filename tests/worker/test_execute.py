@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.queue.campaigns import plan_jobs
-from bridge.queue.jobs import Job
+from bridge.planning.campaigns import plan_jobs
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
 from tests.conftest import WriteFiles, direct_job

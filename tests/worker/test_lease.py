@@ -16,6 +16,7 @@ import pytest
 import redis
 
 from bridge.clock import now_ms
+from bridge.contract.campaign_state import cancel
 from bridge.keys import (
     compacted_key,
     done_key,
@@ -24,7 +25,7 @@ from bridge.keys import (
     lease_key,
     outstanding_key,
 )
-from bridge.queue.campaigns import cancel
+from bridge.lua_scripts import BEGIN_LEASE
 from bridge.queue.reaper import reap_expired
 from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
@@ -36,7 +37,7 @@ from tests.conftest import (
     unretried_client,
     wait_for,
 )
-from worker.lease import BEGIN, Lease, LeaseBegin, keep_renewed, renewals
+from worker.lease import Lease, LeaseBegin, keep_renewed, renewals
 
 
 def test_second_holder_is_refused_until_release(client: redis.Redis) -> None:
@@ -217,8 +218,8 @@ def test_begin_sent_again_with_its_token_finds_the_lease_its_own(client: redis.R
     """A BEGIN whose reply was lost with its connection is sent again: the lease it took
     then is its own, not another worker's, and the job runs."""
     begin = LeaseBegin.of("e2", "w1", seconds=5)
-    first = client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args)
-    again = client.eval(BEGIN, len(begin.keys), *begin.keys, *begin.args)
+    first = client.eval(BEGIN_LEASE, len(begin.keys), *begin.keys, *begin.args)
+    again = client.eval(BEGIN_LEASE, len(begin.keys), *begin.keys, *begin.args)
     assert (first, again) == ("leased", "leased")
     assert Lease.begin(client, "e2", "w2") == ("running-elsewhere", None)
 

@@ -9,7 +9,8 @@ import redis
 
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
-from bridge.queue.campaigns import plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import store_jobs
 from bridge.queue.celery_queue import JobQueue
 from tests.conftest import (
     FAST_RECOVERY,

@@ -15,7 +15,8 @@ import redis
 
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import holders_key, inflight_key
-from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.payloads import jobs_of
 from tests.conftest import Processes, WriteFiles, direct_job, one_turn_cases, wait_for

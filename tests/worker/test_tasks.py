@@ -17,11 +17,12 @@ from pathlib import Path
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import inflight_key, lease_key, results_stream_key
-from bridge.queue.campaigns import CampaignInfo, plan_jobs, progress, submit
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import CampaignInfo, progress, submit
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
 from tests.conftest import (

@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath
 import redis
 from pydantic import BaseModel, ConfigDict
 
+from bridge.contract.job import AttachedFile, Job
 from bridge.queue.blobs import fetch_blob
-from bridge.queue.jobs import AttachedFile, Job
 
 INPUTS_FOLDER = "inputs"
 

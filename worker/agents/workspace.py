@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.queue.embedded import evalrelay_home
-from bridge.queue.jobs import Job
 from worker.agents.inputs import InputFile, write_inputs
 from worker.agents.task import render_task
 from worker.agents.templates import TASK_FILE, WorkspaceTemplate

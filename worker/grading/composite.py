@@ -13,8 +13,8 @@ from pathlib import Path
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import CompositeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError

@@ -11,6 +11,7 @@ from collections import Counter
 import redis
 from pydantic import BaseModel, Field
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import (
     CodeEvaluator,
     CompositeEvaluator,
@@ -26,7 +27,6 @@ from bridge.evalfile.evaluators import (
     WorkspaceCommandEvaluator,
     WorkspaceFileEvaluator,
 )
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.checks import check
 from worker.grading.composite import composite

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import redis
 from pydantic import BaseModel
 
+from bridge.contract.job import Job, TargetRef
 from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, RubricItem
-from bridge.prompt.build import PromptRequest
-from bridge.queue.jobs import Job, TargetRef
+from bridge.prompt.request import PromptRequest
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import Cost, EvaluatorResult, Usage
 from worker.grading.deadline import Deadline

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bridge.code_box import BoxUnavailable, boxed
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.agents.environment import agent_environment
 from worker.agents.runner import AgentRun, run_command

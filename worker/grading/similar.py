@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError

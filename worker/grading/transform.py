@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import AnswerTransform
-from bridge.queue.jobs import Job
 from worker.grading.deadline import Deadline
 from worker.grading.errors import GradingError
 from worker.grading.script import run_bounded

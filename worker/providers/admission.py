@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.queue.admission import Admitted, admit, release
 from bridge.queue.estimate import estimate
-from bridge.queue.jobs import Job
 from worker.providers.base import Steered
 from worker.providers.limits import within
 

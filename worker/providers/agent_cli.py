@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.result import Status
 from bridge.results.trajectory import Trajectory
 from worker.agents.changes import Snapshot

@@ -24,11 +24,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from bridge.contract.job import Job
 from bridge.evalfile.tools import ToolChoice, ToolDefinition
 from bridge.keys import PREFIX
-from bridge.prompt.build import api_messages
 from bridge.prompt.messages import ChatMessage
-from bridge.queue.jobs import Job
+from bridge.prompt.request import api_messages
 from bridge.results.result import Status
 from bridge.targets.live_limits import LIVE
 from bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.changes import WorkspaceChanges
 from bridge.results.result import Status, Usage
 from bridge.results.trajectory import Trajectory

@@ -9,11 +9,11 @@ import os
 
 import redis
 
+from bridge.contract.job import Job, TargetRef
 from bridge.errors import TargetError
-from bridge.queue.jobs import Job, TargetRef
 from bridge.results.result import Status
+from bridge.targets.interpolation import OneTarget, interpolate
 from bridge.targets.settings import TargetSettings
-from bridge.targets.targets_file import OneTarget, interpolate
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
 

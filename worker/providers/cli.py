@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.result import Status
 from bridge.targets.cli_command import shell_scripts
 from bridge.targets.settings import CliHealthcheck, CliTarget

@@ -16,61 +16,13 @@ from contextlib import asynccontextmanager, contextmanager
 
 import redis
 
-from bridge.clock import NOW_MS_LUA
 from bridge.keys import PREFIX
+from bridge.lua_scripts import TAKE_SLOT, TAKE_TOKENS
 from bridge.results.result import Status
 from worker.providers.base import ProviderFailure
 
 SLOT_LEASE_SECONDS = 600.0
 """A concurrency slot outlives a crashed holder by at most this long."""
-
-#   KEYS[1]  the target's bucket hash (`_bucket_key(target, 'rpm' | 'tpm')`): `tokens`, `at` (ms)
-#   ARGV[1]  the refill rate, tokens per second
-#   ARGV[2]  the bucket's size (its burst)
-#   ARGV[3]  the tokens this call costs
-# Returns 0 when the tokens were taken, else the ms until there will be enough.
-_TAKE_TOKENS = (
-    NOW_MS_LUA
-    + """
-local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local now, cost = now_ms(), tonumber(ARGV[3])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1]) or burst
-local at = tonumber(state[2]) or now
-tokens = math.min(burst, tokens + (now - at) * rate / 1000)
-local wait = 0
-if tokens >= cost then
-  tokens = tokens - cost
-else
-  wait = math.ceil((cost - tokens) * 1000 / rate)
-end
-redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
-redis.call('PEXPIRE', KEYS[1], 120000)
-return wait
-"""
-)
-"""Take `cost` tokens now (returns 0), or say how many ms until there will be enough. Every
-worker's refills are timed on one clock, Redis's."""
-
-#   KEYS[1]  the target's slots sorted set (`_bucket_key(target, 'slots')`): slot id scored
-#            by its lease's end, ms on Redis's clock
-#   ARGV[1]  the concurrency cap
-#   ARGV[2]  the slot's lease, ms
-#   ARGV[3]  the slot id
-# Returns 1 if the slot was taken, 0 when the cap is reached.
-_TAKE_SLOT = (
-    NOW_MS_LUA
-    + """
-local now = now_ms()
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-  return 1
-end
-return 0
-"""
-)
-"""Take a slot, leased until a time on Redis's clock (ms), if fewer than the cap are held."""
 
 
 def _bucket_key(target: str, kind: str) -> str:
@@ -138,7 +90,7 @@ class RateGate:
         burst = 1 if kind == "rpm" else per_minute
         wait_ms = int(
             self.client.eval(
-                _TAKE_TOKENS, 1, _bucket_key(self.target, kind), per_minute / 60, burst, cost
+                TAKE_TOKENS, 1, _bucket_key(self.target, kind), per_minute / 60, burst, cost
             )
         )
         if wait_ms == 0:
@@ -148,7 +100,7 @@ class RateGate:
     def _take_slot(self, slot: str, cap: int) -> bool:
         return bool(
             self.client.eval(
-                _TAKE_SLOT,
+                TAKE_SLOT,
                 1,
                 _bucket_key(self.target, "slots"),
                 cap,

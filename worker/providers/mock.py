@@ -12,9 +12,9 @@ import json
 import re
 import time
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import compile_regex
-from bridge.prompt.build import PromptRequest
-from bridge.queue.jobs import Job
+from bridge.prompt.request import PromptRequest
 from bridge.results.result import Status, Usage
 from bridge.targets.settings import MockJudge, MockJudgeRule, MockTarget
 from worker.providers.base import Provider, ProviderFailure, ProviderOutput

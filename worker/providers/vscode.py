@@ -23,7 +23,7 @@ from typing import Any
 
 import filelock
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.result import Status
 from bridge.targets.settings import VSCodeTarget
 from worker.agents.changes import Snapshot

@@ -21,9 +21,9 @@ from pathlib import Path, PurePosixPath
 
 import redis
 
+from bridge.contract.job import Job
 from bridge.evalfile.harbor.config import Healthcheck, StepConfig
 from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
-from bridge.queue.jobs import Job
 from bridge.results.result import Status, TaskStep
 from bridge.results.trajectory import TrajectoryStep
 from bridge.targets.settings import CodexTarget

@@ -16,7 +16,8 @@ from celery import Celery
 from bridge.cli.worker import default_processes
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import inflight_key, results_stream_key, workers_key
-from bridge.queue.campaigns import plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import store_jobs
 from bridge.queue.celery_queue import JobQueue
 from tests.conftest import (
     FAST_RECOVERY,

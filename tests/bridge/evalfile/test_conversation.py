@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from bridge.cli.main import cli
 from bridge.errors import InvalidFileError, TargetError
 from bridge.evalfile.cases import load_eval_file
-from bridge.queue.campaigns import plan_jobs
+from bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TARGETS = """\

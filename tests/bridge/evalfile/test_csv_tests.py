@@ -6,7 +6,7 @@ import pytest
 
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
-from bridge.queue.campaigns import plan_jobs
+from bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TARGETS = "targets:\n  - {name: llm, provider: mock, judge_target: llm}\n"

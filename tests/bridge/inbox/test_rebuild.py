@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bridge.contract.job import job_id
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.inbox.folders import Inbox
 from bridge.inbox.intake import drop_identity
 from bridge.inbox.rebuild import plan_dropped
 from bridge.inbox.trust import InboxTrust
 from bridge.queue.campaigns import CampaignInfo, Plan
-from bridge.queue.jobs import job_id
 from bridge.queue.rebuild import CampaignRecord, DroppedFile
 from tests.conftest import WriteFiles, one_turn_cases
 

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 
 from bridge.cli.main import cli
 from bridge.evalfile.cases import load_eval_file
-from bridge.prompt.build import PromptRequest, api_messages, request_for
+from bridge.prompt.build import request_for
 from bridge.prompt.messages import ChatMessage
+from bridge.prompt.request import PromptRequest, api_messages
 from tests.conftest import WriteFiles
 
 SPEC_FILES = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import redis
 
+from bridge.contract.campaign_state import cancel
 from bridge.keys import compacted_key
 from bridge.queue.admission import Admitted, admit, release
 from bridge.queue.budget import budget_of, charge, set_budget
-from bridge.queue.campaigns import cancel
 from bridge.queue.steering import pause, paused
 
 EACH = 3450e-9

@@ -13,13 +13,13 @@ import redis
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import collected_key, outstanding_key
+from bridge.planning.campaigns import plan_jobs
 from bridge.queue.campaigns import (
     AmbiguousCampaign,
     CampaignInfo,
     announce,
     list_campaigns,
     new_campaign_id,
-    plan_jobs,
     resolve_campaign,
     submit,
 )

@@ -15,12 +15,14 @@ from pathlib import Path
 import redis
 
 from bridge.clock import now_ms
+from bridge.contract.job import Job
+from bridge.contract.names import RUN_CASE
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import outstanding_key, unseen_key
-from bridge.queue.campaigns import CampaignInfo, plan_jobs, store_jobs
-from bridge.queue.celery_queue import RUN_CASE, JobQueue
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import CampaignInfo, store_jobs
+from bridge.queue.celery_queue import JobQueue
 from bridge.queue.holders import hold, keep_alive, new_process_name
-from bridge.queue.jobs import Job
 from bridge.queue.outstanding import (
     SENT_HEADER,
     UNACKED_INDEX_KEY,

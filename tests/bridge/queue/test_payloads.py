@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from bridge.keys import job_key, outstanding_key
-from bridge.prompt.build import PromptRequest
+from bridge.prompt.request import PromptRequest
 from bridge.queue.campaigns import store_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import SENT_HEADER

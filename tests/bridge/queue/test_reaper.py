@@ -9,11 +9,13 @@ import pytest
 import redis
 
 from bridge.clock import now_ms
+from bridge.contract.campaign_state import cancel
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import done_key, inflight_key, unseen_key
-from bridge.queue.campaigns import cancel, plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.queue.campaigns import store_jobs
 from bridge.queue.holders import ALIVE_SECONDS, hold
-from bridge.queue.jobs import Job
 from bridge.queue.reaper import Outages, reap_expired
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for

@@ -16,11 +16,11 @@ from typing import NamedTuple
 import pytest
 import redis
 
+from bridge.contract.job import job_id
 from bridge.errors import EvalrelayError
 from bridge.keys import campaign_key
 from bridge.queue.campaigns import CampaignInfo, Plan, load_info, progress
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.jobs import job_id
 from bridge.queue.rebuild import (
     DroppedFile,
     find_record,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bridge.prompt.build import PromptRequest
+from bridge.prompt.request import PromptRequest
 from bridge.results.changes import FileChange, WorkspaceChanges
 from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, TurnResult
 from bridge.results.trajectory import Trajectory, TrajectoryStep

@@ -18,8 +18,8 @@ from urllib.parse import quote
 import pytest
 
 from bridge.evalfile.schema import ToolCall
-from bridge.prompt.build import PromptRequest
 from bridge.prompt.messages import ChatMessage
+from bridge.prompt.request import PromptRequest
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.html import html_report
 from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE

@@ -26,8 +26,8 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
 from bridge.errors import EvalrelayError
 from bridge.evalfile.schema import ToolCall
-from bridge.prompt.build import PromptRequest
 from bridge.prompt.messages import ChatMessage
+from bridge.prompt.request import PromptRequest
 from bridge.reports.campaign import CampaignResults
 from bridge.reports.inspect_log import write_inspect_logs
 from bridge.results.result import AttemptSummary, ErrorInfo, EvaluatorResult, Result, Status, Usage

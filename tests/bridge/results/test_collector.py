@@ -25,8 +25,9 @@ from bridge.keys import (
     counts_key,
     results_stream_key,
 )
-from bridge.prompt.build import PromptRequest
-from bridge.queue.campaigns import CampaignInfo, announce, plan_jobs, store_jobs
+from bridge.planning.campaigns import plan_jobs
+from bridge.prompt.request import PromptRequest
+from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.results import collector as collector_module
 from bridge.results.collector import Collector, collectors_of

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.queue.jobs import job_id
+from bridge.contract.job import job_id
 from bridge.results import job_ids as module
 from bridge.results.job_ids import JobIds
 

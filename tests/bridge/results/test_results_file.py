@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.queue.jobs import job_id
+from bridge.contract.job import job_id
 from bridge.results import job_ids
 from bridge.results.result import Result
 from bridge.results.results_file import ResultsFile, summary_on_disk

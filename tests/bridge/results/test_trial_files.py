@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.prompt.build import PromptRequest
+from bridge.prompt.request import PromptRequest
 from bridge.queue.blobs import store_bytes
 from bridge.results.result import Result, Status
 from bridge.results.trial_files import unpack_trial_files

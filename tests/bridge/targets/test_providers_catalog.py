@@ -8,7 +8,7 @@ import pytest
 from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError, TargetError
 from bridge.evalfile.cases import load_eval_file
-from bridge.queue.campaigns import plan_jobs
+from bridge.planning.campaigns import plan_jobs
 from bridge.targets.settings import AzureTarget, ClaudeCodeTarget, CliTarget, OpenAITarget
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles

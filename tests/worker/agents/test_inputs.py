@@ -3,7 +3,7 @@ the label the prompt shows it under, unless that path climbs out of `inputs/`.""
 
 from __future__ import annotations
 
-from bridge.queue.jobs import AttachedFile
+from bridge.contract.job import AttachedFile
 from worker.agents.inputs import placed
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import (
     ContainsEvaluator,
     EvaluatorSpec,
@@ -12,7 +13,6 @@ from bridge.evalfile.evaluators import (
     SimilarityEvaluator,
     ToolTrajectoryEvaluator,
 )
-from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from tests.conftest import direct_job
 from worker.grading.grade import combine, evaluator_names, grade, negated

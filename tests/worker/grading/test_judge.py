@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator, RubricEvaluator
-from bridge.queue.jobs import Job
 from bridge.results.result import Status
 from bridge.results.summary import CampaignSummary
 from tests.conftest import target_ref

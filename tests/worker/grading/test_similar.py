@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bridge.contract.job import Job
 from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
-from bridge.queue.jobs import Job
 from tests.bridge.evalfile.promptfoo.parity_model import parity_model
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job

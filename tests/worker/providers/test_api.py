@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import redis
 
+from bridge.contract.job import Job
 from bridge.evalfile.schema import ToolCall
 from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
-from bridge.prompt.build import PromptRequest, api_messages
 from bridge.prompt.messages import ChatMessage
-from bridge.queue.jobs import Job
+from bridge.prompt.request import PromptRequest, api_messages
 from bridge.queue.steering import pause
 from bridge.results.result import Status
 from tests.bridge.cli.test_run import run

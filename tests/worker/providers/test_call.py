@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.prompt.build import PromptRequest
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
+from bridge.prompt.request import PromptRequest
 from bridge.results.result import Status
 from bridge.targets.settings import TargetSettings
 from tests.conftest import direct_job, free_port, loopback_server

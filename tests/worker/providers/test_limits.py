@@ -13,7 +13,7 @@ import redis
 from bridge.clock import now_ms
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import results_stream_key
-from bridge.queue.campaigns import plan_jobs
+from bridge.planning.campaigns import plan_jobs
 from bridge.queue.celery_queue import JobQueue
 from bridge.results.result import Status
 from bridge.targets.live_limits import REFRESH_SECONDS

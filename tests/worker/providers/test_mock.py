@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from bridge.contract.job import Job
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator
-from bridge.prompt.build import PromptRequest
-from bridge.queue.campaigns import plan_jobs
-from bridge.queue.jobs import Job
+from bridge.planning.campaigns import plan_jobs
+from bridge.prompt.request import PromptRequest
 from bridge.results.result import Status
 from bridge.targets.settings import MockTarget
 from tests.conftest import WriteFiles, one_turn_cases, target_ref

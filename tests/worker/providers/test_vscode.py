@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.queue.jobs import Job
+from bridge.contract.job import Job
 from bridge.results.result import Result, Status
 from tests.conftest import FakeVSCode, Processes, WriteFiles, read_jsonl, wait_for
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project

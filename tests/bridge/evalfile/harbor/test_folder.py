@@ -9,7 +9,7 @@ import pytest
 
 from bridge.errors import InvalidFileError, TargetError
 from bridge.evalfile.cases import eval_files_under, load_eval_file
-from bridge.queue.campaigns import plan_jobs
+from bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TEST_SH = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"

@@ -11,8 +11,9 @@ from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.project import Project
 from bridge.evalfile.untrusted import Untrusted
-from bridge.prompt.build import api_messages, request_for
+from bridge.prompt.build import request_for
 from bridge.prompt.messages import ChatMessage
+from bridge.prompt.request import api_messages
 from bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 from tests.promptfoo_cli import promptfoo_bin

@@ -7,9 +7,8 @@ import pytest
 from bridge.errors import TargetError
 from bridge.evalfile.cases import load_eval_file
 from bridge.evalfile.evaluators import CodeEvaluator, LlmJudgeEvaluator
-from bridge.queue.campaigns import plan_jobs
-from bridge.queue.jobs import Job
-from tests.conftest import WriteFiles, direct_job
+from bridge.planning.campaigns import plan_jobs
+from tests.conftest import WriteFiles
 
 TARGETS = """\
 targets:
@@ -84,9 +83,3 @@ def test_who_judges_a_target_without_a_judge_target(project: WriteFiles) -> None
     # a mock target's answers are graded by the mock judge, so a dry run runs every step
     (job,) = plan_jobs("c", [load_eval_file(root / "cases.yaml")], "lone", None)
     assert job.default_judge == "mock-judge" and list(job.judges) == ["mock-judge"]
-
-
-def test_a_stored_job_leaves_out_its_defaults_and_reads_back_whole() -> None:
-    job = direct_job()
-    assert len(job.stored_json()) < len(job.model_dump_json()) * 0.7
-    assert Job.model_validate_json(job.stored_json()) == job

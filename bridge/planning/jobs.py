@@ -1,19 +1,22 @@
-"""A job: one case, on one target, one repeat; everything a worker anywhere needs to run it.
-
-Jobs travel as JSON. They carry the built request, the target's settings as written
-(`${VAR}` references unresolved, so keys stay in workers' environments) and the
-content hashes of attached files, whose text lives once in Redis (`bridge.queue.blobs`).
+"""Planning a job: a loaded case, on one target, one repeat, becomes the wire `Job`
+(`bridge.contract.job`) a worker runs: evaluators resolved against the eval file's
+folder, judges chosen, the request built, the time limit set.
 """
 
 from __future__ import annotations
 
-import hashlib
-import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from bridge.contract.job import (
+    DEFAULT_PASS_THRESHOLD,
+    AttachedFile,
+    Grading,
+    Job,
+    TargetRef,
+    job_id,
+)
+from bridge.contract.turns import ConversationPlan, TurnPlan
 from bridge.errors import EvalrelayError, TargetError
 from bridge.evalfile.cases import LoadedCase
 from bridge.evalfile.evaluators import (
@@ -25,14 +28,12 @@ from bridge.evalfile.evaluators import (
     RubricEvaluator,
     all_evaluators,
 )
-from bridge.evalfile.files import ResolvedFile
 from bridge.evalfile.harbor.config import StepConfig
 from bridge.evalfile.harbor.folder import TaskSpec
 from bridge.evalfile.limits import MAX_JOB_SECONDS
-from bridge.prompt.build import PromptRequest, render, request_for
-from bridge.queue.turns import ConversationPlan, conversation_plan, turn_evaluators
-from bridge.results.recorded import Recorded
-from bridge.results.result import AttemptSummary
+from bridge.evalfile.resolved import ResolvedFile
+from bridge.evalfile.schema import EvalCase
+from bridge.prompt.build import render, request_for
 from bridge.targets.settings import TASK_AGENT_KINDS, TASK_QUEUE
 from bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
 
@@ -44,111 +45,6 @@ DEFAULT_TIMEOUT_SECONDS = {
     "task": 3600.0,
 }
 """Per-queue time limit of one job when neither the case nor the target sets one."""
-
-DEFAULT_PASS_THRESHOLD = 0.8
-
-Grading = Literal["evalrelay", "promptfoo"]
-"""Whose rules decide an evaluator's pass and the case's: evalrelay's (the weighted score
-at the threshold) or promptfoo's (every assertion passes, unless a threshold is set)."""
-
-
-class AttachedFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    display_path: str
-    project_path: str
-    sha256: str
-    is_guideline: bool
-
-
-class TargetRef(BaseModel):
-    """The target as written in targets.yaml; workers resolve variables from their environment."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str
-    kind: str
-    queue: str
-    settings: dict[str, Any]
-
-
-class Job(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    campaign_id: str
-    job_id: str
-    case_id: str
-    dataset: str
-    repeat: int = 0
-    attempt: int = 1
-    target: TargetRef
-    request: PromptRequest
-    outcome: str | None = None
-    reference_answer: str | None = None
-    """The first expected message, rendered; the grader compares against it."""
-    files: list[AttachedFile] = Field(default_factory=list)
-    evaluators: list[EvaluatorSpec] = Field(default_factory=list)
-    judges: dict[str, TargetRef] = Field(default_factory=dict)
-    """The judge (and embedding) targets the evaluators name, as written in targets.yaml."""
-    default_judge: str | None = None
-    """The target's `judge_target`: grades a case that names no evaluator."""
-    pass_threshold: float | None = DEFAULT_PASS_THRESHOLD
-    """The score at which the case passes; None (promptfoo grading only): when every
-    evaluator passes."""
-    grading: Grading = "evalrelay"
-    """`promptfoo`: graded as promptfoo grades a test (`worker.grading.promptfoo_rule`)."""
-    timeout_seconds: float
-    conversation_id: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    """The case's `metadata` (with AgentV's `tags`, `governance`, `environment`), for results."""
-    cache_ttl_seconds: int | None = None
-    """Serve and store API answers from the response cache for this long (`run --cache`)."""
-    previous_attempts: list[AttemptSummary] = Field(default_factory=list)
-    """Earlier attempts of this job, carried into its result when it is retried."""
-    conversation: ConversationPlan | None = None
-    """Conversation mode: the turns sent one after the other after the `request`."""
-    recorded: Recorded | None = None
-    """A regrade: the answer recorded earlier, graded instead of calling the target."""
-    task: TaskSpec | None = None
-    """A container task (Harbor's format): the trial's task, whose verifier grades it."""
-    waiting_since: float | None = None
-    """When this attempt first found no free capacity (epoch seconds, by Redis's clock: the
-    worker that finds it busy next may be on another host). It waits, without a
-    limit on tries, until its own time limit has passed since then."""
-
-    def stored_json(self) -> str:
-        """The job as Redis stores it: fields at their default left out, a third of a
-        one-turn case's JSON (reading it back fills them in)."""
-        return self.model_dump_json(exclude_defaults=True)
-
-    def retried(self, earlier: AttemptSummary) -> Job:
-        return self.model_copy(
-            update={
-                "attempt": max(self.attempt, earlier.attempt) + 1,
-                "previous_attempts": [*self.previous_attempts, earlier],
-            }
-        )
-
-
-def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: int) -> str:
-    """Deterministic: the same case, target and repeat in a campaign is always the same job."""
-    key = "\0".join((campaign_id, dataset, case_id, target, str(repeat)))
-    return hashlib.sha256(key.encode()).hexdigest()[:32]
-
-
-def new_message_id(job: Job) -> str:
-    """Every message of a job gets an id of its own, so the worker holding one message can be
-    told from the one holding a later message of the same job (`bridge.queue.holders`)."""
-    return f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}"
-
-
-def new_batch_id() -> str:
-    """A batch message's id: its jobs' holders name it (`bridge.queue.holders`)."""
-    return f"batch-{uuid.uuid4().hex}"
-
-
-def job_id_of_message(message_id: str) -> str:
-    return message_id.rsplit("-", 2)[0]
 
 
 def build_job(
@@ -360,3 +256,28 @@ def attached(file: ResolvedFile) -> AttachedFile:
 def _target_timeout(target: Target) -> float | None:
     value = target.raw.get("timeout_seconds")
     return float(value) if isinstance(value, int | float) else None
+
+
+def conversation_plan(
+    case: EvalCase, resolve: Callable[[EvaluatorSpec], EvaluatorSpec]
+) -> ConversationPlan | None:
+    """The case's conversation, None when it is not in conversation mode."""
+    if case.mode != "conversation" or not case.turns:
+        return None
+    return ConversationPlan(
+        turns=[
+            TurnPlan(
+                input=turn.input,
+                reference_answer=turn.expected_output,
+                evaluators=[resolve(e) for e in turn.evaluators or []],
+            )
+            for turn in case.turns
+        ],
+        aggregation=case.aggregation or "mean",
+        on_turn_failure=case.on_turn_failure or "continue",
+    )
+
+
+def turn_evaluators(plan: ConversationPlan | None) -> list[EvaluatorSpec]:
+    """Every evaluator of every turn, for the checks a job's evaluators get (judges)."""
+    return [e for turn in (plan.turns if plan else []) for e in turn.evaluators]

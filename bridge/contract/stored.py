@@ -23,8 +23,8 @@ import redis
 from pydantic import ValidationError
 from redis.client import NEVER_DECODE
 
+from bridge.contract.job import Job
 from bridge.keys import job_dictionary_key, job_key
-from bridge.queue.jobs import Job
 from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
