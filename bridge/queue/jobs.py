@@ -90,6 +90,11 @@ class Job(BaseModel):
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     judges: dict[str, TargetRef] = Field(default_factory=dict)
     """The judge (and embedding) targets the evaluators name, as written in targets.yaml."""
+    unknown_judges: dict[str, str] = Field(default_factory=dict)
+    """Judge (or embedding) targets an operator's file names that its targets file lacks,
+    each with why. The job still runs, as AgentV resolves a judge only when it grades; the
+    evaluator naming one ends the job as an infra error with that reason. A dropped file's
+    unknown judge is refused when it is planned instead."""
     default_judge: str | None = None
     """The target's `judge_target`: grades a case that names no evaluator."""
     pass_threshold: float | None = DEFAULT_PASS_THRESHOLD
@@ -167,9 +172,12 @@ def build_job(
     project_judge: str | None = None,
     ref: TargetRef | None = None,
     task: TaskSpec | None = None,
+    judges_resolved_late: bool = False,
 ) -> Job:
     """`ref`: the target as its jobs carry it, when the caller plans many (made once).
-    `task`: the case is this container task."""
+    `task`: the case is this container task. `judges_resolved_late` (an operator's file):
+    a judge the file names that `targets` lacks goes in the job's `unknown_judges` instead
+    of refusing the campaign."""
     if task is not None or target.queue == TASK_QUEUE:
         return task_job(campaign_id, dataset, case, target, repeat, task, ref)
     system_prompt = target.raw.get("system_prompt")
@@ -201,7 +209,16 @@ def build_job(
         for e in all_evaluators(specs)
         if isinstance(e, EmbeddingSimilarEvaluator) and e.target
     }  # the embedding targets `similar` asks travel with the judges
-    judges = {name: target_ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
+    judges: dict[str, TargetRef] = {}
+    unknown: dict[str, str] = {}
+    for name in sorted(judge_names):
+        try:
+            judges[name] = target_ref((targets or Targets({})).get(name))
+        except TargetError as exc:
+            # The target's own judge_target is the targets file's error, not the case's.
+            if not judges_resolved_late or name == default_judge:
+                raise
+            unknown[name] = str(exc)
     return Job(
         campaign_id=campaign_id,
         job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
@@ -219,6 +236,7 @@ def build_job(
         files=[attached(f) for f in case.files()],
         evaluators=specs,
         judges=judges,
+        unknown_judges=unknown,
         default_judge=default_judge,
         pass_threshold=pass_threshold,
         grading=grading,

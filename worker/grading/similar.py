@@ -12,7 +12,7 @@ from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
 from bridge.queue.jobs import Job
 from bridge.results.result import EvaluatorResult
 from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
+from worker.grading.errors import GradingError, refuse_unknown_judge
 from worker.providers.base import ProviderFailure
 from worker.providers.call import target_provider
 from worker.providers.openai import OpenAIProvider
@@ -65,6 +65,7 @@ def _result(
 def _embedder(
     spec: EmbeddingSimilarEvaluator, name: str, job: Job, deadline: Deadline | None
 ) -> Any:
+    refuse_unknown_judge(job.unknown_judges, spec.target, name)
     ref = job.judges.get(spec.target or "")
     if ref is None:
         raise GradingError(f"evaluator {name}: no embedding target '{spec.target}' in the job")
