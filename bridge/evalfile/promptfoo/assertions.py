@@ -1,9 +1,10 @@
 """promptfoo's assertion types, as the entries the shared `assert` reader takes
 (bridge/evalfile/assertions.py): code assertions become script evaluators, `not-` forms
 of deterministic checks the check negated, the model-graded types a judge's criteria (or
-a script asking the config's own grader provider file), `similar` an embedding check,
-`assert-set` a composite graded as promptfoo grades a set, and each read as promptfoo
-reads it (a regex without flags, `cost` and `latency` limits as `threshold`).
+a script asking the config's own grader provider file, JavaScript or Python), `similar`
+an embedding check, `assert-set` a composite graded as promptfoo grades a set, and each
+read as promptfoo reads it (a regex without flags, `cost` and `latency` limits as
+`threshold`).
 """
 
 from __future__ import annotations
@@ -78,8 +79,10 @@ def _one(
 
 
 def _is_provider_file(name: str) -> bool:
-    """A grader given as a JavaScript provider file (`file://providers/judge.js`)."""
-    return name.startswith("file://") and split_reference(name)[0].endswith((".js", ".cjs", ".mjs"))
+    """A grader given as a JavaScript or Python provider file (`file://providers/judge.js`,
+    `file://judge.py`)."""
+    path = split_reference(name)[0]
+    return name.startswith("file://") and path.endswith((".js", ".cjs", ".mjs", ".py"))
 
 
 def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) -> dict[str, Any]:

@@ -160,6 +160,16 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
     assert expected_components[("similar answers", "similar-far")] is False
     assert expected_components[("regex on lines", "regex-start-of-answer-only")] is False
     assert expected_components[("closed questions and facts", "closedqa-yes")] is True
+    python_graded = {
+        metric: expected_components[("custom python grader provider", metric)]
+        for metric in ("py-judged-cat", "py-judged-dog", "py-judged-threshold")
+    }  # a Python provider file as the grader: its pass, and its score under a threshold
+    assert python_graded == {
+        "py-judged-cat": True,
+        "py-judged-dog": False,
+        "py-judged-threshold": False,
+    }
+    assert expected_components[("custom python grader provider", "py-judged-function")] is False
     assert all('"role": "system"' not in body for body in promptfoo_asked)  # none added
     assert len(expected_components) > 80
     assert False in expected_components.values() and True in expected_components.values()
