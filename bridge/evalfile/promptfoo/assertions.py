@@ -31,6 +31,15 @@ JUDGED = {
 prompts differ; the judge's verdict is evalrelay's)."""
 
 
+SIMILAR_METRICS = {
+    "similar": "cosine",
+    "similar:cosine": "cosine",
+    "similar:dot": "dot_product",
+    "similar:euclidean": "euclidean",
+}
+"""promptfoo's `similar` types (each also as `not-`) and the measure each compares by."""
+
+
 def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None = None) -> Any:
     """One assert list rewritten, the test's `options.transform` put before each
     assertion's own; what is not a list is left for the reader to report."""
@@ -53,7 +62,7 @@ def _one(
         return code_assertion(entry, folder)
     if kind == "assert-set":
         return _assert_set(entry, folder, embedder, grader_file)
-    if kind in ("similar", "similar:cosine", "not-similar", "not-similar:cosine"):
+    if kind.removeprefix("not-") in SIMILAR_METRICS:
         return _similar(entry, kind, embedder)
     if kind in ("cost", "latency") and "threshold" in entry:
         return _run_limit(entry, kind)
@@ -100,11 +109,17 @@ def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) 
 
 
 def _similar(entry: dict[str, Any], kind: str, embedder: str) -> dict[str, Any]:
-    """`similar` (cosine, the only measure read), asked of the assertion's own `provider`,
-    else the test's embedding provider (`options.provider.embedding`), else promptfoo's
-    default, OpenAI's text-embedding-3-large."""
+    """`similar` with its measure (`similar:dot`, `similar:euclidean`; cosine else), asked
+    of the assertion's own `provider`, else the test's embedding provider
+    (`options.provider.embedding`), else promptfoo's default, OpenAI's
+    text-embedding-3-large."""
     rest = {k: v for k, v in entry.items() if k not in ("type", "provider")}
-    out = {**rest, "type": "embedding_similar", "target": entry.get("provider") or embedder}
+    out = {
+        **rest,
+        "type": "embedding_similar",
+        "target": entry.get("provider") or embedder,
+        "measure": SIMILAR_METRICS[kind.removeprefix("not-")],
+    }
     return {**out, "negate": True} if kind.startswith("not-") else out
 
 

@@ -148,7 +148,7 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
         assert got_score == pytest.approx(score, abs=0.001), (description, got_score, score)
     assert got_components == expected_components
     assert evalrelay_asked == promptfoo_asked
-    assert evalrelay_embedded == promptfoo_embedded and len(promptfoo_embedded) == 4
+    assert evalrelay_embedded == promptfoo_embedded and len(promptfoo_embedded) == 5
 
     # The cases the issue found, as promptfoo decides them.
     assert expected_tests["weighted contains"][0] is False  # any assertion failing fails
@@ -158,6 +158,23 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
     assert expected_components[("script numbers are scores", "js-point-three")] is True
     assert expected_components[("similar answers", "similar-same")] is True  # was unsupported
     assert expected_components[("similar answers", "similar-far")] is False
+    measured = {
+        metric: passed
+        for (test, metric), passed in expected_components.items()
+        if test == "similar measures" and metric != "default-not-icontains"
+    }  # similar:dot and similar:euclidean, and their not- forms, each way
+    assert measured == {
+        "cosine-at-threshold": True,
+        "dot-same": True,
+        "dot-far": False,
+        "dot-at-threshold": True,
+        "not-dot-far": True,
+        "euclidean-same": True,
+        "euclidean-far": False,
+        "euclidean-any": True,
+        "not-euclidean-far": True,
+        "not-euclidean-any": False,
+    }
     assert expected_components[("regex on lines", "regex-start-of-answer-only")] is False
     assert expected_components[("closed questions and facts", "closedqa-yes")] is True
     python_graded = {
