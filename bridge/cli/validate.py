@@ -90,8 +90,11 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
     """The number of cases, every problem in one eval file, and the format it was read as.
 
     A target name the targets file lacks is a note, not a problem: like AgentV, the file
-    is valid, and `run --target` chooses where it runs. An `untrusted` file is checked
-    against the allow-list as a dropped file is, and names the operator's targets only."""
+    is valid, and `run --target` chooses where it runs. So is a judge target it lacks, as
+    AgentV resolves a judge only when it grades: `run` ends that evaluator's jobs as infra
+    errors. An `untrusted` file is checked against the allow-list as a dropped file is, and
+    names the operator's targets only: an unknown judge is a problem, as the inbox refuses
+    the file."""
     derive = untrusted is None
     try:
         project = Project.containing(path)
@@ -101,8 +104,10 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
             loaded = load_eval_file(path, project)
         targets = Targets.load(project.root, path, derive=derive)
     except InvalidFileError as exc:
-        found = exc.diagnostics + judges_of_invalid(path, untrusted)
-        return FileCheck(0, sorted(found, key=lambda d: (d.line, d.column)), [], "")
+        judges = judges_of_invalid(path, untrusted)
+        found = exc.diagnostics + (judges if untrusted else [])
+        notes = [] if untrusted else resolved_late(judges)
+        return FileCheck(0, sorted(found, key=lambda d: (d.line, d.column)), notes, "")
     except MemoryError:
         most = project.config.load_limits.memory_mb
         why = f"loading it needed more than {most} MB of memory; split the file, or "
@@ -129,7 +134,12 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
     for name, target in sorted(targets.by_name.items()):
         where = targets.path or path
         notes += [Diagnostic(where, 1, 1, note) for note in batch_notes(name, target.raw)]
-    problems += missing_judges(loaded, targets, doc) + unknown_judges(targets, doc)
+    problems += missing_judges(loaded, targets, doc)
+    judges = unknown_judges(targets, doc)
+    if untrusted:
+        problems += judges
+    else:
+        notes += resolved_late(judges)
     problems.sort(key=lambda d: (d.line, d.column))
     return FileCheck(len(loaded.cases), problems, notes, loaded.format)
 
@@ -179,8 +189,8 @@ def missing_judges(loaded: LoadedEvalFile, targets: Targets, doc: YamlDocument) 
 
 
 def unknown_judges(targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
-    """A judging evaluator whose `target:` is not a target here fails every job it is in:
-    unlike a case's target, no `run --target` chooses another one."""
+    """Each judging evaluator whose `target:` is not a target here: no `run --target`
+    chooses another one, so every job it is in ends as an infra error."""
     problems = []
     for loc, name, case_id in written_judge_targets(doc.data):
         try:
@@ -188,6 +198,22 @@ def unknown_judges(targets: Targets, doc: YamlDocument) -> list[Diagnostic]:
         except TargetError as exc:
             problems.append(doc.diagnostic(loc, f"judge {exc}", case_id))
     return problems
+
+
+def resolved_late(judges: list[Diagnostic]) -> list[Diagnostic]:
+    """An operator's unknown judges as notes, saying what `run` does with them: one per
+    place and judge, naming its case when only one case has it (a suite's evaluators are
+    every case's)."""
+    run_does = "; `run` ends its jobs as infra errors: define the target, or name another"
+    cases: dict[tuple[Path, int, int, str], list[str | None]] = {}
+    for judge in judges:
+        cases.setdefault((judge.path, judge.line, judge.column, judge.message), []).append(
+            judge.case_id
+        )
+    return [
+        Diagnostic(path, line, column, message + run_does, ids[0] if len(ids) == 1 else None)
+        for (path, line, column, message), ids in cases.items()
+    ]
 
 
 def judges_of_invalid(path: Path, untrusted: Untrusted | None = None) -> list[Diagnostic]:

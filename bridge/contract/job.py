@@ -66,6 +66,11 @@ class Job(BaseModel):
     evaluators: list[EvaluatorSpec] = Field(default_factory=list)
     judges: dict[str, TargetRef] = Field(default_factory=dict)
     """The judge (and embedding) targets the evaluators name, as written in targets.yaml."""
+    unknown_judges: dict[str, str] = Field(default_factory=dict)
+    """Judge (or embedding) targets an operator's file names that its targets file lacks,
+    each with why. The job still runs, as AgentV resolves a judge only when it grades; the
+    evaluator naming one ends the job as an infra error with that reason. A dropped file's
+    unknown judge is refused when it is planned instead."""
     default_judge: str | None = None
     """The target's `judge_target`: grades a case that names no evaluator."""
     pass_threshold: float | None = DEFAULT_PASS_THRESHOLD

@@ -173,14 +173,16 @@ class LevenshteinEvaluator(_EvaluatorBase):
 
 
 class EmbeddingSimilarEvaluator(_EvaluatorBase):
-    """promptfoo's `similar`: the cosine similarity of the answer's embedding and each
-    value's, asked of an OpenAI-compatible embeddings endpoint (the `target`). It passes
-    when one value reaches `threshold`; its score is that value's similarity, else the
-    highest."""
+    """promptfoo's `similar`: the answer's embedding compared with each value's, asked of
+    an OpenAI-compatible embeddings endpoint (the `target`), by `measure`. It passes when
+    one value reaches `threshold` (a similarity at least it; a euclidean distance at most
+    it); its score is that value's, else the highest (a distance d scores 1 / (1 + d))."""
 
     type: Literal["embedding_similar"]
     value: list[str] = Field(min_length=1)
     threshold: float = 0.75
+    measure: Literal["cosine", "dot_product", "euclidean"] = "cosine"
+    """promptfoo's `similar` (cosine), `similar:dot` and `similar:euclidean`."""
     target: str | None = None
     """The embedding target (an OpenAI or OpenAI-compatible one): its `model` embeds."""
 

@@ -128,7 +128,7 @@ _SAFE_FIELDS: dict[type[BaseModel], tuple[str, ...]] = {
     ev.JsonContainedEvaluator: ("type", "json_schema"),
     ev.LevenshteinEvaluator: ("type", "value", "threshold"),
     ev.SimilarityEvaluator: ("type",),
-    ev.EmbeddingSimilarEvaluator: ("type", "value", "threshold"),
+    ev.EmbeddingSimilarEvaluator: ("type", "value", "threshold", "measure"),
     ev.RubricItem: (
         "id", "description", "weight", "required", "operator", "score_ranges", "min_score",
     ),

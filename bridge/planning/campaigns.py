@@ -109,6 +109,7 @@ class FilePlanner:
             project_judge=self.loaded.project.config.default_judge,
             ref=ref,
             task=self.loaded.task.spec if self.loaded.task else None,
+            judges_resolved_late=self.loaded.project.untrusted is None,
         )
 
     def _threshold(self, case: LoadedCase) -> float | None:

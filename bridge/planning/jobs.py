@@ -63,9 +63,12 @@ def build_job(
     project_judge: str | None = None,
     ref: TargetRef | None = None,
     task: TaskSpec | None = None,
+    judges_resolved_late: bool = False,
 ) -> Job:
     """`ref`: the target as its jobs carry it, when the caller plans many (made once).
-    `task`: the case is this container task."""
+    `task`: the case is this container task. `judges_resolved_late` (an operator's file):
+    a judge the file names that `targets` lacks goes in the job's `unknown_judges` instead
+    of refusing the campaign."""
     if task is not None or target.queue == TASK_QUEUE:
         return task_job(campaign_id, dataset, case, target, repeat, task, ref)
     system_prompt = target.raw.get("system_prompt")
@@ -97,7 +100,16 @@ def build_job(
         for e in all_evaluators(specs)
         if isinstance(e, EmbeddingSimilarEvaluator) and e.target
     }  # the embedding targets `similar` asks travel with the judges
-    judges = {name: target_ref((targets or Targets({})).get(name)) for name in sorted(judge_names)}
+    judges: dict[str, TargetRef] = {}
+    unknown: dict[str, str] = {}
+    for name in sorted(judge_names):
+        try:
+            judges[name] = target_ref((targets or Targets({})).get(name))
+        except TargetError as exc:
+            # The target's own judge_target is the targets file's error, not the case's.
+            if not judges_resolved_late or name == default_judge:
+                raise
+            unknown[name] = str(exc)
     return Job(
         campaign_id=campaign_id,
         job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
@@ -115,6 +127,7 @@ def build_job(
         files=[attached(f) for f in case.files()],
         evaluators=specs,
         judges=judges,
+        unknown_judges=unknown,
         default_judge=default_judge,
         pass_threshold=pass_threshold,
         grading=grading,

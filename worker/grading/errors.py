@@ -15,3 +15,13 @@ class GradingError(Exception):
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.details = details or {}
+
+
+def refuse_unknown_judge(unknown: dict[str, str], target: str | None, name: str) -> None:
+    """An evaluator whose judge (or embedding) target the campaign's targets file lacks
+    (`Job.unknown_judges`) cannot grade: its job ends as an infra error saying which target
+    to define, rather than as a verdict."""
+    if target is not None and target in unknown:
+        raise GradingError(
+            f"evaluator {name}: judge {unknown[target]}; define it, or name a target that exists"
+        )

@@ -24,7 +24,7 @@ from bridge.prompt.request import PromptRequest
 from bridge.results.pricing import PRICE_PROVIDERS, cost_of
 from bridge.results.result import Cost, EvaluatorResult, Usage
 from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
+from worker.grading.errors import GradingError, refuse_unknown_judge
 from worker.grading.verdict import Verdict, parse_rubric_verdict, parse_verdict
 from worker.providers.base import ProviderFailure, ProviderOutput
 from worker.providers.call import call_provider
@@ -175,6 +175,7 @@ def ask(
 ) -> tuple[V, dict[str, Any], Spent]:
     """The judge's parsed reply, asked again with what was wrong until it parses; each ask
     ends by the grading deadline. What every try used and cost is summed in `Spent`."""
+    refuse_unknown_judge(job.unknown_judges, spec.target, name)
     judge_name = spec.target or job.default_judge
     if judge_name is None or judge_name not in job.judges:
         raise GradingError(

@@ -1,9 +1,10 @@
 """promptfoo's assertion types, as the entries the shared `assert` reader takes
 (bridge/evalfile/assertions.py): code assertions become script evaluators, `not-` forms
 of deterministic checks the check negated, the model-graded types a judge's criteria (or
-a script asking the config's own grader provider file), `similar` an embedding check,
-`assert-set` a composite graded as promptfoo grades a set, and each read as promptfoo
-reads it (a regex without flags, `cost` and `latency` limits as `threshold`).
+a script asking the config's own grader provider file, JavaScript or Python), `similar`
+an embedding check, `assert-set` a composite graded as promptfoo grades a set, and each
+read as promptfoo reads it (a regex without flags, `cost` and `latency` limits as
+`threshold`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ JUDGED = {
 prompts differ; the judge's verdict is evalrelay's)."""
 
 
+SIMILAR_METRICS = {
+    "similar": "cosine",
+    "similar:cosine": "cosine",
+    "similar:dot": "dot_product",
+    "similar:euclidean": "euclidean",
+}
+"""promptfoo's `similar` types (each also as `not-`) and the measure each compares by."""
+
+
 def promptfoo_asserts(entries: Any, folder: str, options: dict[str, Any] | None = None) -> Any:
     """One assert list rewritten, the test's `options.transform` put before each
     assertion's own; what is not a list is left for the reader to report."""
@@ -52,7 +62,7 @@ def _one(
         return code_assertion(entry, folder)
     if kind == "assert-set":
         return _assert_set(entry, folder, embedder, grader_file)
-    if kind in ("similar", "similar:cosine", "not-similar", "not-similar:cosine"):
+    if kind.removeprefix("not-") in SIMILAR_METRICS:
         return _similar(entry, kind, embedder)
     if kind in ("cost", "latency") and "threshold" in entry:
         return _run_limit(entry, kind)
@@ -78,8 +88,10 @@ def _one(
 
 
 def _is_provider_file(name: str) -> bool:
-    """A grader given as a JavaScript provider file (`file://providers/judge.js`)."""
-    return name.startswith("file://") and split_reference(name)[0].endswith((".js", ".cjs", ".mjs"))
+    """A grader given as a JavaScript or Python provider file (`file://providers/judge.js`,
+    `file://judge.py`)."""
+    path = split_reference(name)[0]
+    return name.startswith("file://") and path.endswith((".js", ".cjs", ".mjs", ".py"))
 
 
 def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) -> dict[str, Any]:
@@ -97,11 +109,17 @@ def _assert_set(entry: dict[str, Any], folder: str, embedder: str, grader: Any) 
 
 
 def _similar(entry: dict[str, Any], kind: str, embedder: str) -> dict[str, Any]:
-    """`similar` (cosine, the only measure read), asked of the assertion's own `provider`,
-    else the test's embedding provider (`options.provider.embedding`), else promptfoo's
-    default, OpenAI's text-embedding-3-large."""
+    """`similar` with its measure (`similar:dot`, `similar:euclidean`; cosine else), asked
+    of the assertion's own `provider`, else the test's embedding provider
+    (`options.provider.embedding`), else promptfoo's default, OpenAI's
+    text-embedding-3-large."""
     rest = {k: v for k, v in entry.items() if k not in ("type", "provider")}
-    out = {**rest, "type": "embedding_similar", "target": entry.get("provider") or embedder}
+    out = {
+        **rest,
+        "type": "embedding_similar",
+        "target": entry.get("provider") or embedder,
+        "measure": SIMILAR_METRICS[kind.removeprefix("not-")],
+    }
     return {**out, "negate": True} if kind.startswith("not-") else out
 
 

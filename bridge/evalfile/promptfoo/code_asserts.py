@@ -51,23 +51,40 @@ def code_assertion(entry: dict[str, Any], folder: str) -> dict[str, Any]:
     return out
 
 
-GRADER_RUNNER = (RUNNERS / "provider_grader.js").read_text(encoding="utf-8")
+JS_GRADER_RUNNER = (RUNNERS / "provider_grader.js").read_text(encoding="utf-8")
+PY_GRADER_RUNNER = python_runner("provider_grader.py")
+GRADER_SYSTEM = (
+    "You grade an output against a rubric. Reply with one JSON object and nothing else: "
+    '{"pass": <true when the output meets the rubric, else false>, "score": <a number '
+    'from 0.0 to 1.0>, "reason": "<one or two sentences>"}'
+)
+"""The system message of the chat prompt a grader provider file is asked with, by either
+runner: the user message holds the output and the rubric, as promptfoo's grading prompt
+does."""
 
 
 def provider_graded(entry: dict[str, Any], rubric: str, provider: str, folder: str) -> Any:
-    """A model-graded assertion whose grader is a JavaScript provider file of the config's
-    (`provider: file://providers/judge.js`), as a `script` evaluator that loads and asks
-    it on the worker (`runners/provider_grader.js`): code run as any script evaluator is,
-    so a file dropped in the inbox needs `--allow-code` for it."""
-    path, _ = split_reference(provider)
+    """A model-graded assertion whose grader is a provider file of the config's, as a
+    `script` evaluator that loads and asks it on the worker: a JavaScript one
+    (`provider: file://providers/judge.js`, `runners/provider_grader.js`) or a Python one
+    (`file://judge.py`, `call_api` or the function named, `runners/provider_grader.py`).
+    Code run as any script evaluator is, so a file dropped in the inbox needs
+    `--allow-code` for it."""
+    path, function = split_reference(provider)
+    python = path.endswith(".py")
     out: dict[str, Any] = {
         "type": "script",
-        "command": ["node", "-e", GRADER_RUNNER],
+        "command": ["python3", "-I", "-c", PY_GRADER_RUNNER]
+        if python
+        else ["node", "-e", JS_GRADER_RUNNER],
         "cwd": folder,
         "pf_vars": "{{ vars }}",
         "pf_rubric": rubric,
+        "pf_grader_system": GRADER_SYSTEM,
         "pf_provider": path if path.startswith("/") else f"{folder}/{path}",
     }
+    if python and function:
+        out["pf_function"] = function
     if entry.get("threshold") is not None:
         out["pf_threshold"] = entry["threshold"]
     for key in ("weight", "metric", "transforms"):

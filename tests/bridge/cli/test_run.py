@@ -355,3 +355,38 @@ def test_detach_without_a_cluster_is_refused_with_the_commands_that_work(
     assert "6379/0" not in said  # on a shared machine, someone else's Redis
     assert "export EVALRELAY_REDIS_URL=redis://127.0.0.1:PORT/0" in said
     assert not (private_home / "redis").exists()  # no Redis was started for it
+
+
+def test_a_judge_the_targets_file_lacks_ends_its_cases_as_infra_errors_the_rest_run(
+    project: WriteFiles, private_home: Path
+) -> None:
+    """An operator's file naming an undefined judge is planned, as AgentV resolves a judge
+    when it grades: the case whose evaluator names it ends as an infra error saying which
+    target to define; the other case is graded."""
+    root = project(
+        {
+            "targets.yaml": "targets:\n  - {name: t, provider: mock, response: hi}\n",
+            "evals/one.yaml": (
+                "evalcases:\n"
+                "  - id: judged\n"
+                "    input_messages: [{role: user, content: hi}]\n"
+                "    evaluators: [{type: llm_judge, target: jduge}]\n"
+                "  - id: plain\n"
+                "    input_messages: [{role: user, content: hi}]\n"
+                "    evaluators: [{type: contains, value: hi}]\n"
+            ),
+        }
+    )
+    done = run("evals/one.yaml", "--target", "t", env=embedded_env(private_home), cwd=root)
+    assert done.returncode == 2, done.stderr
+    (jsonl,) = (root / "results").glob("*.jsonl")
+    lines = {line["case_id"]: line for line in read_jsonl(jsonl)}
+    assert lines["plain"]["status"] == "ok" and lines["plain"]["passed"] is True
+    judged = lines["judged"]
+    assert judged["status"] == "infra_error"
+    assert judged["answer"] == "hi"
+    assert judged["error"] == {
+        "kind": "grading_error",
+        "message": f"evaluator llm_judge: judge unknown target 'jduge' in {root}/targets.yaml; "
+        "available: mock, mock-judge, nop, oracle, t; define it, or name a target that exists",
+    }

@@ -1,6 +1,7 @@
 """`embedding_similar` (promptfoo's `similar`) against a loopback server speaking OpenAI's
 embeddings endpoint through the real SDK: cosine similarity at the threshold, a list of
-values, the request bodies promptfoo sends, and a target that cannot embed."""
+values, the dot product and euclidean distance measures, the request bodies promptfoo
+sends, and a target that cannot embed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from worker.grading.errors import GradingError
 from worker.grading.grade import grade
-from worker.grading.similar import cosine, similar
+from worker.grading.similar import cosine, dot, euclidean, similar
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +56,33 @@ def test_a_list_passes_on_any_value_and_scores_the_closest_otherwise() -> None:
         )
     assert (hit.passed, hit.score) == (True, 1.0)
     assert miss.passed is False and 0 < miss.score < 0.99
+
+
+def test_dot_product_and_euclidean_distance_are_judged_as_promptfoo_judges_them() -> None:
+    """`similar:dot` passes at the threshold (within JavaScript's epsilon: 0.75 computed
+    a hair below still passes); `similar:euclidean` passes at a distance of at most the
+    threshold and scores 1 / (1 + distance)."""
+    assert dot([1.0, 2.0], [3.0, 4.0]) == 11.0 and euclidean([0.0, 0.0], [3.0, 4.0]) == 5.0
+    answer = "The quick brown fox"
+    with parity_model() as model:
+        at = similar(
+            spec("quick fox", measure="dot_product"), "s", embedding_job(model.url), answer
+        )
+        far = similar(
+            spec("zebra jazz", measure="euclidean"), "s", embedding_job(model.url), answer
+        )
+        near = similar(
+            spec(["zebra jazz", "quick fox"], measure="euclidean", threshold=0.8),
+            "s",
+            embedding_job(model.url),
+            answer,
+        )
+    assert at.passed is True and at.score == pytest.approx(0.75)
+    assert far.passed is False
+    assert far.details["distance"] == pytest.approx(1.2872, abs=0.0001)
+    assert far.score == pytest.approx(1 / (1 + far.details["distance"]), abs=1e-6)
+    assert near.passed is True and near.score == pytest.approx(1 / (1 + 2**-0.5), abs=1e-6)
+    assert near.hits == ["distance 0.707 <= 0.8 to 'quick fox'"]
 
 
 def test_not_similar_under_promptfoo_grading_turns_the_pass_around() -> None:

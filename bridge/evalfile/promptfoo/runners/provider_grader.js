@@ -15,13 +15,7 @@ process.stdin.on("end", async () => {
   const say = (v) => process.stdout.write(JSON.stringify(v));
   const vars = cfg.pf_vars && typeof cfg.pf_vars === "object" ? cfg.pf_vars : {};
   const prompt = JSON.stringify([
-    {
-      role: "system",
-      content:
-        "You grade an output against a rubric. Reply with one JSON object and nothing else: " +
-        '{"pass": <true when the output meets the rubric, else false>, "score": <a number ' +
-        'from 0.0 to 1.0>, "reason": "<one or two sentences>"}',
-    },
+    { role: "system", content: cfg.pf_grader_system },
     { role: "user", content: `<Output>\n${data.output || ""}\n</Output>\n<Rubric>\n${cfg.pf_rubric}\n</Rubric>` },
   ]);
   let reply;

@@ -8,13 +8,14 @@ that both tools, sending the same request, get the same answer.
   ...}` for promptfoo's rubric prompt and evalrelay's judge alike (`score` left out when
   not written).
 - A prompt holding `SLOW` is answered after `SLOW_SECONDS`, for the latency limits.
-- Embeddings are letter counts (26 numbers per text), so cosine similarity is a fixed
-  function of the two texts.
+- Embeddings are letter counts (26 numbers per text) scaled to length 1, so a similarity
+  or distance is a fixed function of the two texts.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -28,11 +29,14 @@ GRADE = re.compile(r"GRADE\[pass=(true|false)(?: score=([0-9.]+))?\]")
 
 
 def letter_counts(text: str) -> list[float]:
+    """The text's letter counts scaled to length 1, as a real embedding model's vectors
+    are: a dot product is then a cosine similarity, between 0 and 1."""
     counts = [0.0] * 26
     for char in text.lower():
         if "a" <= char <= "z":
             counts[ord(char) - ord("a")] += 1.0
-    return counts
+    norm = math.sqrt(sum(c * c for c in counts))
+    return [c / norm for c in counts] if norm else counts
 
 
 def _text(content: Any) -> str:

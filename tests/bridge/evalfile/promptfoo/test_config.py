@@ -295,21 +295,30 @@ def test_typescript_generators_and_es_module_prompts_load_as_promptfoo_loads_the
     assert "TEXT is a str, not a function; promptfoo calls it and fails too" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("judge", "text", "runs"),
+    [
+        ("judge.js", "module.exports = { callApi: async () => ({ output: '{}' }) };\n", "node"),
+        ("judge.py", "def call_api(prompt, options, context):\n    return {'output': '{}'}\n",
+         "python3"),
+    ],
+)  # fmt: skip
 def test_a_grader_provider_file_runs_as_code_the_inbox_refuses_without_allow_code(
-    project: WriteFiles,
+    project: WriteFiles, judge: str, text: str, runs: str
 ) -> None:
-    """`provider: file://judge.js` on a model-graded assertion is a script evaluator that
-    loads the provider on the worker: code, so the watcher's existing gate applies."""
+    """`provider: file://judge.js` (or `judge.py`) on a model-graded assertion is a script
+    evaluator that loads the provider on the worker: code, so the watcher's existing gate
+    applies."""
     root = project(
         {
-            "judge.js": "module.exports = { callApi: async () => ({ output: '{}' }) };\n",
-            "promptfooconfig.yaml": """\
-            prompts: ["{{ x }}"]
+            judge: text,
+            "promptfooconfig.yaml": f"""\
+            prompts: ["{{{{ x }}}}"]
             providers: [echo]
-            defaultTest: {options: {provider: file://judge.js}}
+            defaultTest: {{options: {{provider: file://{judge}}}}}
             tests:
-              - vars: {x: hi}
-                assert: [{type: llm-rubric, value: says hi}, {type: factuality, value: hi}]
+              - vars: {{x: hi}}
+                assert: [{{type: llm-rubric, value: says hi}}, {{type: factuality, value: hi}}]
             """,
         }
     )
@@ -317,6 +326,7 @@ def test_a_grader_provider_file_runs_as_code_the_inbox_refuses_without_allow_cod
     loaded = load_eval_file(path)
     specs = loaded.cases[0].case.evaluator_specs() or []
     assert [s.type for s in specs] == ["script", "script"]
+    assert all(s.script[0] == runs for s in specs)  # type: ignore[union-attr]
 
     def dropped(**opt_ins: bool) -> Project:
         return Project(root, untrusted=Untrusted(inbox=root, **opt_ins))

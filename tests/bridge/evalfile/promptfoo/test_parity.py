@@ -148,7 +148,7 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
         assert got_score == pytest.approx(score, abs=0.001), (description, got_score, score)
     assert got_components == expected_components
     assert evalrelay_asked == promptfoo_asked
-    assert evalrelay_embedded == promptfoo_embedded and len(promptfoo_embedded) == 4
+    assert evalrelay_embedded == promptfoo_embedded and len(promptfoo_embedded) == 5
 
     # The cases the issue found, as promptfoo decides them.
     assert expected_tests["weighted contains"][0] is False  # any assertion failing fails
@@ -158,8 +158,35 @@ def test_promptfoo_and_evalrelay_agree_on_every_test_and_assertion(
     assert expected_components[("script numbers are scores", "js-point-three")] is True
     assert expected_components[("similar answers", "similar-same")] is True  # was unsupported
     assert expected_components[("similar answers", "similar-far")] is False
+    measured = {
+        metric: passed
+        for (test, metric), passed in expected_components.items()
+        if test == "similar measures" and metric != "default-not-icontains"
+    }  # similar:dot and similar:euclidean, and their not- forms, each way
+    assert measured == {
+        "cosine-at-threshold": True,
+        "dot-same": True,
+        "dot-far": False,
+        "dot-at-threshold": True,
+        "not-dot-far": True,
+        "euclidean-same": True,
+        "euclidean-far": False,
+        "euclidean-any": True,
+        "not-euclidean-far": True,
+        "not-euclidean-any": False,
+    }
     assert expected_components[("regex on lines", "regex-start-of-answer-only")] is False
     assert expected_components[("closed questions and facts", "closedqa-yes")] is True
+    python_graded = {
+        metric: expected_components[("custom python grader provider", metric)]
+        for metric in ("py-judged-cat", "py-judged-dog", "py-judged-threshold")
+    }  # a Python provider file as the grader: its pass, and its score under a threshold
+    assert python_graded == {
+        "py-judged-cat": True,
+        "py-judged-dog": False,
+        "py-judged-threshold": False,
+    }
+    assert expected_components[("custom python grader provider", "py-judged-function")] is False
     assert all('"role": "system"' not in body for body in promptfoo_asked)  # none added
     assert len(expected_components) > 80
     assert False in expected_components.values() and True in expected_components.values()
