@@ -119,7 +119,7 @@ def target_tally_key(target: str) -> str:
 
 
 def paid_again_key(campaign_id: str) -> str:
-    """Hash: the campaign's target calls past one per job, by why (`bridge.queue.paid`):
+    """Hash: the campaign's target calls past one per job, by why (`bridge.results.paid`):
     `duplicate`, `late copy`, `retry`; kept with its record."""
     return f"{PREFIX}:campaign:{campaign_id}:paid-again"
 

@@ -258,7 +258,7 @@ outstanding, and the target's tally counts it), release the lease if ours (or ru
 and forget that this worker holds the message. A result of a compacted campaign is a late
 copy: it reaches neither the stream (nobody reads it any more) nor the tally, and leaves
 no `done` mark behind. A result that called its target (`ARGV[10]`) and is not its job's
-first is counted in the campaign's calls paid again (`bridge.queue.paid`), by why."""
+first is counted in the campaign's calls paid again (`bridge.results.paid`), by why."""
 
 
 #   KEYS[1]  a queue's sent-jobs sorted set (`outstanding_key`): job id scored by send time, ms

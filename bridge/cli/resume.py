@@ -20,7 +20,6 @@ from bridge.keys import campaign_key
 from bridge.queue.campaigns import CampaignInfo, load_info, missing_jobs, progress, resolve_campaign
 from bridge.queue.celery_queue import JobQueue
 from bridge.queue.outstanding import not_sent
-from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
 from bridge.queue.rebuilt_apart import (
     eval_files_here,
@@ -30,6 +29,7 @@ from bridge.queue.rebuilt_apart import (
 )
 from bridge.queue.runtime import open_runtime
 from bridge.results.collector import collectors_of
+from bridge.results.paid import paid_again, paid_again_text
 from bridge.results.results_file import job_ids_on_disk, results_path
 
 

@@ -26,12 +26,12 @@ from bridge.queue.campaigns import (
     store_jobs,
     stored_jobs,
 )
-from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import replan
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, record, who
 from bridge.results.collected import file_here, results_home
 from bridge.results.collector import collectors_of, hold_lease, release_lease
+from bridge.results.paid import paid_again, paid_again_text
 from bridge.results.result import AttemptSummary, Status
 from bridge.results.results_file import read_results, results_path
 from bridge.results.retention import is_compacted, reopen

@@ -25,12 +25,12 @@ from bridge.planning.campaigns import plan_jobs
 from bridge.queue.budget import set_budget
 from bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
 from bridge.queue.connection import configured_url
-from bridge.queue.paid import paid_again, paid_again_text
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import who
 from bridge.reports.promptfoo_json import write_promptfoo_outputs
 from bridge.reports.writer import ensure_html_beside
+from bridge.results.paid import paid_again, paid_again_text
 from bridge.results.results_file import results_path
 from bridge.targets.targets_file import Targets
 

@@ -38,12 +38,12 @@ from bridge.queue.campaigns import (
     resolve_campaign,
 )
 from bridge.queue.holders import ALIVE_SECONDS, forget_gone
-from bridge.queue.paid import paid_again, paid_again_many, paid_again_text
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, Paused, audit, paused, paused_many
 from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
 from bridge.results.collector import collectors_of
+from bridge.results.paid import paid_again, paid_again_many, paid_again_text
 from bridge.results.write_errors import write_errors
 from bridge.targets.live_limits import limit_changes
 

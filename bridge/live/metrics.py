@@ -30,7 +30,7 @@ from bridge.keys import (
 )
 from bridge.queue.campaigns import list_campaigns, progress_many
 from bridge.queue.holders import ALIVE_SECONDS
-from bridge.queue.paid import paid_again_many
+from bridge.results.paid import paid_again_many
 
 SERVICES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
 

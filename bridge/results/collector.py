@@ -45,6 +45,7 @@ from bridge.keys import (
 from bridge.lua_scripts import HOLD_COLLECTOR, release_lock
 from bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
 from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
+from bridge.results.paid import paid_again
 from bridge.results.result import Result
 from bridge.results.results_file import (
     ResultsFile,
@@ -266,6 +267,7 @@ class Collector:
             return
         expected = self.expected_for(campaign_id)
         summary = summary_on_disk(path, campaign_id, expected)
+        summary.paid_again = paid_again(self.client, campaign_id)
         text = json.dumps(summary.as_json(), indent=2) + "\n"
         write_atomically(summary_path(path.parent, campaign_id), text)
         if expected is not None and summary.results >= expected:

@@ -115,6 +115,9 @@ class CampaignSummary(BaseModel):
     """The first `MAX_LISTED_FAILURES` of them."""
     judge_cost_usd: float = 0.0
     """What the LLM judges' calls cost, apart from the targets' `cost_usd`."""
+    paid_again: dict[str, int] = Field(default_factory=dict)
+    """Target calls past one per job, by why (`bridge.results.paid`), as Redis counted them
+    when the campaign's last line was written; `status` shows any counted after."""
     _observations: Observations = PrivateAttr(default_factory=Observations)
     """Each graded result's score and pass, by target and case, for `statistics()`."""
 

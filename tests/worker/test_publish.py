@@ -30,7 +30,7 @@ from bridge.keys import (
     target_tally_key,
     workers_key,
 )
-from bridge.queue.paid import paid_again
+from bridge.results.paid import paid_again
 from bridge.results.result import Result, Status
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for

@@ -23,6 +23,7 @@ from bridge.keys import (
     collected_key,
     collector_lease_key,
     counts_key,
+    paid_again_key,
     results_stream_key,
 )
 from bridge.planning.campaigns import plan_jobs
@@ -277,6 +278,7 @@ def test_a_complete_campaign_is_finished_once_its_file_holds_every_result(
     assert completed == [tmp_path / "c.jsonl"]  # finished once, not at every poll
     summary = json.loads((tmp_path / "c.summary.json").read_text())
     assert (summary["results"], summary["counts"]) == (2, {"ok": 1, "timeout": 1})
+    assert summary["paid_again"] == {}
     assert client.xlen(results_stream_key("c")) == 0
     assert client.get(collector_lease_key("c")) is None
     (tmp_path / "c.summary.json").unlink()
@@ -287,6 +289,19 @@ def test_a_complete_campaign_is_finished_once_its_file_holds_every_result(
     Collector(client, "empty", lambda _: empty, lambda _: 2, completed.append).finish("c")
     assert completed == [tmp_path / "c.jsonl"] * 2
     assert not empty.exists()
+
+
+def test_the_summary_says_what_the_campaign_paid_for_twice(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """The calls the workers counted past one per job (`bridge.results.paid`), by why."""
+    client.hset(paid_again_key("c"), mapping={"duplicate": 2, "retry": 1})
+    collector = Collector(client, "c1", lambda _: tmp_path, lambda _: 1, lambda _: None)
+    add(client, result("a"))
+    collector.poll(["c"], block_ms=100)
+    collector.finish("c")
+    summary = json.loads((tmp_path / "c.summary.json").read_text())
+    assert summary["paid_again"] == {"duplicate": 2, "retry": 1}
 
 
 def test_a_summary_the_disk_refuses_at_the_finish_is_written_at_a_later_poll(

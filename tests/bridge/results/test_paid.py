@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from bridge.keys import paid_again_key
-from bridge.queue.paid import paid_again_many, paid_again_text
+from bridge.results.paid import paid_again_many, paid_again_text
 
 
 def test_calls_paid_again_are_read_per_campaign_and_said_by_why(client: redis.Redis) -> None:
