@@ -164,9 +164,9 @@ def test_a_text_of_four_characters_can_be_a_secret() -> None:
 
 def test_a_megabyte_is_searched_well_under_a_second(detector: Detector) -> None:
     text = ("Lorem ipsum dolor sit amet, caf\\u00e9 %20 &amp; " * 22000)[:1_000_000]
-    started = time.perf_counter()
+    started = time.process_time()  # CPU time: the wall clock of a shared machine is not its own
     assert detector.mask(text + KEY) == text + MASK
-    assert time.perf_counter() - started < 0.5
+    assert time.process_time() - started < 0.5
 
 
 def test_the_environment_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
