@@ -16,11 +16,11 @@ from rich.text import Text
 
 from bridge.cli.terminal import counted
 from bridge.clock import now_seconds
+from bridge.connection import RideOut
 from bridge.errors import EvalrelayError
 from bridge.keys import workers_key
 from bridge.queue.budget import BUDGET_REASON
 from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
-from bridge.queue.connection import RideOut
 from bridge.queue.steering import Paused, paused
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collected import file_here

@@ -14,12 +14,12 @@ from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.contract.campaign_state import uncancel
+from bridge.delivery.outstanding import not_sent
 from bridge.errors import EvalrelayError
 from bridge.evalfile.project import Project
 from bridge.keys import campaign_key
 from bridge.queue.campaigns import CampaignInfo, load_info, missing_jobs, progress, resolve_campaign
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.outstanding import not_sent
 from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
 from bridge.queue.rebuilt_apart import (
     eval_files_here,

@@ -15,6 +15,7 @@ from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary
 from bridge.cli.terminal import TerminalConsole, counted, echo
+from bridge.connection import configured_url
 from bridge.contract.campaign_state import cancel
 from bridge.contract.job import Job
 from bridge.errors import InvalidFileError
@@ -24,7 +25,6 @@ from bridge.evalfile.selection import select_cases
 from bridge.planning.campaigns import plan_jobs
 from bridge.queue.budget import set_budget
 from bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
-from bridge.queue.connection import configured_url
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import who
