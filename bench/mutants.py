@@ -42,7 +42,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ["tests/worker/grading/test_checks.py", "tests/worker/grading/test_deadline.py"],
     ),
     "masking": ("bridge/masking.py", ["tests/bridge/test_masking.py"]),
-    "lease": ("worker/lease.py", ["tests/worker/test_lease.py"]),
+    "lease": ("bridge/delivery/lease.py", ["tests/bridge/delivery/test_lease.py"]),
     "collector": ("bridge/results/collector.py", ["tests/bridge/results/test_collector.py"]),
     "limits": ("bridge/evalfile/limits.py", ["tests/bridge/evalfile/test_limits.py"]),
 }

@@ -147,7 +147,7 @@ def job_dictionary_key(campaign_id: str) -> str:
 
 
 def job_key(job_id: str) -> str:
-    """String: the job's JSON, which its messages name (`bridge.queue.payloads`), kept so
+    """String: the job's JSON, which its messages name (`bridge.delivery.payloads`), kept so
     the reaper and resume can send it again; removed once its campaign is complete."""
     return f"{PREFIX}:job:{job_id}"
 

@@ -152,7 +152,7 @@ A lease run out is not free until the reaper takes the job off `inflight`: after
 outage (an append-only file restores a lease's expiry as a time, passed by then) a live
 worker renews it (`_RENEW`), and a copy that Celery's transport put back on the queue as
 its connection dropped must not run meanwhile. A dead worker's job is sent again by the
-reaper, which waits out an outage before it judges (`bridge.queue.reaper`).
+reaper, which waits out an outage before it judges (`bridge.delivery.reaper`).
 
 A copy of a job of a compacted campaign (a reaped job whose first copy finished, a stopped
 worker's batch resumed) is a late copy: compaction removed the `done` marks, so the

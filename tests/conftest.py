@@ -30,10 +30,10 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from bridge.connection import connect
 from bridge.contract.job import Job, TargetRef
 from bridge.keys import epoch_key, workers_key
 from bridge.prompt.request import PromptRequest
-from bridge.queue.connection import connect
 from bridge.targets.interpolation import OneTarget
 from bridge.targets.settings import QUEUE_FOR_KIND
 

@@ -19,22 +19,22 @@ from celery import Celery, signals
 from celery.concurrency.thread import TaskPool as ThreadPool
 from kombu import Queue  # type: ignore[attr-defined]
 
+from bridge.connection import broker_url, client_for, configured_url
 from bridge.contract.campaign_state import current_epoch
 from bridge.contract.job import Job
 from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
+from bridge.delivery.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
+from bridge.delivery.holds import forget_process, note_hold, process_name
+from bridge.delivery.reaper import Reaper
 from bridge.evalfile.limits import MAX_JOB_SECONDS
 from bridge.keys import workers_key
 from bridge.masking import mask_logs
 from bridge.queue.celery_queue import JobQueue, message_job_ids
-from bridge.queue.connection import broker_url, client_for, configured_url
-from bridge.queue.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
-from bridge.queue.reaper import Reaper
 from bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
 from worker.agents.docker_cli import remove_dead_workers_containers
 from worker.agents.homes import remove_dead_homes, remove_own_homes
 from worker.batches import job_slots, register_batch_task
 from worker.broker import use_for_redis_urls
-from worker.holds import forget_process, note_hold, process_name
 from worker.stopping import on_shutting_down, released, stopping
 from worker.tasks import register_tasks
 

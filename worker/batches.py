@@ -26,20 +26,20 @@ from celery import Celery, Task
 
 from bridge.contract.job import Job
 from bridge.contract.names import RUN_BATCH
+from bridge.delivery.holders import let_go
+from bridge.delivery.holds import take_hold
+from bridge.delivery.lease import LeaseBegin
+from bridge.delivery.payloads import jobs_of
+from bridge.delivery.publish import PUBLISHED, Publication, outcome_of
+from bridge.delivery.round_trips import RoundTrips
 from bridge.keys import holders_key
 from bridge.lua_scripts import BEGIN_LEASE, LET_GO, PUBLISH
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.holders import let_go
-from bridge.queue.payloads import jobs_of
 from bridge.results.result import Result
 from worker.execute import execute_async
 from worker.heap import settle_once
-from worker.holds import take_hold
-from worker.lease import LeaseBegin
 from worker.providers.admission import holds_reservation
 from worker.providers.base import NoCapacity, Steered
-from worker.publish import PUBLISHED, Publication, outcome_of
-from worker.round_trips import RoundTrips
 from worker.stopping import hand_back, released, stopping
 from worker.tasks import JOB_TASK, skipped, spend, step_aside, wait_for_capacity
 
@@ -243,7 +243,7 @@ async def run_job(
 async def publish(
     rounds: RoundTrips, result: Result, queue: str, lease_token: str, message_id: str
 ) -> str:
-    """`worker.publish.publish` through the loop's round trips, tried again as long while
+    """`bridge.delivery.publish.publish` through the loop's round trips, tried again as long while
     Redis is out of reach."""
     call = Publication.of(result, queue, lease_token, message_id)
     return outcome_of(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))

@@ -9,7 +9,7 @@ error"). Seen on 2 of 4 workers at a Redis restart.
 
 Here that case is a connection error, as it is: Celery ignores it and reconnects. The
 messages kombu could not put back are not lost: the reaper finds every job a live worker
-does not hold and sends it again (`bridge.queue.outstanding`).
+does not hold and sends it again (`bridge.delivery.outstanding`).
 
 A worker asked to stop waits for its running jobs, but a job cannot report while Redis is
 away (it retries for minutes), nor can the worker take itself off `status`: a worker told

@@ -29,9 +29,9 @@ from celery.worker import state
 
 from bridge.contract.job import Job
 from bridge.contract.names import RUN_BATCH, RUN_CASE
+from bridge.delivery.holders import let_go
+from bridge.delivery.holds import take_hold
 from bridge.queue.celery_queue import JobQueue, message_job_ids
-from bridge.queue.holders import let_go
-from worker.holds import take_hold
 
 log = logging.getLogger(__name__)
 

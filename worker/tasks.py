@@ -13,17 +13,17 @@ from bridge.clock import now_seconds
 from bridge.contract.campaign_state import cancel_ends
 from bridge.contract.job import Job
 from bridge.contract.names import RUN_CASE
+from bridge.delivery.holders import let_go
+from bridge.delivery.holds import take_hold
+from bridge.delivery.lease import Lease
+from bridge.delivery.payloads import job_of
+from bridge.delivery.publish import PUBLISHED, publish
 from bridge.queue.budget import charge
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.holders import let_go
-from bridge.queue.payloads import job_of
 from bridge.results.result import Result, Status
 from worker.execute import execute, never_started
-from worker.holds import take_hold
-from worker.lease import Lease
 from worker.providers.admission import give_back, holds_reservation, settled
 from worker.providers.base import NoCapacity, Steered
-from worker.publish import PUBLISHED, publish
 from worker.stopping import hand_back, released, stopping
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def wait_for_capacity(
     """Back to the queue for a few seconds, as often as it takes, until the job's deadline.
 
     Waiting is not a failure: the job is sent again as a new message, held like any other
-    (`bridge.queue.holders`), so a worker that dies while holding it loses nothing.
+    (`bridge.delivery.holders`), so a worker that dies while holding it loses nothing.
     """
     now = now_seconds(client)  # another worker, on another host, may have found it busy before
     since = job.waiting_since or now

@@ -14,10 +14,11 @@ from types import FrameType
 import click
 import redis
 
-from bridge.cli.follow import LOST
 from bridge.cli.terminal import counted, echo
 from bridge.clock import now_seconds
+from bridge.connection import RideOut
 from bridge.contract.campaign_state import current_epoch
+from bridge.delivery.holders import ALIVE_SECONDS, beat
 from bridge.errors import EvalrelayError
 from bridge.keys import collectors_key
 from bridge.queue.campaigns import (
@@ -28,8 +29,7 @@ from bridge.queue.campaigns import (
     progress_many,
     resolve_campaign,
 )
-from bridge.queue.connection import RideOut
-from bridge.queue.holders import ALIVE_SECONDS, beat
+from bridge.queue.following import LOST
 from bridge.queue.rebuild import lost_campaigns, read_record, rebuild, record_path, write_record
 from bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from bridge.queue.runtime import Runtime, open_runtime

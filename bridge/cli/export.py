@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from bridge.cli.report import results_file, results_option
+from bridge.cli.campaign_results import results_file, results_option
 from bridge.cli.terminal import echo
 from bridge.errors import EvalrelayError
 from bridge.reports.campaign import CampaignResults

@@ -1,10 +1,8 @@
-"""Following a campaign to its end: the collector, a live progress bar, a summary table."""
+"""Following a campaign to its end, as a live progress bar (the following itself:
+`bridge.queue.following`)."""
 
 from __future__ import annotations
 
-import functools
-import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -15,51 +13,22 @@ from rich.progress import Progress as Bar
 from rich.text import Text
 
 from bridge.cli.terminal import counted
-from bridge.clock import now_seconds
-from bridge.errors import EvalrelayError
-from bridge.keys import workers_key
 from bridge.queue.budget import BUDGET_REASON
-from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
-from bridge.queue.connection import RideOut
-from bridge.queue.steering import Paused, paused
+from bridge.queue.campaigns import CampaignInfo, Progress
+from bridge.queue.following import (
+    LOST,
+    NO_WORKER_WARNING_SECONDS,
+    Unserved,
+)
+from bridge.queue.following import (
+    follow_campaign as follow,
+)
+from bridge.queue.steering import Paused
 from bridge.reports.writer import ensure_html_beside
-from bridge.results.collected import file_here
-from bridge.results.collector import Collector
-from bridge.results.results_file import read_results, results_path
-from bridge.results.statistics import import_in_background
+from bridge.results.results_file import results_path
 from bridge.results.summary import CampaignSummary
 
-NO_WORKER_WARNING_SECONDS = 30.0
-
 STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
-MIN_POLL_SECONDS = 0.05
-PAUSE_CHECK_SECONDS = 1.0
-"""How often the bar asks whether the campaign is paused: one more GET, not every round."""
-
-STATISTICS_LEAD_SECONDS = 1.0
-SMALL_CAMPAIGN = 200
-
-
-def statistics_due(done: int, total: int, rate: float) -> bool:
-    """Whether to start importing the summary's statistics libraries (scipy, statsmodels:
-    a second of CPU, holding the GIL): at once for a small campaign, else when the jobs left
-    would take less than `STATISTICS_LEAD_SECONDS` at the rate seen so far. Imported at the
-    start, they took the CPU that the workers on this machine and this process's collector
-    needed: with a worker on the same two cores, a run of 3,000 calls made 0.81 of a bare
-    loop's rate, and 0.91 importing them in its last second (`bench/api.py --user`)."""
-    if total <= SMALL_CAMPAIGN:
-        return True
-    return rate > 0 and (total - done) / rate <= STATISTICS_LEAD_SECONDS
-
-
-def graded_so_far(collector: Collector | None, campaign_id: str) -> bool:
-    """Whether the summary will have statistics to compute: a result this command collected
-    was graded (a campaign of cases without evaluators never needs the libraries), or
-    another process collects it and this one cannot tell yet."""
-    if collector is None:
-        return True
-    file = collector.files.get(campaign_id)
-    return file is not None and file.summary.scored > 0
 
 
 def follow_campaign(
@@ -72,103 +41,72 @@ def follow_campaign(
     collect: bool = True,
     on_complete: Callable[[Path], object] = ensure_html_beside,
 ) -> CampaignSummary:
-    """Follow the campaign until every job has its line, or, given the ids of the jobs a
-    command `sent` again, until each of those has its new line; returns the summary.
-
-    A campaign `run` collects is collected here; one that a `collect` service or a watcher
-    writes is only watched (its file may be on another host). A Redis outage, however
-    long, only pauses the bar. A Redis that comes back without its data has lost the
-    campaign: with `rebuild` (given the job ids the results file holds, it makes the
-    campaign known again and sends the rest) the campaign goes on, else it is an error
-    saying how to rebuild it. With `collect` False it only watches: another process
-    (the `run` collecting the campaign) writes the file. `on_complete` gets the results
-    file once it is complete (by default the HTML report is written beside it).
-    """
-    out_dir = Path(info.out_dir)
-
-    def new_collector() -> Collector | None:
-        if info.collector != "run" or not collect:
-            return None
-        return Collector(
+    """Follow the campaign (`bridge.queue.following.follow_campaign`, whose arguments these
+    are) under a progress bar on `console`; by default the HTML report is written beside
+    the results file once it is complete."""
+    with ProgressBar(console, info, len(sent) if sent is not None else info.total) as bar:
+        return follow(
             client,
-            consumer or f"run-{info.campaign_id}",
-            lambda _: out_dir,
-            lambda _: info.total,
+            info,
+            bar,
             on_complete,
+            consumer=consumer,
+            sent=sent,
+            rebuild=rebuild,
+            collect=collect,
         )
 
-    collector = new_collector()
-    ride_out = RideOut(lambda text: console.print(text, style="yellow"), client)
-    started = time.monotonic()
-    warned = False
-    held: Paused | None = None
-    checked = float("-inf")
-    columns = (
-        FieldColumn("label"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        FieldColumn("counts"),
-        FieldColumn("rate"),
-        TimeElapsedColumn(),
-    )
 
-    def one_round() -> Progress:
-        polled = time.monotonic()
-        if collector is not None:
-            collector.poll([info.campaign_id], block_ms=250)
-        # Results that come one by one are taken a few at a time: one fsync and
-        # one progress query for several lines, a few ms later each.
-        time.sleep(max(0.0, polled + (MIN_POLL_SECONDS if collector else 0.25) - time.monotonic()))
-        return (
-            progress(client, info.campaign_id)
-            if sent is None
-            else round_progress(client, info.campaign_id, sent)
+class ProgressBar:
+    """What a command shows of a campaign it follows: a bar of its jobs, their statuses and
+    rate, the campaign's pause, and what happened to it on the way."""
+
+    def __init__(self, console: Console, info: CampaignInfo, total: int) -> None:
+        self.console = console
+        self.info = info
+        self.running = Text("jobs", style="bold")
+        self.bar = Bar(
+            FieldColumn("label"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            FieldColumn("counts"),
+            FieldColumn("rate"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.bar.add_task(
+            "jobs", total=total, label=self.running, counts=Text(), rate=""
         )
 
-    try:
-        with Bar(*columns, console=console, transient=False) as bar:
-            total = info.total if sent is None else len(sent)
-            running = Text("jobs", style="bold")
-            task = bar.add_task("jobs", total=total, label=running, counts=Text(), rate="")
-            while True:
-                state = ride_out(one_round)
-                rate = state.done / max(time.monotonic() - started, 1e-6)
-                if statistics_due(state.done, state.total, rate) and graded_so_far(
-                    collector, info.campaign_id
-                ):
-                    import_in_background()  # once; the summary waits for it
-                if time.monotonic() - checked >= PAUSE_CHECK_SECONDS and not state.finished:
-                    checked = time.monotonic()
-                    now_held = ride_out(lambda: paused(client, info.campaign_id))
-                    if (now_held is None) != (held is None):
-                        console.print(pause_line(info.campaign_id, now_held))
-                    held = now_held
-                bar.update(
-                    task,
-                    label=Text(f"paused: {held.reason}", style="red") if held else running,
-                    completed=state.done,
-                    total=state.total,
-                    counts=counts_text(state.counts),
-                    rate=f"{rate:.1f}/s",
-                )
-                if not state.known and (collector is None or rebuild is None):
-                    raise lost_campaign(info, campaign_summary(client, info, collector))
-                if not state.known:
-                    assert collector is not None and rebuild is not None
-                    kept = set(collector.results_file(info.campaign_id).job_ids)
-                    collector.close()
-                    again = ride_out(functools.partial(rebuild, kept))
-                    console.print(lost_and_rebuilt(info, len(kept), again), style="red")
-                    collector = new_collector()
-                if state.finished:
-                    break
-                if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
-                    warned = ride_out(lambda: warn_without_workers(client, console, info))
-    finally:
-        summary = ride_out(lambda: campaign_summary(client, info, collector))
-        if collector is not None:
-            collector.close()
-    return summary
+    def __enter__(self) -> ProgressBar:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.__exit__(None, None, None)
+
+    def outage(self, text: str) -> None:
+        self.console.print(text, style="yellow")
+
+    def round(self, state: Progress, rate: float, held: Paused | None) -> None:
+        self.bar.update(
+            self.task,
+            label=Text(f"paused: {held.reason}", style="red") if held else self.running,
+            completed=state.done,
+            total=state.total,
+            counts=counts_text(state.counts),
+            rate=f"{rate:.1f}/s",
+        )
+
+    def pause_changed(self, held: Paused | None) -> None:
+        self.console.print(pause_line(self.info.campaign_id, held))
+
+    def rebuilt(self, kept: int, sent: Sequence[object] | None) -> None:
+        self.console.print(lost_and_rebuilt(self.info, kept, sent), style="red")
+
+    def unserved(self, missing: Unserved) -> None:
+        self.console.print(unserved_text(missing), style="yellow")
 
 
 class FieldColumn(ProgressColumn):
@@ -200,37 +138,6 @@ def pause_line(campaign_id: str, held: Paused | None) -> Text:
     )
 
 
-def campaign_summary(
-    client: redis.Redis, info: CampaignInfo, collector: Collector | None
-) -> CampaignSummary:
-    """From the file this command writes; else from the campaign's file if it is on this
-    host; else (on another host) from Redis's counts alone."""
-    if collector is not None and info.campaign_id in collector.files:
-        return collector.files[info.campaign_id].summary
-    summary = CampaignSummary(campaign_id=info.campaign_id, expected=info.total)
-    path = file_here(client, info.campaign_id, results_path(Path(info.out_dir), info.campaign_id))
-    if path is not None and path.exists():
-        for result in read_results(path):
-            summary.add(result)
-        return summary
-    summary.counts = progress(client, info.campaign_id).counts
-    summary.results = sum(summary.counts.values())
-    return summary
-
-
-LOST = "Redis lost its data (it restarted empty, or evicted keys; run it with appendonly yes)"
-
-
-def lost_campaign(info: CampaignInfo, summary: CampaignSummary) -> EvalrelayError:
-    """Redis restarted without its data: say what was kept and what to do, never a traceback."""
-    file = results_path(Path(info.out_dir), info.campaign_id)
-    return EvalrelayError(
-        f"{LOST}: campaign {info.campaign_id} is gone from it. {summary.results} of "
-        f"{info.total} results are in {file}; on the host of that file, `evalrelay resume "
-        f"{info.campaign_id}` rebuilds the campaign from its eval files and sends the rest"
-    )
-
-
 def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: Sequence[object] | None) -> str:
     """`sent`: the jobs sent again, or None when another process had rebuilt it already."""
     file = results_path(Path(info.out_dir), info.campaign_id)
@@ -242,31 +149,17 @@ def lost_and_rebuilt(info: CampaignInfo, kept: int, sent: Sequence[object] | Non
     )
 
 
-def warn_without_workers(client: redis.Redis, console: Console, info: CampaignInfo) -> bool:
-    """Say so when no live worker serves a queue the campaign uses: otherwise a cluster run
-    just waits. A worker's `seen` is Redis's time, and so is `now`."""
-    now = now_seconds(client)
-    alive = [
-        json.loads(raw)
-        for raw in client.hvals(workers_key())
-        if now - float(json.loads(raw).get("seen", 0)) < NO_WORKER_WARNING_SECONDS
-    ]
-    served = {queue for worker in alive for queue in worker.get("queues", [])}
-    unserved = [queue for queue in info.queues if queue not in served]
-    if alive and not unserved:
-        return False
-    queues = ",".join(unserved or info.queues) or "api"
+def unserved_text(missing: Unserved) -> str:
+    """What to do when no live worker serves some of a campaign's queues."""
     who = (
-        f"no live worker serves the queue {queues}"
-        if alive
+        f"no live worker serves the queue {missing.queues}"
+        if missing.any_alive
         else f"no worker has reported in the last {NO_WORKER_WARNING_SECONDS:.0f} s"
     )
-    console.print(
-        f"{who}; start one with `evalrelay worker --queues {queues}`, or run "
-        "with --local-worker. Waiting.",
-        style="yellow",
+    return (
+        f"{who}; start one with `evalrelay worker --queues {missing.queues}`, or run "
+        "with --local-worker. Waiting."
     )
-    return True
 
 
 def counts_text(counts: dict[str, int]) -> Text:

@@ -1,7 +1,7 @@
 """`evalrelay health`: is this service alive, as Redis last heard from it?
 
 A container's or a pod's health check runs it: every worker, watcher and `collect`
-service already writes a heartbeat into Redis (`bridge.queue.holders.beat`, on Redis's
+service already writes a heartbeat into Redis (`bridge.delivery.holders.beat`, on Redis's
 clock), so the check needs no port of its own in the service, and it fails the same way
 whether the process hung, died or lost its way to Redis.
 """
@@ -18,10 +18,10 @@ from pydantic import BaseModel
 
 from bridge.cli.terminal import echo
 from bridge.clock import now_seconds
+from bridge.connection import URL_VARIABLE, configured_url, connect
+from bridge.delivery.holders import ALIVE_SECONDS
 from bridge.errors import PrerequisiteError
 from bridge.keys import collectors_key, watchers_key, workers_key
-from bridge.queue.connection import URL_VARIABLE, configured_url, connect
-from bridge.queue.holders import ALIVE_SECONDS
 
 ROLES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
 """Each kind of service, to the heartbeat hash it reports in."""

@@ -12,11 +12,9 @@ import redis
 from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary
-from bridge.cli.resume import record_of
-from bridge.cli.run import load_all
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import LoadedEvalFile
+from bridge.evalfile.cases import LoadedEvalFile, load_eval_files
 from bridge.evalfile.selection import case_chosen, select_cases
 from bridge.queue.campaigns import (
     CampaignInfo,
@@ -27,7 +25,7 @@ from bridge.queue.campaigns import (
     resolve_campaign,
     submit,
 )
-from bridge.queue.rebuild import rebuild, write_record
+from bridge.queue.rebuild import rebuild, record_of, write_record
 from bridge.queue.regrade import plan_regrade
 from bridge.queue.runtime import open_runtime
 from bridge.results.collected import file_here, results_home
@@ -75,7 +73,9 @@ def regrade_command(
     with open_runtime(worker=True, force_local_worker=local_worker) as runtime:
         client = runtime.client
         old, path = recorded_campaign(client, campaign)
-        files = select_cases(load_all(eval_paths) if eval_paths else own_files(old), case_patterns)
+        files = select_cases(
+            load_eval_files(eval_paths) if eval_paths else own_files(old), case_patterns
+        )
         tasks = [str(f.path.parent) for f in files if f.task is not None]
         if tasks:
             raise EvalrelayError(
@@ -156,4 +156,4 @@ def recorded_campaign(client: redis.Redis, text: str) -> tuple[CampaignInfo, Pat
 def own_files(info: CampaignInfo) -> list[LoadedEvalFile]:
     """The campaign's eval files as they are now, found from where it was started."""
     base = Path(info.plan.cwd) if info.plan and info.plan.cwd else Path.cwd()
-    return load_all(tuple(base / source for source in info.sources))
+    return load_eval_files(tuple(base / source for source in info.sources))

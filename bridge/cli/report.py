@@ -11,18 +11,11 @@ import click
 from rich.cells import cell_len
 from rich.table import Table
 
+from bridge.cli.campaign_results import results_file, results_option
 from bridge.cli.terminal import TerminalConsole, echo
 from bridge.errors import EvalrelayError
-from bridge.queue.campaigns import (
-    LATEST,
-    AmbiguousCampaign,
-    CampaignInfo,
-    load_info,
-    resolve_campaign,
-)
 from bridge.queue.rebuild import find_record, read_record
-from bridge.queue.runtime import open_runtime
-from bridge.reports.campaign import CampaignResults, find_results
+from bridge.reports.campaign import CampaignResults
 from bridge.reports.case_places import case_places
 from bridge.reports.compare import (
     SCORE_CHANGE,
@@ -45,17 +38,10 @@ from bridge.reports.statistics_text import (
 )
 from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
 from bridge.reports.writer import report_path, write_report
-from bridge.results.results_file import results_path
 from bridge.results.statistics import CampaignStatistics, PairStatistics
 from bridge.results.summary import TargetSummary
 
 EXIT_REGRESSED = 1
-
-results_option = click.option(
-    "--results",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="The results folder to find campaigns in (default: the project's).",
-)
 
 
 @click.command("report")
@@ -294,42 +280,6 @@ def sides(
             "(CAMPAIGN --targets BASELINE CANDIDATE), or CAMPAIGN:TARGET on each side"
         )
     return old, new
-
-
-def results_file(campaign: str, results: Path | None) -> Path:
-    """CAMPAIGN's results file: a .jsonl path, or an id found on disk; else what Redis
-    knows of it (`latest`, a `run --name`, the start of an id), for where `run` put it."""
-    if campaign == LATEST:
-        info = _known_to_redis(campaign, None)
-    else:
-        try:
-            return find_results(campaign, results)
-        except EvalrelayError as not_on_disk:
-            if campaign.endswith(".jsonl"):
-                raise
-            info = _known_to_redis(campaign, not_on_disk)
-    folders = [results, Path(info.out_dir)] if results else [Path(info.out_dir)]
-    for folder in folders:
-        path = results_path(folder, info.campaign_id)
-        if path.is_file():
-            return path
-    raise EvalrelayError(
-        f"campaign {info.campaign_id} has no results file in {' or '.join(map(str, folders))}"
-    )
-
-
-def _known_to_redis(campaign: str, not_on_disk: EvalrelayError | None) -> CampaignInfo:
-    """The campaign Redis knows by that text; one it does not know either gets the error
-    about the results folder (`not_on_disk`), which names the campaigns there."""
-    try:
-        with open_runtime(worker=False) as runtime:
-            return load_info(runtime.client, resolve_campaign(runtime.client, campaign))
-    except AmbiguousCampaign:
-        raise
-    except EvalrelayError:
-        if not_on_disk is None:
-            raise
-        raise not_on_disk from None
 
 
 def target_table(

@@ -14,13 +14,12 @@ from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary, results_location
 from bridge.cli.terminal import TerminalConsole, counted
 from bridge.contract.campaign_state import uncancel
+from bridge.delivery.outstanding import not_sent
 from bridge.errors import EvalrelayError
-from bridge.evalfile.project import Project
 from bridge.keys import campaign_key
 from bridge.queue.campaigns import CampaignInfo, load_info, missing_jobs, progress, resolve_campaign
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.outstanding import not_sent
-from bridge.queue.rebuild import CampaignRecord, find_record, read_record, rebuild
+from bridge.queue.rebuild import CampaignRecord, rebuild, record_of
 from bridge.queue.rebuilt_apart import (
     eval_files_here,
     needs_jobs,
@@ -102,20 +101,6 @@ def resumed_text(campaign: str, total: int, missing: int, unsent: int) -> str:
     waiting = missing - unsent
     left = f"; {waiting} still queued, running or waiting to be collected" if waiting else ""
     return f"campaign {campaign}: {unsent} of {counted(total, 'job')} sent again{left}"
-
-
-def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
-    """The record of a campaign this Redis does not know by `text` (its id, or the path of
-    its results file), beside its results; else the error that it is unknown (which says
-    when this Redis holds no evalrelay data at all). Its results are where it was found,
-    whatever folder the record names: a copy moved to another folder or host is kept."""
-    folders = [Path.cwd() / "results", Project.containing(Path.cwd()).results_dir]
-    found = find_record(text, folders)
-    if found is None:
-        raise unknown
-    record = read_record(found)
-    here = record.info.model_copy(update={"out_dir": str(found.parent.absolute())})
-    return record.model_copy(update={"info": here})
 
 
 def planned_text(campaign: str, total: int, sent: int) -> str:

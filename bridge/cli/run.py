@@ -15,16 +15,15 @@ from bridge.cli.env_files import load_env_files
 from bridge.cli.follow import follow_campaign
 from bridge.cli.outcome import exit_status, print_summary
 from bridge.cli.terminal import TerminalConsole, counted, echo
+from bridge.connection import configured_url
 from bridge.contract.campaign_state import cancel
 from bridge.contract.job import Job
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from bridge.evalfile.cases import LoadedEvalFile, load_eval_files
 from bridge.evalfile.limits import MAX_REPEATS
 from bridge.evalfile.selection import select_cases
 from bridge.planning.campaigns import plan_jobs
 from bridge.queue.budget import set_budget
 from bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
-from bridge.queue.connection import configured_url
 from bridge.queue.rebuild import rebuild, write_record
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import who
@@ -132,7 +131,7 @@ def run_command(
     if detach and configured_url() is None:
         raise click.UsageError(DETACH_NEEDS_A_CLUSTER)
     targets = [n.strip() for option in target_options for n in option.split(",") if n.strip()]
-    files = select_cases(load_all(paths), case_patterns, tags)
+    files = select_cases(load_eval_files(paths), case_patterns, tags)
     campaign_id = new_campaign_id(files, name=name)
     jobs = plan_jobs(campaign_id, files, targets, repeats)
     if cache:
@@ -255,24 +254,6 @@ def estimated_usd(one: TargetEstimate) -> str:
     if one.unpriced == one.jobs:
         return "unpriced"
     return f"${one.usd:,.6f}" + (f" + {one.unpriced} jobs unpriced" if one.unpriced else "")
-
-
-def load_all(paths: tuple[Path, ...]) -> list[LoadedEvalFile]:
-    """Every eval file, or one error listing every problem in all of them."""
-    files, problems = [], []
-    for path in eval_files_under(paths):
-        try:
-            files.append(load_eval_file(path))
-        except InvalidFileError as exc:
-            problems += exc.diagnostics
-    if problems:
-        raise InvalidFileError(problems)
-    if not files:
-        raise click.ClickException(
-            "no .yaml or .yml eval files (or task folders, holding task.toml) found in the "
-            "paths given"
-        )
-    return files
 
 
 def default_out(files: list[LoadedEvalFile]) -> Path:

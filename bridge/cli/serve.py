@@ -18,6 +18,7 @@ import click
 import uvicorn
 
 from bridge.cli.terminal import echo
+from bridge.connection import configured_url, shown
 from bridge.errors import EvalrelayError, PrerequisiteError
 from bridge.evalfile.project import Project
 from bridge.live.access import required_token
@@ -28,7 +29,6 @@ from bridge.live.redis_link import RedisLink
 from bridge.live.report_cache import ReportCache, cache_folder
 from bridge.live.steering import Steering
 from bridge.queue.celery_queue import JobQueue, producer_app
-from bridge.queue.connection import configured_url, shown
 from bridge.queue.embedded import evalrelay_home
 from bridge.queue.runtime import open_runtime
 

@@ -25,6 +25,7 @@ from bridge.cli.terminal import TerminalConsole, counted, printable
 from bridge.clock import now_seconds
 from bridge.contract.campaign_state import ended_many
 from bridge.contract.names import QUEUES
+from bridge.delivery.holders import ALIVE_SECONDS, forget_gone
 from bridge.evalfile.project import Project
 from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
 from bridge.queue.budget import Budget, budget_of
@@ -37,7 +38,6 @@ from bridge.queue.campaigns import (
     progress_many,
     resolve_campaign,
 )
-from bridge.queue.holders import ALIVE_SECONDS, forget_gone
 from bridge.queue.rebuild import lost_campaigns
 from bridge.queue.runtime import open_runtime
 from bridge.queue.steering import Change, Paused, audit, paused, paused_many

@@ -10,9 +10,9 @@ import sys
 import click
 
 from bridge.cli.terminal import plain_logs
+from bridge.connection import URL_VARIABLE, configured_url, connect
 from bridge.contract.names import QUEUES
 from bridge.errors import PrerequisiteError
-from bridge.queue.connection import URL_VARIABLE, configured_url, connect
 
 DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2, "task": 8}
 """Jobs at once per queue. A `task` worker starts a trial only while the cpus and memory

@@ -10,9 +10,9 @@ import redis
 from rich.table import Table
 
 from bridge.cli.terminal import TerminalConsole, echo
+from bridge.connection import configured_url, connect
 from bridge.errors import TargetError
 from bridge.evalfile.project import Project
-from bridge.queue.connection import configured_url, connect
 from bridge.targets.settings import VSCodeTarget
 from bridge.targets.targets_file import Targets
 from worker.agents.templates import TemplateError, WorkspaceTemplate

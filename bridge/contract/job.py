@@ -119,12 +119,12 @@ def job_id(campaign_id: str, dataset: str, case_id: str, target: str, repeat: in
 
 def new_message_id(job: Job) -> str:
     """Every message of a job gets an id of its own, so the worker holding one message can be
-    told from the one holding a later message of the same job (`bridge.queue.holders`)."""
+    told from the one holding a later message of the same job (`bridge.delivery.holders`)."""
     return f"{job.job_id}-{job.attempt}-{uuid.uuid4().hex[:12]}"
 
 
 def new_batch_id() -> str:
-    """A batch message's id: its jobs' holders name it (`bridge.queue.holders`)."""
+    """A batch message's id: its jobs' holders name it (`bridge.delivery.holders`)."""
     return f"batch-{uuid.uuid4().hex}"
 
 

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from bridge.errors import Diagnostic, InvalidFileError
+from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
 from bridge.evalfile.evaluators import (
     EvaluatorSpec,
     LlmJudgeEvaluator,
@@ -261,6 +261,25 @@ def _refuse_other_formats(doc: YamlDocument) -> None:
                 )
             ]
         )
+
+
+def load_eval_files(paths: Sequence[Path]) -> list[LoadedEvalFile]:
+    """Every eval file named or found under `paths` (`eval_files_under`), or one error
+    listing every problem in all of them."""
+    files, problems = [], []
+    for path in eval_files_under(paths):
+        try:
+            files.append(load_eval_file(path))
+        except InvalidFileError as exc:
+            problems += exc.diagnostics
+    if problems:
+        raise InvalidFileError(problems)
+    if not files:
+        raise EvalrelayError(
+            "no .yaml or .yml eval files (or task folders, holding task.toml) found in the "
+            "paths given"
+        )
+    return files
 
 
 def eval_files_under(paths: Sequence[Path]) -> list[Path]:

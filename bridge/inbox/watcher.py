@@ -38,7 +38,9 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
+from bridge.connection import RideOut
 from bridge.contract.campaign_state import current_epoch
+from bridge.delivery.holders import beat
 from bridge.errors import EvalrelayError
 from bridge.evalfile.isolated import LoadStopped, prepare
 from bridge.inbox.folders import Inbox
@@ -50,8 +52,6 @@ from bridge.inbox.trust import InboxTrust
 from bridge.keys import watch_campaigns_key, watchers_key
 from bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_many
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.connection import RideOut
-from bridge.queue.holders import beat
 from bridge.queue.rebuild import CampaignRecord, records_in, restore
 from bridge.reports.writer import ensure_html_beside
 from bridge.results.collector import Collector

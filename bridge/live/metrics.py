@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from bridge.clock import now_seconds
 from bridge.contract.names import QUEUES
+from bridge.delivery.holders import ALIVE_SECONDS
 from bridge.keys import (
     collectors_key,
     holders_key,
@@ -29,7 +30,6 @@ from bridge.keys import (
     workers_key,
 )
 from bridge.queue.campaigns import list_campaigns, progress_many
-from bridge.queue.holders import ALIVE_SECONDS
 from bridge.results.paid import paid_again_many
 
 SERVICES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}

@@ -1,6 +1,6 @@
 """Redis as the server asks it: quickly, or not at all.
 
-The commands' client (`bridge.queue.connection.client_for`) rides out an outage by retrying
+The commands' client (`bridge.connection.client_for`) rides out an outage by retrying
 for seconds, which is right for a collector and wrong for a page polled every 2 s: here a
 question Redis cannot answer at once gets None, the page says Redis is out of reach, and
 Redis is not asked again for a moment, so a partition does not hold every request.

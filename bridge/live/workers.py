@@ -8,9 +8,9 @@ from collections.abc import Iterable
 import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bridge.delivery.holders import ALIVE_SECONDS
 from bridge.keys import workers_key
 from bridge.live.feed import WorkerRow
-from bridge.queue.holders import ALIVE_SECONDS
 
 
 class Heartbeat(BaseModel):
@@ -26,7 +26,7 @@ class Heartbeat(BaseModel):
 def live_workers(client: redis.Redis) -> tuple[list[WorkerRow], int]:
     """The workers heard from in the last `ALIVE_SECONDS`, by name, and how many others.
 
-    Ages are on Redis's clock, the one `seen` was written on (`bridge.queue.holders.beat`),
+    Ages are on Redis's clock, the one `seen` was written on (`bridge.delivery.holders.beat`),
     read in the same round trip as the workers."""
     pipe = client.pipeline(transaction=False)
     pipe.time()

@@ -1,2 +1,3 @@
-"""Step 3: jobs on Redis. The Celery queue, blobs, campaigns, the reaper, and the Redis a
-command uses (the cluster's or an embedded one)."""
+"""Step 3: jobs on Redis. The Celery queue, blobs, campaigns, and the Redis a command uses
+(an embedded one, when no cluster's is configured). Delivery (leases, holders, the
+reaper) is `bridge.delivery`."""

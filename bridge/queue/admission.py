@@ -1,6 +1,6 @@
 """Admitting a job's call to its target: the last step before the request leaves.
 
-A job is checked when it begins (`worker.lease`), but it may then wait a long time for its
+A job is checked when it begins (`bridge.delivery.lease`), but it may then wait a long time for its
 target's `max_concurrency` slot, its rate limit or a retry's back-off. So each call is
 admitted again, in one round trip, once every wait is over: a campaign paused, cancelled
 or compacted meanwhile starts no call, and a campaign with a budget reserves what the call may cost

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bridge.contract.campaign_state import JOB_TTL_SECONDS
 from bridge.contract.job import Job
 from bridge.contract.stored import encoded, read_jobs
+from bridge.delivery.outstanding import ids_by_queue, mark_sent, not_sent
 from bridge.errors import EvalrelayError
 from bridge.evalfile.harbor.folder import LoadedTask
 from bridge.evalfile.resolved import ResolvedFile
@@ -39,7 +40,6 @@ from bridge.keys import (
 from bridge.lua_scripts import STORE_JOBS
 from bridge.queue.blobs import store_blobs, store_task_files
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.outstanding import ids_by_queue, mark_sent, not_sent
 from bridge.results.retention import compact_record
 
 WRITE_CHUNK = 1000
@@ -230,7 +230,7 @@ def announce(
     jobs: Sequence[Job] = (),
 ) -> int | None:
     """Make the campaign known, with its files and its number of jobs, and record its
-    stored `jobs` as sent (`bridge.queue.outstanding`), in one transaction. Returns the
+    stored `jobs` as sent (`bridge.delivery.outstanding`), in one transaction. Returns the
     time they were recorded at (Redis's, in ms; None without jobs), for their messages."""
     for loaded in files:
         store_blobs(client, (f for case in loaded.cases for f in case.files()))

@@ -1,7 +1,7 @@
 """Sending jobs to the workers' queues, by task name, over the same Redis as everything else.
 
 The submitting side never imports the worker package to send: the task name
-(`bridge.contract.names`) and the message's payload (`bridge.queue.payloads`) are the
+(`bridge.contract.names`) and the message's payload (`bridge.delivery.payloads`) are the
 whole contract.
 """
 
@@ -14,12 +14,12 @@ import redis
 from celery import Celery
 from kombu import serialization
 
+from bridge.connection import broker_url, client_for
 from bridge.contract.job import Job, new_batch_id, new_message_id
 from bridge.contract.names import RUN_BATCH, RUN_CASE
+from bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
+from bridge.delivery.payloads import keep_stored, payload_of
 from bridge.evalfile.limits import MAX_JOB_SECONDS
-from bridge.queue.connection import broker_url, client_for
-from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
-from bridge.queue.payloads import keep_stored, payload_of
 
 BATCHED_QUEUE = "api"
 
@@ -79,7 +79,7 @@ class JobQueue:
         and the jobs are neither encoded nor recorded again (together, two fifths of a
         large campaign's enqueueing).
 
-        Each is first recorded as outstanding (`bridge.queue.outstanding`), so that a job
+        Each is first recorded as outstanding (`bridge.delivery.outstanding`), so that a job
         is never on its way without the record that lets the reaper find it if lost. The
         records go `MARK_BATCH` at a time, then that batch's messages in one Redis round
         trip: a sender killed halfway leaves at most that many recorded and never sent,

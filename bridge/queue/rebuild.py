@@ -29,6 +29,7 @@ from bridge.clock import now_seconds
 from bridge.contract.job import Job
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
+from bridge.evalfile.project import Project
 from bridge.evalfile.selection import select_cases
 from bridge.keys import campaign_key, rebuild_lock_key
 from bridge.lua_scripts import release_lock
@@ -128,6 +129,20 @@ def find_record(text: str, search: Iterable[Path]) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def record_of(text: str, unknown: EvalrelayError) -> CampaignRecord:
+    """The record of a campaign this Redis does not know by `text` (its id, or the path of
+    its results file), beside its results; else the error that it is unknown (which says
+    when this Redis holds no evalrelay data at all). Its results are where it was found,
+    whatever folder the record names: a copy moved to another folder or host is kept."""
+    folders = [Path.cwd() / "results", Project.containing(Path.cwd()).results_dir]
+    found = find_record(text, folders)
+    if found is None:
+        raise unknown
+    record = read_record(found)
+    here = record.info.model_copy(update={"out_dir": str(found.parent.absolute())})
+    return record.model_copy(update={"info": here})
 
 
 def replan(info: CampaignInfo) -> tuple[list[LoadedEvalFile], list[Job]]:

@@ -8,9 +8,9 @@ from typing import NamedTuple
 
 import redis
 
+from bridge.connection import configured_url, connect
 from bridge.contract.names import QUEUES
 from bridge.queue.celery_queue import JobQueue, producer_app
-from bridge.queue.connection import configured_url, connect
 from bridge.queue.embedded import embedded_redis
 from bridge.queue.local_worker import import_worker_meanwhile, local_worker, worker_imported
 

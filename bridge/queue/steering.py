@@ -1,7 +1,7 @@
 """Steering a running campaign: pause it, let it go on, cancel it, each change on record.
 
 A paused campaign keeps everything it has. Workers check the pause in the same round trip
-that would take a job's lease (`worker.lease`): a job they meet then is not run, and is
+that would take a job's lease (`bridge.delivery.lease`): a job they meet then is not run, and is
 taken off the jobs sent (`outstanding`) in that same step, so it counts as never sent.
 A job that had begun but still waits for its call (a `max_concurrency` slot, a rate
 limit, a retry's back-off) is checked again right before the call starts
@@ -29,10 +29,10 @@ from pydantic import BaseModel, ConfigDict
 
 from bridge.contract.campaign_state import JOB_TTL_SECONDS, cancel, cancel_ends, uncancel
 from bridge.contract.job import Job
+from bridge.delivery.outstanding import not_sent
 from bridge.errors import EvalrelayError
 from bridge.keys import audit_key, paused_key
 from bridge.queue.campaigns import missing_jobs, progress
-from bridge.queue.outstanding import not_sent
 
 AUDIT_LENGTH = 1000
 """Changes kept per campaign, the oldest dropped first."""

@@ -7,8 +7,8 @@ import time
 
 import redis
 
+from bridge.delivery.holders import GONE_SECONDS, forget_gone
 from bridge.keys import workers_key
-from bridge.queue.holders import GONE_SECONDS, forget_gone
 
 
 def test_workers_silent_too_long_are_forgotten_and_live_ones_kept(client: redis.Redis) -> None:

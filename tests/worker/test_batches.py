@@ -15,6 +15,7 @@ from pathlib import Path
 import redis
 
 from bridge.contract.job import Job
+from bridge.delivery.round_trips import RoundTrips
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import holders_key, inflight_key, results_stream_key
 from bridge.planning.campaigns import plan_jobs
@@ -31,7 +32,6 @@ from tests.conftest import (
 )
 from tests.worker.test_tasks import collect_all
 from worker.batches import run_job
-from worker.round_trips import RoundTrips
 
 
 def one_batch(

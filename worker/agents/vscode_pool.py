@@ -27,11 +27,11 @@ import redis.exceptions
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bridge.delivery.lease import LEASE_SECONDS, keep_renewed
 from bridge.keys import workspace_lease_key
 from bridge.targets.settings import VSCodeTarget
 from worker.agents.pids import pid_alive
 from worker.agents.templates import WorkspaceTemplate
-from worker.lease import LEASE_SECONDS, keep_renewed
 
 LOCK_FILE = "subagent.lock"
 ALIVE_FILE = ".alive"

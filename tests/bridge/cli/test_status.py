@@ -12,8 +12,8 @@ from pathlib import Path
 
 import redis
 
+from bridge.delivery.holders import GONE_SECONDS
 from bridge.keys import collected_key, manifest_key, paid_again_key, watchers_key, workers_key
-from bridge.queue.holders import GONE_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.clocks import SKEW, skewed_clock

@@ -22,13 +22,13 @@ from pathlib import Path
 import pytest
 import redis
 
+from bridge.connection import client_for
+from bridge.delivery.outstanding import JOBS_HEADER
 from bridge.inbox.taker import Taker
 from bridge.inbox.watcher import InboxEvent, Watcher
 from bridge.keys import campaigns_key, manifest_key, outstanding_key
 from bridge.queue.campaigns import list_campaigns, load_info
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.connection import client_for
-from bridge.queue.outstanding import JOBS_HEADER
 from bridge.queue.rebuild import read_record, record_path
 from tests.conftest import (
     FAST_RECOVERY,

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from bridge.connection import connect
 from bridge.live.app import SECURITY_HEADERS, create_app
 from bridge.live.campaigns import Campaigns
 from bridge.live.panel import live_panel
 from bridge.live.redis_link import RedisLink
 from bridge.live.report_cache import ReportCache
-from bridge.queue.connection import connect
 from bridge.results.write_errors import can_write, cannot_write
 from tests.bridge.reports.reporting import CAMPAIGN, write_campaign
 

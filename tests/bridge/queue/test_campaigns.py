@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
 from bridge.errors import EvalrelayError
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import collected_key, outstanding_key
@@ -24,7 +25,6 @@ from bridge.queue.campaigns import (
     submit,
 )
 from bridge.queue.celery_queue import JobQueue
-from bridge.queue.outstanding import JOBS_HEADER, SENT_HEADER
 from tests.conftest import one_turn_cases
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -20,10 +20,10 @@ from typing import Any
 
 import redis
 
+from bridge.connection import through_outage
 from bridge.contract.job import Job
 from bridge.contract.stored import encoded, read_jobs
 from bridge.keys import job_key
-from bridge.queue.connection import through_outage
 from bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)

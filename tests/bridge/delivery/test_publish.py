@@ -18,6 +18,8 @@ from urllib.parse import quote
 import pytest
 import redis
 
+from bridge.delivery.lease import Lease
+from bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
 from bridge.keys import (
     compacted_key,
     done_key,
@@ -36,8 +38,6 @@ from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
 from worker.execute import never_started
-from worker.lease import Lease
-from worker.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
 
 KEY = f"sk-test-{secrets.token_hex(6)}-{secrets.token_hex(8)}-{secrets.token_hex(10)}"
 REDIS_PASSWORD = f"redis-pw-{secrets.token_hex(12)}"

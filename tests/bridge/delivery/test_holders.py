@@ -14,9 +14,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import holders_key
-from bridge.queue.campaigns import CampaignInfo
-from bridge.queue.holders import (
+from bridge.delivery.holders import (
     declare_dead,
     hold,
     keep_alive,
@@ -24,6 +22,8 @@ from bridge.queue.holders import (
     new_process_name,
     take_from_dead,
 )
+from bridge.keys import holders_key
+from bridge.queue.campaigns import CampaignInfo
 from tests.conftest import FAST_RECOVERY, FakeVSCode, Processes, WriteFiles, wait_for
 from tests.worker.providers.test_vscode import vscode_project
 from tests.worker.test_tasks import collect_all, submit_campaign

@@ -8,12 +8,12 @@ import time
 
 import redis
 
+from bridge.connection import client_for
+from bridge.delivery.holders import messages_held
+from bridge.delivery.holds import PendingHolds, note_hold, take_hold
+from bridge.delivery.lease import Lease
 from bridge.keys import done_key, holders_key
-from bridge.queue.connection import client_for
-from bridge.queue.holders import messages_held
 from tests.conftest import PrivateRedis, wait_for
-from worker.holds import PendingHolds, note_hold, take_hold
-from worker.lease import Lease
 
 
 def test_a_noted_hold_is_written_soon_when_no_task_takes_it(client: redis.Redis) -> None:

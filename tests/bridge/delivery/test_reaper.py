@@ -11,15 +11,15 @@ import redis
 from bridge.clock import now_ms
 from bridge.contract.campaign_state import cancel
 from bridge.contract.job import Job
+from bridge.delivery.holders import ALIVE_SECONDS, hold
+from bridge.delivery.lease import Lease
+from bridge.delivery.reaper import Outages, reap_expired
 from bridge.evalfile.cases import load_eval_file
 from bridge.keys import done_key, inflight_key, unseen_key
 from bridge.planning.campaigns import plan_jobs
 from bridge.queue.campaigns import store_jobs
-from bridge.queue.holders import ALIVE_SECONDS, hold
-from bridge.queue.reaper import Outages, reap_expired
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
-from worker.lease import Lease
 
 
 def jobs(project: WriteFiles, count: int, campaign: str = "c") -> list[Job]:

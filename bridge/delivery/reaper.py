@@ -1,6 +1,6 @@
 """Sending again the jobs whose worker died: running ones, whose lease ran out;
 taken-but-not-running ones (prefetched, waiting for capacity), whose holder is dead; and
-the ones lost on the way from the queue to a worker (`bridge.queue.outstanding`).
+the ones lost on the way from the queue to a worker (`bridge.delivery.outstanding`).
 
 Every worker runs a reaper thread; a short Redis lock lets one of them work at a time.
 This is how a killed worker's jobs run again within a minute, instead of after the
@@ -26,6 +26,8 @@ import redis
 from bridge.contract.job import Job
 from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
 from bridge.contract.stored import read_job
+from bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
+from bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
 from bridge.keys import (
     CANCEL_ENDS,
     cancel_key,
@@ -36,8 +38,6 @@ from bridge.keys import (
     unseen_key,
 )
 from bridge.lua_scripts import TAKE_EXPIRED
-from bridge.queue.holders import ALIVE_SECONDS, take_from_dead
-from bridge.queue.outstanding import UnackedSweep, find_lost, mark_finished
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,7 @@ import pytest
 import redis
 from redis.connection import parse_url
 
-from bridge.errors import PrerequisiteError
-from bridge.queue.connection import (
+from bridge.connection import (
     RideOut,
     client_for,
     configured_url,
@@ -19,6 +18,7 @@ from bridge.queue.connection import (
     shown,
     with_password,
 )
+from bridge.errors import PrerequisiteError
 from tests.conftest import HoldingRelay
 
 

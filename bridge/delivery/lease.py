@@ -1,7 +1,7 @@
 """The lease a worker holds on a job while it runs it, renewed by a heartbeat thread.
 
 A second delivery of the same job finds the lease and leaves. A worker that dies stops
-renewing; the lease runs out and the reaper (`bridge.queue.reaper`) sends the job again, long
+renewing; the lease runs out and the reaper (`bridge.delivery.reaper`) sends the job again, long
 before the broker's visibility timeout would.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import redis
 
+from bridge.connection import through_outage
 from bridge.keys import (
     cancel_key,
     compacted_key,
@@ -29,7 +30,6 @@ from bridge.keys import (
     paused_key,
 )
 from bridge.lua_scripts import BEGIN_LEASE, RELEASE_LEASE, RENEW_LEASE
-from bridge.queue.connection import through_outage
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ LEASE_SECONDS = float(os.environ.get("EVALRELAY_LEASE_SECONDS", "30"))
 @dataclass(frozen=True)
 class LeaseBegin:
     """The keys and arguments of one `BEGIN_LEASE`, to run alone (`Lease.begin`) or in a pipeline
-    with other jobs' (`worker.round_trips`)."""
+    with other jobs' (`bridge.delivery.round_trips`)."""
 
     job_id: str
     token: str
@@ -113,7 +113,7 @@ class Lease:
         """(`leased`, the lease), or (`late-copy` | `cancelled` | `paused` | `duplicate` |
         `running-elsewhere`, None). `queue` is the one the job was sent to.
 
-        `holder` is the record that this worker holds the job's message (`worker.holds`),
+        `holder` is the record that this worker holds the job's message (`bridge.delivery.holds`),
         written with the lease; a job that does not run needs none.
         """
         begin = LeaseBegin.of(job_id, owner, campaign_id, attempt, seconds, holder, queue)

@@ -1,6 +1,6 @@
 """Recording the messages a threads-pool worker holds, without a round trip at receipt.
 
-A worker records each job message it takes (`bridge.queue.holders`), so that the jobs of
+A worker records each job message it takes (`bridge.delivery.holders`), so that the jobs of
 a process that dies are sent again. Written at receipt, that record would take a round
 trip of its own for each job, a large share of a quick job's time. So a thread-pool
 worker notes it in memory: a job that starts within `FLUSH_SECONDS` writes the record
@@ -24,8 +24,8 @@ from typing import Any
 
 import redis
 
+from bridge.delivery.holders import keep_alive, new_process_name
 from bridge.keys import holders_key
-from bridge.queue.holders import keep_alive, new_process_name
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,8 @@ import redis
 
 from bridge.clock import now_ms
 from bridge.contract.campaign_state import cancel
+from bridge.delivery.lease import Lease, LeaseBegin, keep_renewed, renewals
+from bridge.delivery.reaper import reap_expired
 from bridge.keys import (
     compacted_key,
     done_key,
@@ -26,7 +28,6 @@ from bridge.keys import (
     outstanding_key,
 )
 from bridge.lua_scripts import BEGIN_LEASE
-from bridge.queue.reaper import reap_expired
 from bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import (
@@ -37,7 +38,6 @@ from tests.conftest import (
     unretried_client,
     wait_for,
 )
-from worker.lease import Lease, LeaseBegin, keep_renewed, renewals
 
 
 def test_second_holder_is_refused_until_release(client: redis.Redis) -> None:
@@ -110,7 +110,11 @@ def test_a_lease_taken_away_is_flagged_lost_and_the_others_kept(
 ) -> None:
     taken, kept = (Lease.acquire(client, name, "a", seconds=0.6) for name in ("tk", "kp"))
     assert taken is not None and kept is not None
-    with caplog.at_level(logging.WARNING, "worker.lease"), taken.heartbeat(), kept.heartbeat():
+    with (
+        caplog.at_level(logging.WARNING, "bridge.delivery.lease"),
+        taken.heartbeat(),
+        kept.heartbeat(),
+    ):
         client.set(lease_key("tk"), "someone else")
         assert taken.lost.wait(2)
         time.sleep(1.0)  # the point: the kept lease outlives its own life after the loss
@@ -138,7 +142,11 @@ def test_a_shorter_lease_added_later_is_renewed_in_time(client: redis.Redis) -> 
 def test_the_lease_lasts_30_s_unless_the_environment_says_otherwise() -> None:
     def lease_seconds(**env: str) -> str:
         base = {k: v for k, v in os.environ.items() if k != "EVALRELAY_LEASE_SECONDS"}
-        argv = [sys.executable, "-c", "from worker.lease import LEASE_SECONDS as s; print(s)"]
+        argv = [
+            sys.executable,
+            "-c",
+            "from bridge.delivery.lease import LEASE_SECONDS as s; print(s)",
+        ]
         done = subprocess.run(argv, env=base | env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
 
@@ -288,7 +296,7 @@ def test_a_heartbeat_redis_refuses_is_logged_and_made_again(
 
     lost = threading.Event()
     with (
-        caplog.at_level(logging.WARNING, "worker.lease"),
+        caplog.at_level(logging.WARNING, "bridge.delivery.lease"),
         keep_renewed(renew, 0.05, "job flaky", lost),
     ):
         wait_for(lambda: len(calls) >= 2, 5, "the next heartbeat")

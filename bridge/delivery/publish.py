@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import redis
 
+from bridge.connection import through_outage
 from bridge.keys import (
     compacted_key,
     done_key,
@@ -23,7 +24,6 @@ from bridge.keys import (
 )
 from bridge.lua_scripts import PUBLISH
 from bridge.masking import masked_json
-from bridge.queue.connection import through_outage
 from bridge.results.result import Result
 
 log = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ def publish(
 ) -> str:
     """Append the result unless this attempt (or a later one) is already published, or its
     campaign is compacted; say which (`PUBLISHED`...). In the same round trip, forget that
-    the worker holds `message_id` (`bridge.queue.holders`). Tried again while Redis is out
+    the worker holds `message_id` (`bridge.delivery.holders`). Tried again while Redis is out
     of reach: the script is safe to repeat."""
     call = Publication.of(result, queue, lease_token, message_id, called)
 

@@ -21,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bridge.queue.connection import OUTAGE_BACKOFF, OUTAGE_TRIES
+from bridge.connection import OUTAGE_BACKOFF, OUTAGE_TRIES
 
 NO_SCRIPT_TRIES = 3
 """How often the calls Redis answered "no such script" are sent again: a Redis restarted
@@ -66,7 +66,7 @@ class RoundTrips:
         args: tuple[str | int, ...],
         waiting: Callable[[Exception], object],
     ) -> Any:
-        """`run`, tried again while Redis is out of reach: `bridge.queue.connection.through_outage`
+        """`run`, tried again while Redis is out of reach: `bridge.connection.through_outage`
         on the loop (which sleeps between tries, not waits)."""
         for failures in range(1, OUTAGE_TRIES + 1):
             try:

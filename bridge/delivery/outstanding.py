@@ -25,6 +25,7 @@ import redis
 
 from bridge.clock import now_ms
 from bridge.contract.job import Job, job_id_of_message
+from bridge.delivery.holders import ALIVE_SECONDS, messages_held
 from bridge.keys import (
     done_key,
     holders_key,
@@ -34,7 +35,6 @@ from bridge.keys import (
     unseen_key,
 )
 from bridge.lua_scripts import MARK_SENT, UNSEEN
-from bridge.queue.holders import ALIVE_SECONDS, messages_held
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""
