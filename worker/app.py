@@ -50,6 +50,11 @@ WORKER_HEARTBEAT_SECONDS = ALIVE_SECONDS / 3
 """Three beats in each `alive` period, so one late beat never makes a worker look dead."""
 
 _clients: dict[str, redis.Redis] = {}
+"""This process's Redis clients, by URL. A forked pool process starts with none of its
+parent's: the parent's threads (reaper, heartbeat) may hold a client's pool lock at the
+moment of the fork, and redis-py's after-fork reset takes that lock, which in the child
+nobody ever releases: the child would hang on its first command."""
+os.register_at_fork(after_in_child=_clients.clear)
 
 
 def create_app(redis_url: str | None = None) -> Celery:

@@ -214,7 +214,9 @@ def test_sigterm_stops_a_run_and_what_it_started_while_a_second_run_completes(
     root = project(
         {
             "targets.yaml": "targets:\n  - {name: slow, provider: mock, latency_ms: 700}\n",
-            "evals/a.yaml": cases(12),
+            # Long enough that the second run, however slow to start, finds the first
+            # still running: it is stopped as soon as both are seen.
+            "evals/a.yaml": cases(80),
             "evals/b.yaml": one_turn_cases(12, case_id="b-{i}"),
         }
     )

@@ -136,11 +136,17 @@ def test_agent_that_never_answers_times_out_and_the_workspace_is_released(
 def test_late_answer_to_an_earlier_attempt_is_ignored(
     project: WriteFiles, tmp_path: Path, client: redis.Redis, fake_vscode: FakeVSCode
 ) -> None:
-    # First chat answers after 3 s (the job gives up at 2 s); the retry's answers after 1.5 s.
-    root = vscode_project(project, tmp_path, "fake-agent: delays=3,1.5", timeout=2)
+    # First chat answers after 3 s (the job gives up at 2 s); the retry's after 5 s, so the
+    # stale answer lands while the retry waits, with seconds to spare on a loaded machine.
+    root = vscode_project(project, tmp_path, "fake-agent: delays=3,5", timeout=2)
     job = planned_job(root, client)
+    # The window is woken first, by another task: the 2 s attempt then only chats, on
+    # however loaded a machine.
+    other = job.request.model_copy(update={"question": "Wake up"})
+    woken = execute(job.model_copy(update={"request": other, "timeout_seconds": 30}), "w", client)
+    assert woken.status is Status.OK, woken.error
     first = execute(job, "w", client)
-    assert first.status is Status.TIMEOUT
+    assert first.status is Status.TIMEOUT, first.error
     retry = execute(job.model_copy(update={"attempt": 2, "timeout_seconds": 20}), "w", client)
 
     assert retry.status is Status.OK, retry.error
