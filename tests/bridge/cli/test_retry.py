@@ -79,7 +79,12 @@ def test_retry_while_the_campaign_runs_has_its_collector_set_failures_aside_and_
         asked = json.dumps(seen.body)
         return 500 if failing.is_set() and any(f"#{i}#" in asked for i in FAILING) else 200
 
-    with serving(Reply(openai_chat(), delay=0.4, status_of=status_of)) as server:
+    def hold(seen: Seen) -> None:  # the last case keeps the campaign running until the
+        if f"#{JOBS - 1}#" in json.dumps(seen.body):  # failures were asked again
+            wait_for(lambda: len(server.seen) >= JOBS + len(FAILING), 90, "the retried jobs")
+
+    reply = Reply(openai_chat(), delay=0.4, status_of=status_of, hold=hold)
+    with serving(reply) as server:
         root = project(
             {
                 "targets.yaml": f"""\

@@ -35,6 +35,9 @@ class Reply:
     status_of: Callable[[Seen], int] | None = None
     """The status to answer the request with, in place of `status` (a server that fails
     some requests only)."""
+    hold: Callable[[Seen], None] | None = None
+    """Called before answering, outside the server's lock: a request kept waiting on
+    something while the others are answered."""
 
 
 class VendorServer:
@@ -62,6 +65,9 @@ class VendorServer:
                         reply.made(server.seen[-1]) if reply.made else (reply.body, reply.headers)
                     )
                     status = reply.status_of(server.seen[-1]) if reply.status_of else reply.status
+                    seen = server.seen[-1]
+                if reply.hold:
+                    reply.hold(seen)
                 time.sleep(reply.delay)
                 payload = json.dumps(body).encode()
                 try:
