@@ -6,30 +6,12 @@
 #                              EVALRELAY_REDIS_PASSWORD_FILE, which evalrelay reads itself:
 #                              the password is in no environment. Unless EVALRELAY_REDIS_URL
 #                              is set.
-#   NAME_FILE=/run/secrets/x   sets NAME to the file's content (API keys: the providers
-#                              read their variables; agents get a clean environment)
+#   NAME_FILE=/run/secrets/x   is left for evalrelay, which reads the file itself when it
+#                              starts (bridge/secret_files.py): API keys are in its memory,
+#                              never in an environment its children could read
 # then runs `evalrelay ARGS`, or `celery ARGS` (Flower, whose broker URL must hold the
 # password) when the first is `celery`.
-# A NAME_FILE naming an empty file, or none (Docker mounts a missing secret as a folder),
-# leaves NAME unset: a target that needs that key then fails saying which it lacks.
 set -eu
-
-for assignment in $(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)_FILE=.*/\1/p'); do
-    file=$(printenv "${assignment}_FILE")
-    # Files evalrelay reads itself: their secret stays out of the environment.
-    case "$assignment" in
-        REDIS_PASSWORD | EVALRELAY_REDIS_PASSWORD | EVALRELAY_SERVE_TOKEN) continue ;;
-    esac
-    unset "${assignment}_FILE"
-    [ -f "$file" ] || continue
-    if [ ! -r "$file" ]; then
-        echo "evalrelay-entrypoint: ${assignment}_FILE names $file, which this user" \
-            "(uid $(id -u)) cannot read" >&2
-        exit 1
-    fi
-    value=$(cat "$file")
-    if [ -n "$value" ]; then export "$assignment=$value"; fi
-done
 
 if [ -z "${EVALRELAY_REDIS_URL:-}" ] && [ -n "${REDIS_PASSWORD_FILE:-}" ]; then
     if [ ! -r "$REDIS_PASSWORD_FILE" ]; then

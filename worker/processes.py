@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from types import FrameType
 
 from bridge.queue.redis_keeper import die_with_parent
+from bridge.secret_files import without_secret_files
 
 POLL_SECONDS = 0.2
 
@@ -89,7 +90,11 @@ def start_worker(args: list[str]) -> subprocess.Popen[bytes]:
     """A worker of one process, in a process group of its own, that dies with this one."""
     command = [sys.executable, "-m", "bridge.cli.main", "worker", *args, "--processes", "1"]
     return subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, process_group=0, preexec_fn=die_with_parent
+        command,
+        stdin=subprocess.DEVNULL,
+        process_group=0,
+        preexec_fn=die_with_parent,
+        env=without_secret_files(),  # it reads the NAME_FILEs itself
     )
 
 

@@ -14,6 +14,7 @@ from bridge.cli.terminal import LOG_FORMAT, PrintableFormatter, TerminalConsole,
 from bridge.errors import EvalrelayError, InvalidFileError
 from bridge.masking import mask_logs
 from bridge.private import keep_private
+from bridge.secret_files import load_secret_files
 from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
 
 QUIET_LOGGERS = (
@@ -57,6 +58,7 @@ COMMANDS = {
 def cli(verbose: int) -> None:
     """Run eval cases against LLM APIs and coding agents, on one machine or many."""
     keep_private()  # before any key is read: the programs it runs may not read them here
+    load_secret_files()  # NAME_FILE: the key in this process's memory, in no environment
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbose, 2)]
     console = TerminalConsole(stderr=True)
     handler: logging.Handler = RichHandler(console=console, show_path=False)
