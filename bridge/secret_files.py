@@ -17,6 +17,7 @@ from collections.abc import MutableMapping
 from pathlib import Path
 
 from bridge.errors import EvalrelayError
+from bridge.masking import SECRET_VARS_VARIABLE, looks_secret
 
 OWN_FILES = frozenset({"REDIS_PASSWORD", "EVALRELAY_REDIS_PASSWORD", "EVALRELAY_SERVE_TOKEN"})
 """`NAME_FILE`s that evalrelay reads where it uses them, so their secret is never a
@@ -26,15 +27,21 @@ _loaded: set[str] = set()
 
 
 def load_secret_files(environ: MutableMapping[str, str] | None = None) -> list[str]:
-    """Set each `NAME` that a `NAME_FILE` points to, unless `NAME` is set already; the
-    names set. A file that is missing, a folder (Docker mounts a missing secret as one) or
-    empty leaves `NAME` unset: a target needing it then says which key it lacks. A file
-    this user cannot read is an error saying so."""
+    """Set each secret `NAME` that a `NAME_FILE` points to, unless `NAME` is set already;
+    the names set. Only a name masking takes for a secret's (`OPENAI_API_KEY`, a name in
+    `EVALRELAY_SECRET_VARS`) is read: what is read is then masked wherever it shows, and
+    other `_FILE` variables (`SSL_CERT_FILE`) name files that are no secret's. A file that
+    is missing, a folder (Docker mounts a missing secret as one) or empty leaves `NAME`
+    unset: a target needing it then says which key it lacks. A file this user cannot read
+    is an error saying so."""
     environ = os.environ if environ is None else environ
+    named = {n.strip() for n in environ.get(SECRET_VARS_VARIABLE, "").split(",") if n.strip()}
     loaded = []
     for variable, path in sorted(environ.items()):
         found = _FILE_VARIABLE.match(variable)
         if found is None or found[1] in OWN_FILES or environ.get(found[1]):
+            continue
+        if not (looks_secret(found[1]) or found[1] in named):
             continue
         file = Path(path)
         if not file.is_file():

@@ -27,8 +27,12 @@ def test_each_name_file_sets_its_name_unless_set_missing_or_empty(tmp_path: Path
         "MISTRAL_API_KEY": "given",
         "MISTRAL_API_KEY_FILE": str(tmp_path / "key"),
         "EVALRELAY_REDIS_PASSWORD_FILE": str(tmp_path / "key"),  # read where it is used
+        "SSL_CERT_FILE": str(tmp_path / "key"),  # no secret's name: a file left as it is
+        "EVALRELAY_SECRET_VARS": "DB_DSN",
+        "DB_DSN_FILE": str(tmp_path / "key"),
     }
-    assert load_secret_files(environ) == ["OPENAI_API_KEY"]
+    assert load_secret_files(environ) == ["DB_DSN", "OPENAI_API_KEY"]
+    assert "SSL_CERT" not in environ and environ["DB_DSN"] == KEY
     assert environ["OPENAI_API_KEY"] == KEY
     assert environ["MISTRAL_API_KEY"] == "given"
     for name in (
