@@ -19,7 +19,9 @@ KEY = {"OPENAI_API_KEY": "k"}
 
 TARGETS = "targets:\n  - {name: slow, provider: mock, response: fine, latency_ms: 300}\n"
 
-JOBS, CONCURRENCY = 40, 2
+JOBS, CONCURRENCY = 100, 2
+"""15 s of work at the least: `pause`, however slow to start on a loaded machine, finds the
+campaign running."""
 
 
 def published(client: redis.Redis) -> int:
