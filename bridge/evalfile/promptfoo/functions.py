@@ -169,7 +169,10 @@ def run_boxed(
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # its CPU limit, before the clock's
         raise FunctionError(out_of_time)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        # Node.js ends an uncaught error's report with its version: the line before says it.
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        said = [line for line in said if not line.startswith("Node.js v")]
+        last = (said or ["no message"])[-1]
         raise FunctionError(f"{what} failed: {last[:300]}")
     try:
         return json.loads(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")

@@ -10,6 +10,7 @@ import pytest
 from bridge.cli.validate import check_file
 from bridge.errors import InvalidFileError
 from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from bridge.evalfile.isolated import load_isolated
 from bridge.evalfile.project import Project
 from bridge.evalfile.untrusted import Untrusted
 from tests.bridge.cli.test_run import evalrelay
@@ -257,3 +258,16 @@ def test_a_typescript_suite_runs_on_the_mock_target_one_result_per_test(
     assert sorted(str(line["case_id"]) for line in lines) == ["bye", "hello"]
     assert all(line["status"] == "ok" for line in lines), lines
     assert all(line["score"] == 1 for line in lines), lines
+
+
+def test_the_watcher_loads_a_dropped_typescript_file_under_its_memory_bound(
+    ts_project: WriteFiles,
+) -> None:
+    """The watcher loads each file in a child bounded in address space; Node.js, which
+    reserves far more than it uses, runs there bounded by the box instead."""
+    root = ts_project({"inbox/greetings.eval.ts": GREETING_TS, "inbox/prompts.ts": PROMPTS_TS})
+    inbox = root / "inbox"
+    base = Project.containing(inbox / "greetings.eval.ts")
+    allowed = Project(base.root, base.config, untrusted=Untrusted(inbox=inbox, allow_code=True))
+    loaded = load_isolated(inbox / "greetings.eval.ts", allowed)
+    assert [c.id for c in loaded.cases] == ["hello", "bye"]
