@@ -51,7 +51,8 @@ def validate_command(paths: tuple[Path, ...], untrusted: bool) -> None:
     ]
     if not files:
         raise click.ClickException(
-            "no .yaml or .yml files (or task folders, holding task.toml) found in the paths given"
+            "no .yaml, .yml or .eval.ts files (or task folders, holding task.toml) found in the "
+            "paths given"
         )
     for path, untrusted_file in files:
         checked = check_file(path, untrusted_file)

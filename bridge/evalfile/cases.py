@@ -12,6 +12,9 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
+from bridge.evalfile.agentv_ts.loader import FORMAT as TYPESCRIPT_FORMAT
+from bridge.evalfile.agentv_ts.loader import SUFFIXES as TYPESCRIPT_SUFFIXES
+from bridge.evalfile.agentv_ts.loader import is_typescript_eval, load_typescript_eval
 from bridge.evalfile.evaluators import (
     EvaluatorSpec,
     LlmJudgeEvaluator,
@@ -51,6 +54,8 @@ from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
 from bridge.gc_pause import gc_paused
 
 EVAL_SUFFIXES = (".yaml", ".yml")
+EVAL_NAME_ENDINGS = (*EVAL_SUFFIXES, *TYPESCRIPT_SUFFIXES)
+"""How an eval file's name ends: YAML, or an AgentV TypeScript suite (`x.eval.ts`)."""
 SUITE_FORMAT = "AgentV suite (tests, prompts, assert)"
 NOT_EVAL_FILES = frozenset({"evalrelay.yaml", "targets.yaml", "targets.yml"})
 """Project files that a folder scan passes over."""
@@ -152,23 +157,39 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
     """The file read as an `evalcases` document, whose places lead back to the file's lines:
     what the loader validates, and what places an error found after loading. An untrusted
     file is checked against the allow-list as written first, so nothing it names runs."""
-    doc = load_document(path, project.config.load_limits)
+    typescript = is_typescript_eval(path)
+    if typescript:
+        doc = load_typescript_eval(path, project)
+    else:
+        doc = load_document(path, project.config.load_limits)
     if project.untrusted:
-        _refuse_untrusted(doc, path, project.untrusted)
+        _refuse_untrusted(doc, path, project.untrusted, typescript)
     if isinstance(doc.data, dict) and "evalcases" in doc.data:
         # Already an `evalcases` document: the translators (and the template engine they
         # load, a tenth of a second) are imported only for the files that need them.
         return EvalDocument(doc, [], _plain_format(path))
     from bridge.evalfile.suite_format import is_suite, translate_suite
 
-    if is_promptfoo(path, doc.data):
+    if not typescript and is_promptfoo(path, doc.data):
         from bridge.evalfile.promptfoo.config import translate_promptfoo
 
         doc, notes = translate_promptfoo(doc, project)
         return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
     if is_suite(doc.data):
         doc, notes = translate_suite(doc, project)
-        return EvalDocument(doc, notes, SUITE_FORMAT)
+        return EvalDocument(doc, notes, TYPESCRIPT_FORMAT if typescript else SUITE_FORMAT)
+    if typescript:
+        raise InvalidFileError(
+            [
+                Diagnostic(
+                    path,
+                    1,
+                    1,
+                    "the default export has no `tests`: an AgentV suite needs `tests` (a list "
+                    "of {id, vars, assert}) to run",
+                )
+            ]
+        )
     return EvalDocument(doc, [], _plain_format(path))
 
 
@@ -176,10 +197,13 @@ def _plain_format(path: Path) -> str | None:
     return "AgentV JSONL dataset" if path.suffix == ".jsonl" else None
 
 
-def _refuse_untrusted(doc: YamlDocument, path: Path, untrusted: Untrusted) -> None:
+def _refuse_untrusted(
+    doc: YamlDocument, path: Path, untrusted: Untrusted, typescript: bool = False
+) -> None:
     from bridge.evalfile.suite_format import is_suite
 
-    shape = "promptfoo" if is_promptfoo(path, doc.data) else "suite" if is_suite(doc.data) else None
+    promptfoo = not typescript and is_promptfoo(path, doc.data)
+    shape = "promptfoo" if promptfoo else "suite" if is_suite(doc.data) else None
     problems = raw_problems(doc, shape, untrusted) if shape else []
     if problems:
         raise InvalidFileError(_sorted(problems))
@@ -276,8 +300,8 @@ def load_eval_files(paths: Sequence[Path]) -> list[LoadedEvalFile]:
         raise InvalidFileError(problems)
     if not files:
         raise EvalrelayError(
-            "no .yaml or .yml eval files (or task folders, holding task.toml) found in the "
-            "paths given"
+            "no .yaml, .yml or .eval.ts eval files (or task folders, holding task.toml) found "
+            "in the paths given"
         )
     return files
 
@@ -312,7 +336,7 @@ def _found_in(folder: Path, top: Path) -> list[Path]:
 def _is_eval_file(path: Path, folder: Path) -> bool:
     hidden = any(part.startswith(".") for part in path.relative_to(folder).parts)
     return (
-        path.suffix in EVAL_SUFFIXES
+        (path.suffix in EVAL_SUFFIXES or is_typescript_eval(path))
         and path.name not in NOT_EVAL_FILES
         and not hidden
         and path.is_file()

@@ -176,7 +176,9 @@ def _wait_for_one(
 
 def _load_in_child(send: Connection, jobs: list[tuple[Path, Project]]) -> None:
     memory = max(project.config.load_limits.memory_mb for _, project in jobs) * MIB
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    # The soft limit only: a Node.js program the loader starts for a file's JavaScript
+    # lifts it (`promptfoo.functions.run_boxed`), bounded by the code box instead.
+    resource.setrlimit(resource.RLIMIT_AS, (memory, resource.getrlimit(resource.RLIMIT_AS)[1]))
     for path, project in jobs:
         config = project.config
         # CPU seconds from now: the parent's clock stops a file first, unless it spins.

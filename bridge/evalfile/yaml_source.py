@@ -162,6 +162,9 @@ class YamlDocument(NamedTuple):
     root: yaml.Node | None
     origin: Mapping[Loc, Loc] | None = None
     """For data rewritten from another shape: where each place of `data` was written."""
+    from_code: bool = False
+    """Data a program gave (an AgentV TypeScript suite's default export): no line holds a
+    value, so a diagnostic names the place in the data (`tests[0].assert[1]`) instead."""
 
     def written(self, loc: Sequence[str | int]) -> Loc:
         """`loc` in the file as written: through `origin`, by its longest mapped prefix."""
@@ -213,7 +216,17 @@ class YamlDocument(NamedTuple):
         key: bool = False,
     ) -> Diagnostic:
         line, column = self.key_position(loc) if key else self.position(loc)
+        if self.from_code and (place := data_place(self.written(loc))):
+            message = f"{place}: {message}"
         return Diagnostic(self.path, line, column, message, case_id)
+
+
+def data_place(loc: Sequence[str | int]) -> str:
+    """`("tests", 0, "assert")` as `tests[0].assert`."""
+    said = ""
+    for part in loc:
+        said += f"[{part}]" if isinstance(part, int) else f".{part}" if said else str(part)
+    return said
 
 
 def _child(node: yaml.Node, part: str | int) -> yaml.Node | None:

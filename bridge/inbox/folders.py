@@ -15,7 +15,7 @@ from typing import Any
 from pathspec import PathSpec
 
 from bridge.code_box import INBOX_LIFECYCLE as LIFECYCLE
-from bridge.evalfile.cases import EVAL_SUFFIXES, NOT_EVAL_FILES
+from bridge.evalfile.cases import EVAL_NAME_ENDINGS, NOT_EVAL_FILES
 
 IGNORE_FILE = ".evalrelayignore"
 TEMPORARY_SUFFIXES = (".tmp", ".temp", ".swp", ".swx", ".part", ".partial", ".crdownload", "~")
@@ -47,7 +47,7 @@ class Inbox:
         name = relative.name
         if any(part.startswith(".") for part in relative.parts) or name.startswith(("#", "~")):
             return False
-        if name.endswith(TEMPORARY_SUFFIXES) or not name.endswith(EVAL_SUFFIXES):
+        if name.endswith(TEMPORARY_SUFFIXES) or not name.endswith(EVAL_NAME_ENDINGS):
             return False
         if name in NOT_EVAL_FILES:
             return False
@@ -55,7 +55,7 @@ class Inbox:
 
     def wants_queued(self, path: Path) -> bool:
         """Whether a file in `queued/` is a dropped eval file (not a note beside one)."""
-        return path.name.endswith(EVAL_SUFFIXES) and not path.name.startswith(".")
+        return path.name.endswith(EVAL_NAME_ENDINGS) and not path.name.startswith(".")
 
     def ignore_spec(self) -> PathSpec[Any]:
         """`.evalrelayignore` in gitignore syntax, read again whenever it changes."""

@@ -25,7 +25,10 @@ passes from the middle up."""
 
 
 def output_paths(config: Path) -> list[Path]:
-    """The `.json` files a promptfoo config's `outputPath` names (one or a list)."""
+    """The `.json` files a promptfoo config's `outputPath` names (one or a list); none
+    for a file that is no YAML (an AgentV TypeScript suite)."""
+    if config.suffix.lower() not in (".yaml", ".yml", ".json"):
+        return []
     data = load_yaml(config).data
     if not is_promptfoo(config, data):
         return []

@@ -11,6 +11,7 @@ import resource
 import shutil
 import signal
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,25 +85,46 @@ def tsx_for(path: Path) -> str | None:
 def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLimits) -> Any:
     """The function's JSON return value, `args` cut to as many as a Python function takes.
     A Python file needs the function's name; a JavaScript module without one is called
-    as its export. Node's heap is bounded by its own flag (V8 reserves more address
-    space than it uses, so no address-space limit there)."""
+    as its export."""
     if path.suffix == ".py":
         interpreter = shutil.which("python3", path=SYSTEM_PATH) or "python3"
         argv = [interpreter, "-I", "-c", PYTHON_CALL]
         if name is None:
             raise FunctionError(f"{path.name}: name the function, as file://{path.name}:NAME")
     else:
-        node = shutil.which("node")
-        if node is None:
-            raise FunctionError(f"{path.name}: JavaScript functions need Node.js on this machine")
-        if path.suffix in TYPESCRIPT:
-            node = tsx_for(path) or ""
-            if not node:
-                raise FunctionError(
-                    f"{path.name}: TypeScript runs through tsx, as promptfoo runs it; "
-                    "install it (npm install tsx) beside the config or on PATH"
-                )
-        argv = [node, f"--max-old-space-size={limits.memory_mb}", "-e", NODE_CALL]
+        argv = node_argv(path, NODE_CALL, limits, "promptfoo")
+    what = f"{path.name}:{name or 'default export'}"
+    return run_boxed(argv, path, [str(path), name, args], limits, what)
+
+
+def node_argv(path: Path, script: str, limits: LoadLimits, loader: str) -> list[str]:
+    """Node.js running `script` for the module at `path`: TypeScript through `tsx`, as
+    `loader` (promptfoo, AgentV) runs it. Node's heap is bounded by its own flag (V8
+    reserves more address space than it uses, so no address-space limit there)."""
+    node = shutil.which("node")
+    if node is None:
+        raise FunctionError(f"{path.name}: JavaScript modules need Node.js on this machine")
+    if path.suffix in TYPESCRIPT:
+        node = tsx_for(path) or ""
+        if not node:
+            raise FunctionError(
+                f"{path.name}: TypeScript runs through tsx, as {loader} runs it; "
+                "install it (npm install tsx) beside the file or on PATH"
+            )
+    return [node, f"--max-old-space-size={limits.memory_mb}", "-e", script]
+
+
+def run_boxed(
+    argv: list[str],
+    path: Path,
+    payload: Any,
+    limits: LoadLimits,
+    what: str,
+    readable: Sequence[Path] = (),
+) -> Any:
+    """`argv` run boxed in `path`'s folder under the load limits, `payload` as JSON on
+    its standard input; the JSON of its last line of output. `readable`: files of
+    evalrelay's own the program reads (the box shows the project and the program only)."""
 
     def bounded() -> None:
         memory = limits.memory_mb * MIB
@@ -110,7 +132,14 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
         cpu = max(1, int(limits.seconds))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 
-    out_of_time = f"{path.name}:{name}: did not finish within {limits.seconds:g} s; " + (
+    def unbounded_address_space() -> None:
+        # Node.js reserves address space far beyond what it uses (tsx's WebAssembly
+        # lexer alone 10 GB), so the loading process's own address-space bound is lifted
+        # for it; its data stays bounded by the box (`memory_mb`) and its heap by V8's flag.
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+    out_of_time = f"{what}: did not finish within {limits.seconds:g} s; " + (
         how_to_raise("load_limits", "seconds")
     )
     try:
@@ -119,19 +148,20 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
             cwd=path.parent,
             env={"PATH": SYSTEM_PATH},
             memory_mb=limits.memory_mb,
+            readable=readable,
         )
     except BoxUnavailable as exc:
         raise FunctionError(f"{path.name}: {exc}") from None
     try:
         done = subprocess.run(
             argv,
-            input=json.dumps([str(path), name, args]),
+            input=json.dumps(payload),
             capture_output=True,
             text=True,
             cwd=path.parent,
             env=env,
             timeout=limits.seconds,
-            preexec_fn=bounded if path.suffix == ".py" else None,
+            preexec_fn=bounded if path.suffix == ".py" else unbounded_address_space,
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -139,11 +169,14 @@ def call_function(path: Path, name: str | None, args: list[Any], limits: LoadLim
     if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):  # its CPU limit, before the clock's
         raise FunctionError(out_of_time)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise FunctionError(f"{path.name}:{name or 'default export'} failed: {last[:300]}")
+        # Node.js ends an uncaught error's report with its version: the line before says it.
+        said = [line for line in done.stderr.splitlines() if line.strip()]
+        said = [line for line in said if not line.startswith("Node.js v")]
+        last = (said or ["no message"])[-1]
+        raise FunctionError(f"{what} failed: {last[:300]}")
     try:
         return json.loads(done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "")
     except (json.JSONDecodeError, IndexError):
         raise FunctionError(
-            f"{path.name}:{name}: returned nothing JSON can hold; return lists, mappings, text"
+            f"{what}: returned nothing JSON can hold; return lists, mappings, text"
         ) from None
