@@ -24,7 +24,9 @@ from tests.conftest import Processes, WriteFiles, direct_job, one_turn_cases, wa
 from tests.worker.test_tasks import collect_all
 from worker.stopping import hand_back
 
-TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 8000}\n"
+TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 20000}\n"
+"""Jobs that run 20 s: long enough for the second worker, however slow to start on a
+loaded machine, to start the handed-back ones while the first's running ones still run."""
 QUICK_REAPER = {"EVALRELAY_REAP_SECONDS": "0.5"}
 """Leases and `alive` keys at their usual 30 s: a job found only when one ran out would be
 far too late for the test."""
@@ -74,7 +76,7 @@ def test_sigterm_hands_jobs_not_started_to_another_worker_at_once(
     for case in ("c2", "c3", "c4", "c5"):
         assert by_case[case]["worker"] == "second@test"
         started = datetime.fromisoformat(str(by_case[case]["started_at"]))
-        # before the first worker's running jobs end (8 s), let alone its lease (30 s)
+        # before the first worker's running jobs end (20 s)
         assert started < running_ended, (case, started, stopped)
     assert "first@test stopping: 2 waiting jobs back to the queue" in processes.log("first@test")
     wait_for(lambda: client.hlen("unacked") == 0, 10, "the broker's unacked hash to empty")
