@@ -484,3 +484,14 @@ def restart_empty(server: PrivateRedis) -> None:
     server.stop()
     server.start()
     assert client.get(epoch_key()) != before
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`-n N`: each test to a free worker, a costly module fixture's tests to one
+    (`tests/scheduling.py`); any other `--dist` as asked."""
+    if config.getvalue("dist") != "load":
+        return None
+    from tests.scheduling import SharedFixtureScheduling
+
+    return SharedFixtureScheduling(config, log)
