@@ -35,6 +35,7 @@ COPY pyproject.toml README.md ./
 COPY bridge ./bridge
 COPY worker ./worker
 COPY workspace_templates ./workspace_templates
+COPY evalrelay ./evalrelay
 RUN pip install --no-deps --no-build-isolation . && pip check
 
 # --- Node.js 22 (a PyPI wheel: no registry or nodejs.org needed) and the agent CLIs from
@@ -106,5 +107,5 @@ COPY --from=flower-build /opt/flower /opt/flower
 # Only Flower's own packages: Celery finds its `flower` command through their metadata.
 ENV PYTHONPATH=/opt/flower/lib/python3.11/site-packages
 RUN pip check
-ENTRYPOINT ["tini", "--", "evalrelay-entrypoint", "celery", "--app", "worker.app", "flower"]
+ENTRYPOINT ["tini", "--", "evalrelay-entrypoint", "celery", "--app", "evalrelay.worker.app", "flower"]
 CMD ["--port=5555"]

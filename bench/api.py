@@ -48,11 +48,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.pipeline import URL, evalrelay_worker, stop, wait, worker_processes  # noqa: E402
-from bridge.cli.render import case_view  # noqa: E402
-from bridge.evalfile.cases import load_eval_file  # noqa: E402
-from bridge.keys import outstanding_key, results_stream_key  # noqa: E402
-from bridge.planning.campaigns import plan_jobs  # noqa: E402
-from bridge.queue.celery_queue import JobQueue  # noqa: E402
+from evalrelay.bridge.cli.render import case_view  # noqa: E402
+from evalrelay.bridge.evalfile.cases import load_eval_file  # noqa: E402
+from evalrelay.bridge.keys import outstanding_key, results_stream_key  # noqa: E402
+from evalrelay.bridge.planning.campaigns import plan_jobs  # noqa: E402
+from evalrelay.bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import free_port, one_turn_cases  # noqa: E402
 
 
@@ -135,7 +135,7 @@ def user_run(
         warm_up(client, folder, worker_processes(USER_CONCURRENCY, 0))
         started = time.time()
         run = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", "run", "user.yaml", "--target", "slow",
+            [sys.executable, "-m", "evalrelay", "run", "user.yaml", "--target", "slow",
              "--out", str(project / "results")],
             cwd=project, env=env, stdout=subprocess.DEVNULL,
             stderr=(project / "run.log").open("wb"),

@@ -110,7 +110,7 @@ def main() -> None:
             bare = timed([sys.executable, "-c", BASELINE, str(count)], ROOT, args.runs, env)
             baseline, tasks_alone = bare.seconds, bare.stdout
             run = timed(
-                [sys.executable, "-m", "bridge.cli.main", "run", name, "--target", "mock"],
+                [sys.executable, "-m", "evalrelay", "run", name, "--target", "mock"],
                 project,
                 args.runs,
                 env,

@@ -19,21 +19,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.contract.job import Job  # noqa: E402
-from bridge.evalfile.evaluators import (  # noqa: E402
+from evalrelay.bridge.contract.job import Job  # noqa: E402
+from evalrelay.bridge.evalfile.evaluators import (  # noqa: E402
     ContainsEvaluator,
     JsonValidEvaluator,
     NotContainsEvaluator,
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from bridge.prompt.request import PromptRequest  # noqa: E402
-from bridge.reports.campaign import CampaignResults  # noqa: E402
-from bridge.reports.writer import RENDERERS  # noqa: E402
-from bridge.results.result import Status  # noqa: E402
+from evalrelay.bridge.prompt.request import PromptRequest  # noqa: E402
+from evalrelay.bridge.reports.campaign import CampaignResults  # noqa: E402
+from evalrelay.bridge.reports.writer import RENDERERS  # noqa: E402
+from evalrelay.bridge.results.result import Status  # noqa: E402
+from evalrelay.worker.execute import execute  # noqa: E402
 from tests.bridge.reports.reporting import graded, result, write_campaign  # noqa: E402
 from tests.conftest import direct_job  # noqa: E402
-from worker.execute import execute  # noqa: E402
 
 EVALUATORS = [
     ContainsEvaluator(type="contains", value="Paris"),

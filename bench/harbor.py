@@ -85,7 +85,7 @@ def evalrelay_round(
     env["EVALRELAY_HOME"] = str(root / "home")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "run", "tasks", "--target", ",".join(agents),
+        [sys.executable, "-m", "evalrelay", "run", "tasks", "--target", ",".join(agents),
          "--out", str(root / "results")],
         cwd=root, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip

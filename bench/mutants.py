@@ -217,11 +217,12 @@ class Sandbox:
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="evalrelay-mutants-"))
-        keep = ("bridge", "worker", "tests", "workspace_templates", "examples", "docs")
+        keep = ("evalrelay", "bridge", "worker", "tests", "workspace_templates", "examples", "docs")
         for name in keep:
             if (ROOT / name).exists():
                 shutil.copytree(
-                    ROOT / name, self.root / name, ignore=shutil.ignore_patterns("__pycache__")
+                    ROOT / name, self.root / name, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"),
                 )
         for name in ("pyproject.toml", "README.md"):
             shutil.copy2(ROOT / name, self.root / name)

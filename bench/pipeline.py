@@ -26,13 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.reports import cell, measure  # noqa: E402
-from bridge.cli.worker import default_processes  # noqa: E402
-from bridge.evalfile.cases import load_eval_file  # noqa: E402
-from bridge.keys import workers_key  # noqa: E402
-from bridge.planning.campaigns import plan_jobs  # noqa: E402
-from bridge.queue.campaigns import CampaignInfo, progress, submit  # noqa: E402
-from bridge.queue.celery_queue import JobQueue  # noqa: E402
-from bridge.results.collector import Collector  # noqa: E402
+from evalrelay.bridge.cli.worker import default_processes  # noqa: E402
+from evalrelay.bridge.evalfile.cases import load_eval_file  # noqa: E402
+from evalrelay.bridge.keys import workers_key  # noqa: E402
+from evalrelay.bridge.planning.campaigns import plan_jobs  # noqa: E402
+from evalrelay.bridge.queue.campaigns import CampaignInfo, progress, submit  # noqa: E402
+from evalrelay.bridge.queue.celery_queue import JobQueue  # noqa: E402
+from evalrelay.bridge.results.collector import Collector  # noqa: E402
 from tests.conftest import one_turn_cases  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -138,7 +138,7 @@ def evalrelay_worker(
     (`NAME-1@host`, ...) does; with 0, as many as it has by default."""
     chosen = ["--processes", str(processes)] if processes else []
     worker = start(
-        [sys.executable, "-m", "bridge.cli.main", "worker", "-c", str(concurrency), *chosen,
+        [sys.executable, "-m", "evalrelay", "worker", "-c", str(concurrency), *chosen,
          "-n", name, "-l", "WARNING"],
         env,
     )  # fmt: skip
@@ -179,7 +179,7 @@ def big_campaign(client: redis.Redis, count: int, concurrency: int, env: dict[st
                 [
                     sys.executable,
                     "-m",
-                    "bridge.cli.main",
+                    "evalrelay",
                     "collect",
                     "--campaign",
                     info.campaign_id,

@@ -38,11 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.pipeline import vm_hwm_kb  # noqa: E402
-from bridge.evalfile.cases import load_eval_file  # noqa: E402
-from bridge.keys import workers_key  # noqa: E402
-from bridge.planning.campaigns import plan_jobs  # noqa: E402
-from bridge.queue.campaigns import CampaignInfo, announce, progress, store_jobs  # noqa: E402
-from bridge.queue.celery_queue import JobQueue  # noqa: E402
+from evalrelay.bridge.evalfile.cases import load_eval_file  # noqa: E402
+from evalrelay.bridge.keys import workers_key  # noqa: E402
+from evalrelay.bridge.planning.campaigns import plan_jobs  # noqa: E402
+from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, progress, store_jobs  # noqa: E402
+from evalrelay.bridge.queue.celery_queue import JobQueue  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 FILE_CASES = 10_000
@@ -236,7 +236,7 @@ def main() -> None:
         project.mkdir()
         files = write_project(project, args.cases)
         empty = used_memory(client)
-        cli = [sys.executable, "-m", "bridge.cli.main"]
+        cli = [sys.executable, "-m", "evalrelay"]
         workers = []
         for number in range(args.workers):
             name = f"bench{number}@host"

@@ -44,13 +44,13 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.contract.job import Job, TargetRef, job_id  # noqa: E402
-from bridge.prompt.messages import ChatMessage  # noqa: E402
-from bridge.prompt.request import PromptRequest  # noqa: E402
-from bridge.queue.campaigns import CampaignInfo, announce, store_jobs  # noqa: E402
-from bridge.results.collected import make_home  # noqa: E402
-from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage  # noqa: E402
-from bridge.results.results_file import ResultsFile  # noqa: E402
+from evalrelay.bridge.contract.job import Job, TargetRef, job_id  # noqa: E402
+from evalrelay.bridge.prompt.messages import ChatMessage  # noqa: E402
+from evalrelay.bridge.prompt.request import PromptRequest  # noqa: E402
+from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs  # noqa: E402
+from evalrelay.bridge.results.collected import make_home  # noqa: E402
+from evalrelay.bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage  # noqa: E402
+from evalrelay.bridge.results.results_file import ResultsFile  # noqa: E402
 
 TARGETS = ("gpt-4o-mini", "claude-sonnet", "local-qwen")
 DATASETS = ("geography", "arithmetic")
@@ -235,7 +235,7 @@ def measure(args: list[str], env: dict[str, str], cwd: Path, written: Path | Non
     from `wait4`), and the size of `written` (a file, or a folder's files) or else of
     what it printed."""
     out, figures = cwd / "stdout.txt", cwd / "figures.txt"
-    command = [sys.executable, "-m", "bridge.cli.main", *args]
+    command = [sys.executable, "-m", "evalrelay", *args]
     with out.open("wb") as stdout:
         subprocess.run(
             [sys.executable, "-c", LAUNCHER, str(figures), *command],

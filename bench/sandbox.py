@@ -25,10 +25,10 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
+from evalrelay.worker.execute import execute  # noqa: E402
 from tests.conftest import TEST_REDIS_URL  # noqa: E402
 from tests.worker.agents.sandbox_images import sandbox_image  # noqa: E402
 from tests.worker.providers.agent_cases import agent_project, planned_job  # noqa: E402
-from worker.execute import execute  # noqa: E402
 
 
 def attempt_seconds(client: redis.Redis, folder: Path, settings: dict[str, object]) -> float:

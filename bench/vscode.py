@@ -21,11 +21,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.results.result import Status  # noqa: E402
+from evalrelay.bridge.results.result import Status  # noqa: E402
+from evalrelay.worker.agents.templates import WorkspaceTemplate  # noqa: E402
+from evalrelay.worker.agents.vscode_pool import WorkspacePool  # noqa: E402
+from evalrelay.worker.execute import execute  # noqa: E402
 from tests.conftest import direct_job  # noqa: E402
-from worker.agents.templates import WorkspaceTemplate  # noqa: E402
-from worker.agents.vscode_pool import WorkspacePool  # noqa: E402
-from worker.execute import execute  # noqa: E402
 
 STANDIN = ROOT / "tests" / "worker" / "standins" / "code"
 

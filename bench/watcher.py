@@ -26,11 +26,11 @@ import redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.evalfile.cases import load_eval_file  # noqa: E402
-from bridge.inbox.watcher import Watcher  # noqa: E402
-from bridge.planning.campaigns import plan_jobs  # noqa: E402
-from bridge.queue.campaigns import CampaignInfo, new_campaign_id, submit  # noqa: E402
-from bridge.queue.celery_queue import JobQueue  # noqa: E402
+from evalrelay.bridge.evalfile.cases import load_eval_file  # noqa: E402
+from evalrelay.bridge.inbox.watcher import Watcher  # noqa: E402
+from evalrelay.bridge.planning.campaigns import plan_jobs  # noqa: E402
+from evalrelay.bridge.queue.campaigns import CampaignInfo, new_campaign_id, submit  # noqa: E402
+from evalrelay.bridge.queue.celery_queue import JobQueue  # noqa: E402
 
 URL = os.environ.get("EVALRELAY_REDIS_URL", "redis://127.0.0.1:6379/14")
 CASE = "evalcases:\n  - id: c{n}\n    input_messages: [{{role: user, content: 'hi {n}'}}]\n"

@@ -14,8 +14,8 @@ import redis
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from bridge.errors import PrerequisiteError
-from bridge.masking import MASK, SECRET_QUERY_NAMES, mask
+from evalrelay.bridge.errors import PrerequisiteError
+from evalrelay.bridge.masking import MASK, SECRET_QUERY_NAMES, mask
 
 log = logging.getLogger(__name__)
 

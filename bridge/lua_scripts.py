@@ -17,7 +17,7 @@ from typing import Any
 import redis
 from redis.client import Pipeline
 
-from bridge.clock import NOW_MS_LUA
+from evalrelay.bridge.clock import NOW_MS_LUA
 
 # Lua prelude, no KEYS or ARGV of its own: defines `let_go(holders, job_id, message_id)`,
 # which deletes `job_id` from the `holders` hash when its record (`<message_id> <process>`)

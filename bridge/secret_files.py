@@ -16,8 +16,8 @@ import re
 from collections.abc import MutableMapping
 from pathlib import Path
 
-from bridge.errors import EvalrelayError
-from bridge.masking import SECRET_VARS_VARIABLE, looks_secret
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.masking import SECRET_VARS_VARIABLE, looks_secret
 
 OWN_FILES = frozenset({"REDIS_PASSWORD", "EVALRELAY_REDIS_PASSWORD", "EVALRELAY_SERVE_TOKEN"})
 """`NAME_FILE`s that evalrelay reads where it uses them, so their secret is never a

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import manifest_key
+from evalrelay.bridge.keys import manifest_key
 from tests.conftest import Processes, wait_for
 from tests.worker.test_tasks import holder, submit_campaign
 

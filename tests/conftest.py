@@ -30,12 +30,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from bridge.connection import connect
-from bridge.contract.job import Job, TargetRef
-from bridge.keys import epoch_key, workers_key
-from bridge.prompt.request import PromptRequest
-from bridge.targets.interpolation import OneTarget
-from bridge.targets.settings import QUEUE_FOR_KIND
+from evalrelay.bridge.connection import connect
+from evalrelay.bridge.contract.job import Job, TargetRef
+from evalrelay.bridge.keys import epoch_key, workers_key
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.targets.interpolation import OneTarget
+from evalrelay.bridge.targets.settings import QUEUE_FOR_KIND
 
 WriteFiles = Callable[[dict[str, str]], Path]
 
@@ -120,7 +120,7 @@ class Processes:
     ) -> subprocess.Popen[bytes]:
         log = (self.logs / f"{name}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", *args],
+            [sys.executable, "-m", "evalrelay", *args],
             env={**self.env, **(extra_env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,

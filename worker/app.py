@@ -1,6 +1,6 @@
 """The Celery app of the workers and its settings.
 
-`celery -A worker.app inspect ping` and Flower work against it as usual: the app reads
+`celery -A evalrelay.worker.app inspect ping` and Flower work against it as usual: the app reads
 `EVALRELAY_REDIS_URL` (default: the Redis on 127.0.0.1:6379).
 """
 
@@ -19,24 +19,24 @@ from celery import Celery, signals
 from celery.concurrency.thread import TaskPool as ThreadPool
 from kombu import Queue  # type: ignore[attr-defined]
 
-from bridge.connection import broker_url, client_for, configured_url
-from bridge.contract.campaign_state import current_epoch
-from bridge.contract.job import Job
-from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
-from bridge.delivery.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
-from bridge.delivery.holds import forget_process, note_hold, process_name
-from bridge.delivery.reaper import Reaper
-from bridge.evalfile.limits import MAX_JOB_SECONDS
-from bridge.keys import workers_key
-from bridge.masking import mask_logs
-from bridge.queue.celery_queue import JobQueue, message_job_ids
-from bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
-from worker.agents.docker_cli import remove_dead_workers_containers
-from worker.agents.homes import remove_dead_homes, remove_own_homes
-from worker.batches import job_slots, register_batch_task
-from worker.broker import use_for_redis_urls
-from worker.stopping import on_shutting_down, released, stopping
-from worker.tasks import register_tasks
+from evalrelay.bridge.connection import broker_url, client_for, configured_url
+from evalrelay.bridge.contract.campaign_state import current_epoch
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
+from evalrelay.bridge.delivery.holds import forget_process, note_hold, process_name
+from evalrelay.bridge.delivery.reaper import Reaper
+from evalrelay.bridge.evalfile.limits import MAX_JOB_SECONDS
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.masking import mask_logs
+from evalrelay.bridge.queue.celery_queue import JobQueue, message_job_ids
+from evalrelay.bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
+from evalrelay.worker.agents.docker_cli import remove_dead_workers_containers
+from evalrelay.worker.agents.homes import remove_dead_homes, remove_own_homes
+from evalrelay.worker.batches import job_slots, register_batch_task
+from evalrelay.worker.broker import use_for_redis_urls
+from evalrelay.worker.stopping import on_shutting_down, released, stopping
+from evalrelay.worker.tasks import register_tasks
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ os.register_at_fork(after_in_child=_clients.clear)
 
 
 def create_app(redis_url: str | None = None) -> Celery:
-    # Also when started as `celery -A worker.app worker`, not through the CLI: every log
+    # Also when started as `celery -A evalrelay.worker.app worker`, not through the CLI: every log
     # record of the worker and its forked pool processes is masked of the secrets it holds.
     mask_logs(DEFAULT_KEY_VARIABLES)
     use_for_redis_urls()

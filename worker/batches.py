@@ -24,24 +24,24 @@ from typing import Any, TypeVar
 import redis
 from celery import Celery, Task
 
-from bridge.contract.job import Job
-from bridge.contract.names import RUN_BATCH
-from bridge.delivery.holders import let_go
-from bridge.delivery.holds import take_hold
-from bridge.delivery.lease import LeaseBegin
-from bridge.delivery.payloads import jobs_of
-from bridge.delivery.publish import PUBLISHED, Publication, outcome_of
-from bridge.delivery.round_trips import RoundTrips
-from bridge.keys import holders_key
-from bridge.lua_scripts import BEGIN_LEASE, LET_GO, PUBLISH
-from bridge.queue.celery_queue import JobQueue
-from bridge.results.result import Result
-from worker.execute import execute_async
-from worker.heap import settle_once
-from worker.providers.admission import holds_reservation
-from worker.providers.base import NoCapacity, Steered
-from worker.stopping import hand_back, released, stopping
-from worker.tasks import JOB_TASK, skipped, spend, step_aside, wait_for_capacity
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import RUN_BATCH
+from evalrelay.bridge.delivery.holders import let_go
+from evalrelay.bridge.delivery.holds import take_hold
+from evalrelay.bridge.delivery.lease import LeaseBegin
+from evalrelay.bridge.delivery.payloads import jobs_of
+from evalrelay.bridge.delivery.publish import PUBLISHED, Publication, outcome_of
+from evalrelay.bridge.delivery.round_trips import RoundTrips
+from evalrelay.bridge.keys import holders_key
+from evalrelay.bridge.lua_scripts import BEGIN_LEASE, LET_GO, PUBLISH
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.result import Result
+from evalrelay.worker.execute import execute_async
+from evalrelay.worker.heap import settle_once
+from evalrelay.worker.providers.admission import holds_reservation
+from evalrelay.worker.providers.base import NoCapacity, Steered
+from evalrelay.worker.stopping import hand_back, released, stopping
+from evalrelay.worker.tasks import JOB_TASK, skipped, spend, step_aside, wait_for_capacity
 
 log = logging.getLogger(__name__)
 

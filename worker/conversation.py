@@ -14,14 +14,14 @@ from typing import NamedTuple
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.contract.turns import ConversationPlan, TurnPlan
-from bridge.prompt.messages import ChatMessage, user
-from bridge.prompt.request import api_messages
-from bridge.results.result import TurnResult, Usage
-from worker.grading.grade import Grade, grade
-from worker.grading.run_facts import RunFacts
-from worker.providers.base import ProviderFailure, ProviderOutput
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.turns import ConversationPlan, TurnPlan
+from evalrelay.bridge.prompt.messages import ChatMessage, user
+from evalrelay.bridge.prompt.request import api_messages
+from evalrelay.bridge.results.result import TurnResult, Usage
+from evalrelay.worker.grading.grade import Grade, grade
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.providers.base import ProviderFailure, ProviderOutput
 
 log = logging.getLogger(__name__)
 

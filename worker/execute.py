@@ -17,11 +17,11 @@ from typing import Any
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.masking import masked_model
-from bridge.results.changes import WorkspaceChanges
-from bridge.results.pricing import PRICE_PROVIDERS, cost_of
-from bridge.results.result import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.masking import masked_model
+from evalrelay.bridge.results.changes import WorkspaceChanges
+from evalrelay.bridge.results.pricing import PRICE_PROVIDERS, cost_of
+from evalrelay.bridge.results.result import (
     Cost,
     ErrorInfo,
     EvaluatorResult,
@@ -30,17 +30,17 @@ from bridge.results.result import (
     TurnResult,
     Usage,
 )
-from bridge.results.trajectory import Trajectory
-from bridge.targets.interpolation import references
-from bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
-from worker.conversation import Conversation, Respond, converse
-from worker.grading.grade import grade, grades_at_once
-from worker.grading.run_facts import RunFacts
-from worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, Steered
-from worker.providers.call import call_provider, call_provider_async
-from worker.recorded import recorded_output, recorded_turn
-from worker.trials.outcome import TrialOutcome
-from worker.trials.trial import run_trial
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.bridge.targets.interpolation import references
+from evalrelay.bridge.targets.settings import DEFAULT_KEY_VARIABLES, ENV_REFERENCE
+from evalrelay.worker.conversation import Conversation, Respond, converse
+from evalrelay.worker.grading.grade import grade, grades_at_once
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.providers.base import NoCapacity, ProviderFailure, ProviderOutput, Steered
+from evalrelay.worker.providers.call import call_provider, call_provider_async
+from evalrelay.worker.recorded import recorded_output, recorded_turn
+from evalrelay.worker.trials.outcome import TrialOutcome
+from evalrelay.worker.trials.trial import run_trial
 
 log = logging.getLogger(__name__)
 

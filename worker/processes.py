@@ -25,8 +25,8 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from bridge.queue.redis_keeper import die_with_parent
-from bridge.secret_files import without_secret_files
+from evalrelay.bridge.queue.redis_keeper import die_with_parent
+from evalrelay.bridge.secret_files import without_secret_files
 
 POLL_SECONDS = 0.2
 
@@ -88,7 +88,7 @@ def run_processes(
 
 def start_worker(args: list[str]) -> subprocess.Popen[bytes]:
     """A worker of one process, in a process group of its own, that dies with this one."""
-    command = [sys.executable, "-m", "bridge.cli.main", "worker", *args, "--processes", "1"]
+    command = [sys.executable, "-m", "evalrelay", "worker", *args, "--processes", "1"]
     return subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,

@@ -3,10 +3,10 @@ the target answered (or how it failed) is what the job's evaluators read."""
 
 from __future__ import annotations
 
-from bridge.contract.job import Job
-from bridge.results.recorded import Recorded
-from bridge.results.result import Status
-from worker.providers.base import ProviderFailure, ProviderOutput
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.recorded import Recorded
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.providers.base import ProviderFailure, ProviderOutput
 
 
 def recorded_output(recorded: Recorded) -> ProviderOutput:

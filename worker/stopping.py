@@ -27,11 +27,11 @@ from typing import Any
 import redis
 from celery.worker import state
 
-from bridge.contract.job import Job
-from bridge.contract.names import RUN_BATCH, RUN_CASE
-from bridge.delivery.holders import let_go
-from bridge.delivery.holds import take_hold
-from bridge.queue.celery_queue import JobQueue, message_job_ids
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import RUN_BATCH, RUN_CASE
+from evalrelay.bridge.delivery.holders import let_go
+from evalrelay.bridge.delivery.holds import take_hold
+from evalrelay.bridge.queue.celery_queue import JobQueue, message_job_ids
 
 log = logging.getLogger(__name__)
 

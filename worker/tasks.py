@@ -9,22 +9,22 @@ from typing import Any
 import redis
 from celery import Celery, Task
 
-from bridge.clock import now_seconds
-from bridge.contract.campaign_state import cancel_ends
-from bridge.contract.job import Job
-from bridge.contract.names import RUN_CASE
-from bridge.delivery.holders import let_go
-from bridge.delivery.holds import take_hold
-from bridge.delivery.lease import Lease
-from bridge.delivery.payloads import job_of
-from bridge.delivery.publish import PUBLISHED, publish
-from bridge.queue.budget import charge
-from bridge.queue.celery_queue import JobQueue
-from bridge.results.result import Result, Status
-from worker.execute import execute, never_started
-from worker.providers.admission import give_back, holds_reservation, settled
-from worker.providers.base import NoCapacity, Steered
-from worker.stopping import hand_back, released, stopping
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.campaign_state import cancel_ends
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import RUN_CASE
+from evalrelay.bridge.delivery.holders import let_go
+from evalrelay.bridge.delivery.holds import take_hold
+from evalrelay.bridge.delivery.lease import Lease
+from evalrelay.bridge.delivery.payloads import job_of
+from evalrelay.bridge.delivery.publish import PUBLISHED, publish
+from evalrelay.bridge.queue.budget import charge
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.execute import execute, never_started
+from evalrelay.worker.providers.admission import give_back, holds_reservation, settled
+from evalrelay.worker.providers.base import NoCapacity, Steered
+from evalrelay.worker.stopping import hand_back, released, stopping
 
 log = logging.getLogger(__name__)
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import click
 
-from bridge.errors import EvalrelayError
-from bridge.queue.campaigns import (
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.queue.campaigns import (
     LATEST,
     AmbiguousCampaign,
     CampaignInfo,
     load_info,
     resolve_campaign,
 )
-from bridge.queue.runtime import open_runtime
-from bridge.reports.campaign import find_results
-from bridge.results.results_file import results_path
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.reports.campaign import find_results
+from evalrelay.bridge.results.results_file import results_path
 
 results_option = click.option(
     "--results",

@@ -14,14 +14,14 @@ from types import FrameType
 import click
 import redis
 
-from bridge.cli.terminal import counted, echo
-from bridge.clock import now_seconds
-from bridge.connection import RideOut
-from bridge.contract.campaign_state import current_epoch
-from bridge.delivery.holders import ALIVE_SECONDS, beat
-from bridge.errors import EvalrelayError
-from bridge.keys import collectors_key
-from bridge.queue.campaigns import (
+from evalrelay.bridge.cli.terminal import counted, echo
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.connection import RideOut
+from evalrelay.bridge.contract.campaign_state import current_epoch
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, beat
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import collectors_key
+from evalrelay.bridge.queue.campaigns import (
     CampaignInfo,
     infos_of,
     list_campaigns,
@@ -29,15 +29,21 @@ from bridge.queue.campaigns import (
     progress_many,
     resolve_campaign,
 )
-from bridge.queue.following import LOST
-from bridge.queue.rebuild import lost_campaigns, read_record, rebuild, record_path, write_record
-from bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
-from bridge.queue.runtime import Runtime, open_runtime
-from bridge.reports.writer import ensure_html_beside
-from bridge.results.collector import Collector
-from bridge.results.results_file import job_ids_on_disk, results_path
-from bridge.results.retention import RETENTION_SECONDS
-from bridge.results.statistics import import_in_background
+from evalrelay.bridge.queue.following import LOST
+from evalrelay.bridge.queue.rebuild import (
+    lost_campaigns,
+    read_record,
+    rebuild,
+    record_path,
+    write_record,
+)
+from evalrelay.bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
+from evalrelay.bridge.queue.runtime import Runtime, open_runtime
+from evalrelay.bridge.reports.writer import ensure_html_beside
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from bridge.cli.campaign_results import results_file, results_option
-from bridge.cli.terminal import echo
-from bridge.errors import EvalrelayError
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.harbor_job import write_harbor_job
-from bridge.reports.inspect_log import check_suffix, listing_hint, write_inspect_logs
+from evalrelay.bridge.cli.campaign_results import results_file, results_option
+from evalrelay.bridge.cli.terminal import echo
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.harbor_job import write_harbor_job
+from evalrelay.bridge.reports.inspect_log import check_suffix, listing_hint, write_inspect_logs
 
 
 @click.command("export")

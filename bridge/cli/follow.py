@@ -12,21 +12,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, ProgressColumn, Task, T
 from rich.progress import Progress as Bar
 from rich.text import Text
 
-from bridge.cli.terminal import counted
-from bridge.queue.budget import BUDGET_REASON
-from bridge.queue.campaigns import CampaignInfo, Progress
-from bridge.queue.following import (
+from evalrelay.bridge.cli.terminal import counted
+from evalrelay.bridge.queue.budget import BUDGET_REASON
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress
+from evalrelay.bridge.queue.following import (
     LOST,
     NO_WORKER_WARNING_SECONDS,
     Unserved,
 )
-from bridge.queue.following import (
+from evalrelay.bridge.queue.following import (
     follow_campaign as follow,
 )
-from bridge.queue.steering import Paused
-from bridge.reports.writer import ensure_html_beside
-from bridge.results.results_file import results_path
-from bridge.results.summary import CampaignSummary
+from evalrelay.bridge.queue.steering import Paused
+from evalrelay.bridge.reports.writer import ensure_html_beside
+from evalrelay.bridge.results.results_file import results_path
+from evalrelay.bridge.results.summary import CampaignSummary
 
 STATUS_STYLES = {"ok": "green", "model_failure": "yellow", "timeout": "magenta"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from bridge.cli.terminal import counted, echo
-from bridge.queue.gc import collect_garbage
-from bridge.queue.runtime import open_runtime
-from bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.cli.terminal import counted, echo
+from evalrelay.bridge.queue.gc import collect_garbage
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
 
 @click.command("gc")

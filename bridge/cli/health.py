@@ -16,12 +16,12 @@ import click
 import redis
 from pydantic import BaseModel
 
-from bridge.cli.terminal import echo
-from bridge.clock import now_seconds
-from bridge.connection import URL_VARIABLE, configured_url, connect
-from bridge.delivery.holders import ALIVE_SECONDS
-from bridge.errors import PrerequisiteError
-from bridge.keys import collectors_key, watchers_key, workers_key
+from evalrelay.bridge.cli.terminal import echo
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.connection import URL_VARIABLE, configured_url, connect
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS
+from evalrelay.bridge.errors import PrerequisiteError
+from evalrelay.bridge.keys import collectors_key, watchers_key, workers_key
 
 ROLES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
 """Each kind of service, to the heartbeat hash it reports in."""

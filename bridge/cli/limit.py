@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import click
 
-from bridge.cli.terminal import TerminalConsole
-from bridge.errors import EvalrelayError
-from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import who
-from bridge.targets.live_limits import REFRESH_SECONDS, LiveLimits, clear_limits, set_limits
+from evalrelay.bridge.cli.terminal import TerminalConsole
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.queue.steering import who
+from evalrelay.bridge.targets.live_limits import (
+    REFRESH_SECONDS,
+    LiveLimits,
+    clear_limits,
+    set_limits,
+)
 
 
 @click.command("limit")

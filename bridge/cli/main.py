@@ -9,13 +9,13 @@ import sys
 import click
 from rich.logging import RichHandler
 
-from bridge.cli.once import Commands
-from bridge.cli.terminal import LOG_FORMAT, PrintableFormatter, TerminalConsole, echo
-from bridge.errors import EvalrelayError, InvalidFileError
-from bridge.masking import mask_logs
-from bridge.private import keep_private
-from bridge.secret_files import load_secret_files
-from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
+from evalrelay.bridge.cli.once import Commands
+from evalrelay.bridge.cli.terminal import LOG_FORMAT, PrintableFormatter, TerminalConsole, echo
+from evalrelay.bridge.errors import EvalrelayError, InvalidFileError
+from evalrelay.bridge.masking import mask_logs
+from evalrelay.bridge.private import keep_private
+from evalrelay.bridge.secret_files import load_secret_files
+from evalrelay.bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
 
 QUIET_LOGGERS = (
     *("httpx", "httpx2", "httpcore", "httpcore2", "h11", "h2", "hpack", "urllib3", "aiohttp"),
@@ -26,28 +26,28 @@ QUIET_LOGGERS = (
 
 
 COMMANDS = {
-    "validate": "bridge.cli.validate:validate_command",
-    "render": "bridge.cli.render:render_command",
-    "run": "bridge.cli.run:run_command",
-    "worker": "bridge.cli.worker:worker_command",
-    "collect": "bridge.cli.collect:collect_command",
-    "status": "bridge.cli.status:status_command",
-    "resume": "bridge.cli.resume:resume_command",
-    "retry": "bridge.cli.retry:retry_command",
-    "regrade": "bridge.cli.regrade:regrade_command",
-    "pause": "bridge.cli.steer:pause_command",
-    "unpause": "bridge.cli.steer:unpause_command",
-    "cancel": "bridge.cli.steer:cancel_command",
-    "limit": "bridge.cli.limit:limit_command",
-    "watch": "bridge.cli.watch:watch_command",
-    "provision": "bridge.cli.workspaces:provision_command",
-    "unlock": "bridge.cli.workspaces:unlock_command",
-    "report": "bridge.cli.report:report_command",
-    "compare": "bridge.cli.report:compare_command",
-    "export": "bridge.cli.export:export_command",
-    "serve": "bridge.cli.serve:serve_command",
-    "health": "bridge.cli.health:health_command",
-    "gc": "bridge.cli.gc:gc_command",
+    "validate": "evalrelay.bridge.cli.validate:validate_command",
+    "render": "evalrelay.bridge.cli.render:render_command",
+    "run": "evalrelay.bridge.cli.run:run_command",
+    "worker": "evalrelay.bridge.cli.worker:worker_command",
+    "collect": "evalrelay.bridge.cli.collect:collect_command",
+    "status": "evalrelay.bridge.cli.status:status_command",
+    "resume": "evalrelay.bridge.cli.resume:resume_command",
+    "retry": "evalrelay.bridge.cli.retry:retry_command",
+    "regrade": "evalrelay.bridge.cli.regrade:regrade_command",
+    "pause": "evalrelay.bridge.cli.steer:pause_command",
+    "unpause": "evalrelay.bridge.cli.steer:unpause_command",
+    "cancel": "evalrelay.bridge.cli.steer:cancel_command",
+    "limit": "evalrelay.bridge.cli.limit:limit_command",
+    "watch": "evalrelay.bridge.cli.watch:watch_command",
+    "provision": "evalrelay.bridge.cli.workspaces:provision_command",
+    "unlock": "evalrelay.bridge.cli.workspaces:unlock_command",
+    "report": "evalrelay.bridge.cli.report:report_command",
+    "compare": "evalrelay.bridge.cli.report:compare_command",
+    "export": "evalrelay.bridge.cli.export:export_command",
+    "serve": "evalrelay.bridge.cli.serve:serve_command",
+    "health": "evalrelay.bridge.cli.health:health_command",
+    "gc": "evalrelay.bridge.cli.gc:gc_command",
 }
 """Each command's click object, imported when the command is used."""
 

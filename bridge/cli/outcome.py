@@ -11,23 +11,27 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from bridge.cli.follow import STATUS_STYLES
-from bridge.cli.terminal import counted
-from bridge.queue.campaigns import CampaignInfo
-from bridge.reports.case_places import case_places
-from bridge.reports.github import error_annotation, under_github_actions, write_step_summary
-from bridge.reports.statistics_text import (
+from evalrelay.bridge.cli.follow import STATUS_STYLES
+from evalrelay.bridge.cli.terminal import counted
+from evalrelay.bridge.queue.campaigns import CampaignInfo
+from evalrelay.bridge.reports.case_places import case_places
+from evalrelay.bridge.reports.github import (
+    error_annotation,
+    under_github_actions,
+    write_step_summary,
+)
+from evalrelay.bridge.reports.statistics_text import (
     mean_score_text,
     pair_lines,
     pairs_markdown,
     pass_rate_text,
 )
-from bridge.reports.writer import report_path
-from bridge.results.collected import results_home, where_results_are
-from bridge.results.result import Status
-from bridge.results.results_file import results_path
-from bridge.results.statistics import CampaignStatistics
-from bridge.results.summary import CampaignSummary, FailedCase
+from evalrelay.bridge.reports.writer import report_path
+from evalrelay.bridge.results.collected import results_home, where_results_are
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.results_file import results_path
+from evalrelay.bridge.results.statistics import CampaignStatistics
+from evalrelay.bridge.results.summary import CampaignSummary, FailedCase
 
 SHOWN_FAILURES = 20
 

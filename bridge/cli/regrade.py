@@ -9,14 +9,14 @@ from pathlib import Path
 import click
 import redis
 
-from bridge.cli.env_files import load_env_files
-from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary
-from bridge.cli.terminal import TerminalConsole, counted
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_files
-from bridge.evalfile.selection import case_chosen, select_cases
-from bridge.queue.campaigns import (
+from evalrelay.bridge.cli.follow import follow_campaign
+from evalrelay.bridge.cli.outcome import exit_status, print_summary
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_files
+from evalrelay.bridge.evalfile.env_files import load_env_files
+from evalrelay.bridge.evalfile.selection import case_chosen, select_cases
+from evalrelay.bridge.queue.campaigns import (
     CampaignInfo,
     Plan,
     load_info,
@@ -25,11 +25,11 @@ from bridge.queue.campaigns import (
     resolve_campaign,
     submit,
 )
-from bridge.queue.rebuild import rebuild, record_of, write_record
-from bridge.queue.regrade import plan_regrade
-from bridge.queue.runtime import open_runtime
-from bridge.results.collected import file_here, results_home
-from bridge.results.results_file import read_results, results_path
+from evalrelay.bridge.queue.rebuild import rebuild, record_of, write_record
+from evalrelay.bridge.queue.regrade import plan_regrade
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.results.collected import file_here, results_home
+from evalrelay.bridge.results.results_file import read_results, results_path
 
 
 @click.command("regrade")

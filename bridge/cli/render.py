@@ -12,16 +12,16 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from bridge.cli.terminal import TerminalConsole, echo, printable
-from bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
-from bridge.evalfile.harbor.config import StepConfig
-from bridge.evalfile.harbor.folder import TASK_FILE, LoadedTask, is_task_folder
-from bridge.evalfile.selection import select_cases
-from bridge.planning.jobs import attached
-from bridge.prompt.build import request_for
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import PromptRequest, api_messages
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.cli.terminal import TerminalConsole, echo, printable
+from evalrelay.bridge.evalfile.cases import LoadedCase, LoadedEvalFile, load_eval_file
+from evalrelay.bridge.evalfile.harbor.config import StepConfig
+from evalrelay.bridge.evalfile.harbor.folder import TASK_FILE, LoadedTask, is_task_folder
+from evalrelay.bridge.evalfile.selection import select_cases
+from evalrelay.bridge.planning.jobs import attached
+from evalrelay.bridge.prompt.build import request_for
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import PromptRequest, api_messages
+from evalrelay.bridge.targets.targets_file import Targets
 
 
 @click.command("render")
@@ -103,7 +103,7 @@ def _wire(settings: Any, request: PromptRequest) -> dict[str, Any] | None:
     if settings is None:
         return None
     # The converters live with the worker's providers, so this shows what a worker sends.
-    from worker.providers.api import request_body
+    from evalrelay.worker.providers.api import request_body
 
     return request_body(settings, api_messages(request), request.tools or (), request.tool_choice)
 
@@ -113,8 +113,8 @@ def _task(settings: Any, request: PromptRequest, case: LoadedCase) -> str | None
     places its workspace would hold them."""
     if settings is None:
         return None
-    from worker.agents.inputs import placed
-    from worker.providers.agent_cli import task_preview
+    from evalrelay.worker.agents.inputs import placed
+    from evalrelay.worker.providers.agent_cli import task_preview
 
     files = case.files()
     texts = {f.project_path: f.text for f in files}

@@ -11,13 +11,13 @@ import click
 from rich.cells import cell_len
 from rich.table import Table
 
-from bridge.cli.campaign_results import results_file, results_option
-from bridge.cli.terminal import TerminalConsole, echo
-from bridge.errors import EvalrelayError
-from bridge.queue.rebuild import find_record, read_record
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.case_places import case_places
-from bridge.reports.compare import (
+from evalrelay.bridge.cli.campaign_results import results_file, results_option
+from evalrelay.bridge.cli.terminal import TerminalConsole, echo
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.queue.rebuild import find_record, read_record
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.case_places import case_places
+from evalrelay.bridge.reports.compare import (
     SCORE_CHANGE,
     CaseChange,
     CaseState,
@@ -26,20 +26,28 @@ from bridge.reports.compare import (
     case_order,
     split_target,
 )
-from bridge.reports.compare_html import write_compare_html
-from bridge.reports.compare_statistics import comparison_statistics, gate_failures, side_name
-from bridge.reports.github import error_annotation, under_github_actions, write_step_summary
-from bridge.reports.markdown import markdown_summary
-from bridge.reports.statistics_text import (
+from evalrelay.bridge.reports.compare_html import write_compare_html
+from evalrelay.bridge.reports.compare_statistics import (
+    comparison_statistics,
+    gate_failures,
+    side_name,
+)
+from evalrelay.bridge.reports.github import (
+    error_annotation,
+    under_github_actions,
+    write_step_summary,
+)
+from evalrelay.bridge.reports.markdown import markdown_summary
+from evalrelay.bridge.reports.statistics_text import (
     mean_score_text,
     pair_lines,
     pairs_markdown,
     pass_rate_text,
 )
-from bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
-from bridge.reports.writer import report_path, write_report
-from bridge.results.statistics import CampaignStatistics, PairStatistics
-from bridge.results.summary import TargetSummary
+from evalrelay.bridge.reports.verdict import ChangeCounts, TargetChange, target_changes, verdict
+from evalrelay.bridge.reports.writer import report_path, write_report
+from evalrelay.bridge.results.statistics import CampaignStatistics, PairStatistics
+from evalrelay.bridge.results.summary import TargetSummary
 
 EXIT_REGRESSED = 1
 

@@ -10,26 +10,32 @@ import click
 import redis
 from rich.console import Console
 
-from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary, results_location
-from bridge.cli.terminal import TerminalConsole, counted
-from bridge.contract.campaign_state import uncancel
-from bridge.delivery.outstanding import not_sent
-from bridge.errors import EvalrelayError
-from bridge.keys import campaign_key
-from bridge.queue.campaigns import CampaignInfo, load_info, missing_jobs, progress, resolve_campaign
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import CampaignRecord, rebuild, record_of
-from bridge.queue.rebuilt_apart import (
+from evalrelay.bridge.cli.follow import follow_campaign
+from evalrelay.bridge.cli.outcome import exit_status, print_summary, results_location
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted
+from evalrelay.bridge.contract.campaign_state import uncancel
+from evalrelay.bridge.delivery.outstanding import not_sent
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import campaign_key
+from evalrelay.bridge.queue.campaigns import (
+    CampaignInfo,
+    load_info,
+    missing_jobs,
+    progress,
+    resolve_campaign,
+)
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import CampaignRecord, rebuild, record_of
+from evalrelay.bridge.queue.rebuilt_apart import (
     eval_files_here,
     needs_jobs,
     restore_from_results,
     send_planned,
 )
-from bridge.queue.runtime import open_runtime
-from bridge.results.collector import collectors_of
-from bridge.results.paid import paid_again, paid_again_text
-from bridge.results.results_file import job_ids_on_disk, results_path
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.results.collector import collectors_of
+from evalrelay.bridge.results.paid import paid_again, paid_again_text
+from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path
 
 
 @click.command("resume")

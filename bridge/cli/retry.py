@@ -12,37 +12,37 @@ from pathlib import Path
 import click
 import redis
 
-from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary, results_location
-from bridge.cli.terminal import TerminalConsole, counted
-from bridge.contract.campaign_state import uncancel
-from bridge.contract.job import Job
-from bridge.errors import EvalrelayError
-from bridge.queue.blobs import store_blobs
-from bridge.queue.campaigns import (
+from evalrelay.bridge.cli.follow import follow_campaign
+from evalrelay.bridge.cli.outcome import exit_status, print_summary, results_location
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted
+from evalrelay.bridge.contract.campaign_state import uncancel
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.queue.blobs import store_blobs
+from evalrelay.bridge.queue.campaigns import (
     CampaignInfo,
     load_info,
     resolve_campaign,
     store_jobs,
     stored_jobs,
 )
-from bridge.queue.rebuild import replan
-from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import Change, record, who
-from bridge.results.collected import file_here, results_home
-from bridge.results.collector import collectors_of, hold_lease, release_lease
-from bridge.results.paid import paid_again, paid_again_text
-from bridge.results.result import AttemptSummary, Status
-from bridge.results.results_file import read_results, results_path
-from bridge.results.retention import is_compacted, reopen
-from bridge.results.retry_request import (
+from evalrelay.bridge.queue.rebuild import replan
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.queue.steering import Change, record, who
+from evalrelay.bridge.results.collected import file_here, results_home
+from evalrelay.bridge.results.collector import collectors_of, hold_lease, release_lease
+from evalrelay.bridge.results.paid import paid_again, paid_again_text
+from evalrelay.bridge.results.result import AttemptSummary, Status
+from evalrelay.bridge.results.results_file import read_results, results_path
+from evalrelay.bridge.results.retention import is_compacted, reopen
+from evalrelay.bridge.results.retry_request import (
     RetryAnswer,
     RetryRequest,
     answer_to,
     post_request,
     withdraw,
 )
-from bridge.results.set_aside import set_aside
+from evalrelay.bridge.results.set_aside import set_aside
 
 ANSWER_SECONDS = float(os.environ.get("EVALRELAY_RETRY_ANSWER_SECONDS", "30"))
 """How long `retry` waits for a running campaign's collector to set lines aside."""

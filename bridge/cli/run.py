@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from bridge.cli.env_files import load_env_files
-from bridge.cli.follow import follow_campaign
-from bridge.cli.outcome import exit_status, print_summary
-from bridge.cli.terminal import TerminalConsole, counted, echo
-from bridge.connection import configured_url
-from bridge.contract.campaign_state import cancel
-from bridge.contract.job import Job
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_files
-from bridge.evalfile.limits import MAX_REPEATS
-from bridge.evalfile.selection import select_cases
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.budget import set_budget
-from bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
-from bridge.queue.rebuild import rebuild, write_record
-from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import who
-from bridge.reports.promptfoo_json import write_promptfoo_outputs
-from bridge.reports.writer import ensure_html_beside
-from bridge.results.paid import paid_again, paid_again_text
-from bridge.results.results_file import results_path
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.cli.follow import ProgressBar
+from evalrelay.bridge.cli.outcome import exit_status, print_summary
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted, echo
+from evalrelay.bridge.connection import configured_url
+from evalrelay.bridge.evalfile.limits import MAX_REPEATS
+from evalrelay.bridge.results.paid import paid_again_text
+from evalrelay.bridge.running import (
+    RunRequest,
+    plan_run,
+    running,
+    submit_detached,
+    write_promptfoo_results,
+    write_reports,
+)
 
 if TYPE_CHECKING:
-    from bridge.queue.estimate import TargetEstimate
-
-log = logging.getLogger(__name__)
+    from evalrelay.bridge.queue.estimate import TargetEstimate
 
 
 @click.command("run")
@@ -131,85 +120,47 @@ def run_command(
     if detach and configured_url() is None:
         raise click.UsageError(DETACH_NEEDS_A_CLUSTER)
     targets = [n.strip() for option in target_options for n in option.split(",") if n.strip()]
-    files = select_cases(load_eval_files(paths), case_patterns, tags)
-    campaign_id = new_campaign_id(files, name=name)
-    jobs = plan_jobs(campaign_id, files, targets, repeats)
-    if cache:
-        jobs = [job.model_copy(update={"cache_ttl_seconds": cache_ttl}) for job in jobs]
-    if estimate:
-        from bridge.queue.estimate import estimate as estimate_jobs  # its price database
-
-        TerminalConsole().print(estimate_table(estimate_jobs(jobs)))
-        return
-    out_dir = (out or default_out(files)).resolve()
-    console = TerminalConsole(stderr=True)
-    if not detach and (local_worker or configured_url() is None):
-        load_env_files((f.path, f.project.root) for f in files)  # this process is the worker
-    with open_runtime(
-        worker=not detach,
-        force_local_worker=local_worker,
-        concurrency=concurrency,
-        await_worker=False,
-    ) as runtime:
-        if runtime.embedded or local_worker:
-            check_targets_here(files, jobs)
-        info = CampaignInfo.for_jobs(
-            campaign_id,
-            jobs,
-            [str(f.path) for f in files],
-            str(out_dir),
-            "service" if detach else "run",
+    planned = plan_run(
+        RunRequest(
+            paths=list(paths),
+            targets=targets,
+            cases=list(case_patterns),
+            tags=list(tags),
             name=name,
-            plan=Plan(
-                targets=targets,
-                repeats=repeats,
-                cases=list(case_patterns),
-                tags=list(tags),
-                cache_ttl_seconds=cache_ttl if cache else None,
-                cwd=str(Path.cwd()),
-            ),
+            repeats=repeats,
+            out=out,
+            local_worker=local_worker,
+            cache_ttl_seconds=cache_ttl if cache else None,
+            concurrency=concurrency,
+            budget_usd=budget_usd,
         )
-        if not detach:
-            write_record(info)  # what rebuilds the campaign should Redis lose it
-        if budget_usd is not None:  # before any job is sent, so every answer is charged
-            set_budget(runtime.client, campaign_id, budget_usd, who())
-        submit(runtime.client, runtime.queue, info, jobs, files)
-        if detach:
-            echo(campaign_id)
-            return
-        runtime.worker_ready()  # it started while the jobs were planned and sent
-        console.print(f"campaign {campaign_id}: {counted(len(jobs), 'job')}")
-        complete: list[Path] = []  # its report is written once the summary is printed
-        try:
-            final = follow_campaign(
-                runtime.client,
-                info,
-                console,
-                rebuild=lambda done: rebuild(runtime.client, runtime.queue, info, done, "run"),
-                on_complete=complete.append,
-            )
-            paid = paid_again(runtime.client, campaign_id)
-        except KeyboardInterrupt:
-            cancel(runtime.client, campaign_id)
-            console.print(
-                f"cancelled; finished results are in {out_dir}. "
-                f"Continue with `evalrelay resume {campaign_id}`."
-            )
-            sys.exit(130)
-        runtime.stop_worker()  # it winds down while the summary is printed
-        print_summary(console, info, final)
-        if paid:
-            console.print(paid_again_text(paid))
-        for results in dict.fromkeys(complete):  # the collector may say so twice
-            write_report_beside(console, results)
-        for loaded in files:  # a promptfoo config's `outputPath`, in promptfoo's shape
-            if loaded.task is not None:
-                continue  # a task.toml is no promptfoo config
-            for written in write_promptfoo_outputs(
-                loaded.path, campaign_id, results_path(out_dir, campaign_id)
-            ):
+    )
+    if estimate:
+        from evalrelay.bridge.queue.estimate import estimate as estimate_jobs  # its price database
+
+        TerminalConsole().print(estimate_table(estimate_jobs(planned.jobs)))
+        return
+    if detach:
+        echo(submit_detached(planned))
+        return
+    console = TerminalConsole(stderr=True)
+    console.print(f"campaign {planned.campaign_id}: {counted(len(planned.jobs), 'job')}")
+    try:
+        with running(planned, lambda info: ProgressBar(console, info, info.total)) as finished:
+            print_summary(console, finished.info, finished.summary)
+            if finished.paid_again:
+                console.print(paid_again_text(finished.paid_again))
+            for report in write_reports(finished):
+                console.print(f"report: {report}")
+            for written in write_promptfoo_results(finished, planned.files):
                 console.print(f"promptfoo results: {written}")
-    code, why = exit_status(final, min_score)
+    except KeyboardInterrupt:
+        console.print(
+            f"cancelled; finished results are in {planned.out_dir}. "
+            f"Continue with `evalrelay resume {planned.campaign_id}`."
+        )
+        sys.exit(130)
+    code, why = exit_status(finished.summary, min_score)
     if why:
         console.print(why)
     sys.exit(code)
@@ -229,15 +180,6 @@ DETACH_NEEDS_A_CLUSTER = (
 )
 
 
-def write_report_beside(console: Console, results: Path) -> None:
-    """The HTML report beside the complete results; one that cannot be written is only
-    logged, as the collector does: the results stand."""
-    try:
-        console.print(f"report: {ensure_html_beside(results)}")
-    except Exception:
-        log.exception("could not write the report of %s", results)
-
-
 def estimate_table(found: dict[str, TargetEstimate]) -> Table:
     table = Table(title="estimate (nothing sent)")
     for column in ("target", "jobs", "input tokens", "output tokens", "dollars"):
@@ -254,16 +196,3 @@ def estimated_usd(one: TargetEstimate) -> str:
     if one.unpriced == one.jobs:
         return "unpriced"
     return f"${one.usd:,.6f}" + (f" + {one.unpriced} jobs unpriced" if one.unpriced else "")
-
-
-def default_out(files: list[LoadedEvalFile]) -> Path:
-    return files[0].project.results_dir
-
-
-def check_targets_here(files: list[LoadedEvalFile], jobs: list[Job]) -> None:
-    """When this machine runs the jobs, a target it cannot use fails now, not once per job."""
-    used = {job.target.name for job in jobs}
-    for loaded in files:
-        targets = Targets.load(loaded.project.root, loaded.path)
-        for name in sorted(used & targets.by_name.keys()):
-            targets.get(name).settings()

@@ -17,20 +17,20 @@ from pathlib import Path
 import click
 import uvicorn
 
-from bridge.cli.terminal import echo
-from bridge.connection import configured_url, shown
-from bridge.errors import EvalrelayError, PrerequisiteError
-from bridge.evalfile.project import Project
-from bridge.live.access import required_token
-from bridge.live.app import create_app
-from bridge.live.campaigns import Campaigns
-from bridge.live.panel import live_panel
-from bridge.live.redis_link import RedisLink
-from bridge.live.report_cache import ReportCache, cache_folder
-from bridge.live.steering import Steering
-from bridge.queue.celery_queue import JobQueue, producer_app
-from bridge.queue.embedded import evalrelay_home
-from bridge.queue.runtime import open_runtime
+from evalrelay.bridge.cli.terminal import echo
+from evalrelay.bridge.connection import configured_url, shown
+from evalrelay.bridge.errors import EvalrelayError, PrerequisiteError
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.live.access import required_token
+from evalrelay.bridge.live.app import create_app
+from evalrelay.bridge.live.campaigns import Campaigns
+from evalrelay.bridge.live.panel import live_panel
+from evalrelay.bridge.live.redis_link import RedisLink
+from evalrelay.bridge.live.report_cache import ReportCache, cache_folder
+from evalrelay.bridge.live.steering import Steering
+from evalrelay.bridge.queue.celery_queue import JobQueue, producer_app
+from evalrelay.bridge.queue.embedded import evalrelay_home
+from evalrelay.bridge.queue.runtime import open_runtime
 
 DEFAULT_PORT = 8431
 

@@ -20,16 +20,22 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from bridge.cli.follow import counts_text
-from bridge.cli.terminal import TerminalConsole, counted, printable
-from bridge.clock import now_seconds
-from bridge.contract.campaign_state import ended_many
-from bridge.contract.names import QUEUES
-from bridge.delivery.holders import ALIVE_SECONDS, forget_gone
-from bridge.evalfile.project import Project
-from bridge.keys import collected_key, inflight_key, manifest_key, watchers_key, workers_key
-from bridge.queue.budget import Budget, budget_of
-from bridge.queue.campaigns import (
+from evalrelay.bridge.cli.follow import counts_text
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted, printable
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.campaign_state import ended_many
+from evalrelay.bridge.contract.names import QUEUES
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, forget_gone
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.keys import (
+    collected_key,
+    inflight_key,
+    manifest_key,
+    watchers_key,
+    workers_key,
+)
+from evalrelay.bridge.queue.budget import Budget, budget_of
+from evalrelay.bridge.queue.campaigns import (
     CampaignInfo,
     Progress,
     Rebuilt,
@@ -38,14 +44,19 @@ from bridge.queue.campaigns import (
     progress_many,
     resolve_campaign,
 )
-from bridge.queue.rebuild import lost_campaigns
-from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import Change, Paused, audit, paused, paused_many
-from bridge.results.collected import ResultsHome, results_home, results_homes, where_results_are
-from bridge.results.collector import collectors_of
-from bridge.results.paid import paid_again, paid_again_many, paid_again_text
-from bridge.results.write_errors import write_errors
-from bridge.targets.live_limits import limit_changes
+from evalrelay.bridge.queue.rebuild import lost_campaigns
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.queue.steering import Change, Paused, audit, paused, paused_many
+from evalrelay.bridge.results.collected import (
+    ResultsHome,
+    results_home,
+    results_homes,
+    where_results_are,
+)
+from evalrelay.bridge.results.collector import collectors_of
+from evalrelay.bridge.results.paid import paid_again, paid_again_many, paid_again_text
+from evalrelay.bridge.results.write_errors import write_errors
+from evalrelay.bridge.targets.live_limits import limit_changes
 
 RECENT_FINISHED = 5
 """Finished campaigns listed by default, newest first, after every unfinished one."""

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import click
 
-from bridge.cli.terminal import TerminalConsole, counted
-from bridge.errors import EvalrelayError
-from bridge.queue.budget import BUDGET_REASON, budget_of, set_budget
-from bridge.queue.campaigns import resolve_campaign
-from bridge.queue.runtime import open_runtime
-from bridge.queue.steering import (
+from evalrelay.bridge.cli.terminal import TerminalConsole, counted
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.queue.budget import BUDGET_REASON, budget_of, set_budget
+from evalrelay.bridge.queue.campaigns import resolve_campaign
+from evalrelay.bridge.queue.runtime import open_runtime
+from evalrelay.bridge.queue.steering import (
     cancel_campaign,
     pause,
     paused,

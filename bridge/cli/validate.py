@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 
 import click
 
-from bridge.cli.terminal import echo
-from bridge.errors import Diagnostic, InvalidFileError, TargetError
-from bridge.evalfile.cases import (
+from evalrelay.bridge.cli.terminal import echo
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.cases import (
     LoadedEvalFile,
     Loc,
     eval_document,
@@ -22,15 +22,15 @@ from bridge.evalfile.cases import (
     written_evaluators,
     written_judge_targets,
 )
-from bridge.evalfile.harbor.folder import TASK_FILE
-from bridge.evalfile.limits import MIB, how_to_raise
-from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
-from bridge.evalfile.untrusted import Untrusted
-from bridge.evalfile.yaml_source import YamlDocument
-from bridge.planning.jobs import judge_of, needs_judge, no_judge
-from bridge.targets.settings import batch_notes
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.evalfile.harbor.folder import TASK_FILE
+from evalrelay.bridge.evalfile.limits import MIB, how_to_raise
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT
+from evalrelay.bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument
+from evalrelay.bridge.planning.jobs import judge_of, needs_judge, no_judge
+from evalrelay.bridge.targets.settings import batch_notes
+from evalrelay.bridge.targets.targets_file import Targets
 
 
 @click.command("validate")
@@ -122,7 +122,7 @@ def check_file(path: Path, untrusted: Untrusted | None = None) -> FileCheck:
     notes = [Diagnostic(path, 1, 1, note) for note in loaded.notes]
     if loaded.format == PROMPTFOO_FORMAT:
         # The translator (and the template engine it loads) only for promptfoo configs.
-        from bridge.evalfile.promptfoo.config import read_differently
+        from evalrelay.bridge.evalfile.promptfoo.config import read_differently
 
         written = load_document(path, project.config.load_limits)
         notes += [written.diagnostic(loc, why) for loc, why in read_differently(written)]

@@ -9,11 +9,11 @@ from types import FrameType
 
 import click
 
-from bridge.cli.terminal import counted, echo
-from bridge.inbox.settle import SETTLE_SECONDS, Settler
-from bridge.inbox.trust import DEFAULT_BUDGET_USD, DEFAULT_MAX_JOBS, InboxTrust
-from bridge.inbox.watcher import InboxEvent, Watcher
-from bridge.queue.runtime import open_runtime
+from evalrelay.bridge.cli.terminal import counted, echo
+from evalrelay.bridge.inbox.settle import SETTLE_SECONDS, Settler
+from evalrelay.bridge.inbox.trust import DEFAULT_BUDGET_USD, DEFAULT_MAX_JOBS, InboxTrust
+from evalrelay.bridge.inbox.watcher import InboxEvent, Watcher
+from evalrelay.bridge.queue.runtime import open_runtime
 
 
 @click.command("watch")

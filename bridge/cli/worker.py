@@ -9,10 +9,10 @@ import sys
 
 import click
 
-from bridge.cli.terminal import plain_logs
-from bridge.connection import URL_VARIABLE, configured_url, connect
-from bridge.contract.names import QUEUES
-from bridge.errors import PrerequisiteError
+from evalrelay.bridge.cli.terminal import plain_logs
+from evalrelay.bridge.connection import URL_VARIABLE, configured_url, connect
+from evalrelay.bridge.contract.names import QUEUES
+from evalrelay.bridge.errors import PrerequisiteError
 
 DEFAULT_CONCURRENCY = {"api": 32, "agent.codex": 2, "agent.cli": 2, "task": 8}
 """Jobs at once per queue. A `task` worker starts a trial only while the cpus and memory
@@ -38,7 +38,7 @@ def default_processes(queues: list[str], pool: str, concurrency: int) -> int:
 def default_concurrency(queue: str) -> int:
     """VS Code runs one job per workspace: as many at once as the default pools hold."""
     if queue == "agent.vscode":
-        from worker.agents.vscode_pool import default_pool_size
+        from evalrelay.worker.agents.vscode_pool import default_pool_size
 
         return default_pool_size()
     return DEFAULT_CONCURRENCY[queue]
@@ -114,7 +114,7 @@ def worker_command(
     count = concurrency or sum(default_concurrency(q) for q in chosen)
     processes = processes or default_processes(chosen, pool, count)
     if processes > 1:
-        from worker.processes import run_processes
+        from evalrelay.worker.processes import run_processes
 
         click.echo(
             f"evalrelay worker: {processes} processes, {count} jobs at once in all "
@@ -128,8 +128,8 @@ def worker_command(
     logging.getLogger().setLevel(loglevel.upper())
     from celery import signals
 
-    from worker.app import create_app
-    from worker.broker import stop_if_redis_stays_away
+    from evalrelay.worker.app import create_app
+    from evalrelay.worker.broker import stop_if_redis_stays_away
 
     app = create_app(url)
     app.set_default()

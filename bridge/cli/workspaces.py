@@ -9,14 +9,14 @@ import click
 import redis
 from rich.table import Table
 
-from bridge.cli.terminal import TerminalConsole, echo
-from bridge.connection import configured_url, connect
-from bridge.errors import TargetError
-from bridge.evalfile.project import Project
-from bridge.targets.settings import VSCodeTarget
-from bridge.targets.targets_file import Targets
-from worker.agents.templates import TemplateError, WorkspaceTemplate
-from worker.agents.vscode_pool import WorkspacePool, pool_root
+from evalrelay.bridge.cli.terminal import TerminalConsole, echo
+from evalrelay.bridge.connection import configured_url, connect
+from evalrelay.bridge.errors import TargetError
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.targets.settings import VSCodeTarget
+from evalrelay.bridge.targets.targets_file import Targets
+from evalrelay.worker.agents.templates import TemplateError, WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import WorkspacePool, pool_root
 
 target_option = click.option(
     "--target", "-t", required=True, help="A vscode or vscode-insiders target of targets.yaml."

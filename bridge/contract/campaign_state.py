@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import redis
 
-from bridge.keys import CANCEL_ENDS, cancel_key, epoch_key
-from bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.keys import CANCEL_ENDS, cancel_key, epoch_key
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
 JOB_TTL_SECONDS = RETENTION_SECONDS
 """How long a campaign stays in Redis (its jobs are removed once it is complete:

@@ -14,12 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.contract.turns import ConversationPlan
-from bridge.evalfile.evaluators import EvaluatorSpec
-from bridge.evalfile.harbor.folder import TaskSpec
-from bridge.prompt.request import PromptRequest
-from bridge.results.recorded import Recorded
-from bridge.results.result import AttemptSummary
+from evalrelay.bridge.contract.turns import ConversationPlan
+from evalrelay.bridge.evalfile.evaluators import EvaluatorSpec
+from evalrelay.bridge.evalfile.harbor.folder import TaskSpec
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.recorded import Recorded
+from evalrelay.bridge.results.result import AttemptSummary
 
 DEFAULT_PASS_THRESHOLD = 0.8
 

@@ -23,9 +23,9 @@ import redis
 from pydantic import ValidationError
 from redis.client import NEVER_DECODE
 
-from bridge.contract.job import Job
-from bridge.keys import job_dictionary_key, job_key
-from bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.keys import job_dictionary_key, job_key
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.evalfile.evaluators import EvaluatorSpec
+from evalrelay.bridge.evalfile.evaluators import EvaluatorSpec
 
 
 class TurnPlan(BaseModel):

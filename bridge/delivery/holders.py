@@ -18,8 +18,8 @@ from typing import Any, cast
 
 import redis
 
-from bridge.keys import alive_key, holders_key
-from bridge.lua_scripts import BEAT, FORGET_GONE, LET_GO, TAKE_HOLD
+from evalrelay.bridge.keys import alive_key, holders_key
+from evalrelay.bridge.lua_scripts import BEAT, FORGET_GONE, LET_GO, TAKE_HOLD
 
 ALIVE_SECONDS = float(os.environ.get("EVALRELAY_ALIVE_SECONDS", "30"))
 """A worker process is taken for dead this long after its last heartbeat."""

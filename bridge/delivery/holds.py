@@ -24,8 +24,8 @@ from typing import Any
 
 import redis
 
-from bridge.delivery.holders import keep_alive, new_process_name
-from bridge.keys import holders_key
+from evalrelay.bridge.delivery.holders import keep_alive, new_process_name
+from evalrelay.bridge.keys import holders_key
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import redis
 
-from bridge.connection import through_outage
-from bridge.keys import (
+from evalrelay.bridge.connection import through_outage
+from evalrelay.bridge.keys import (
     cancel_key,
     compacted_key,
     done_key,
@@ -29,7 +29,7 @@ from bridge.keys import (
     outstanding_key,
     paused_key,
 )
-from bridge.lua_scripts import BEGIN_LEASE, RELEASE_LEASE, RENEW_LEASE
+from evalrelay.bridge.lua_scripts import BEGIN_LEASE, RELEASE_LEASE, RENEW_LEASE
 
 log = logging.getLogger(__name__)
 

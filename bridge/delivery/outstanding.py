@@ -23,10 +23,10 @@ from typing import Any, cast
 
 import redis
 
-from bridge.clock import now_ms
-from bridge.contract.job import Job, job_id_of_message
-from bridge.delivery.holders import ALIVE_SECONDS, messages_held
-from bridge.keys import (
+from evalrelay.bridge.clock import now_ms
+from evalrelay.bridge.contract.job import Job, job_id_of_message
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, messages_held
+from evalrelay.bridge.keys import (
     done_key,
     holders_key,
     lease_key,
@@ -34,7 +34,7 @@ from bridge.keys import (
     unacked_sweep_key,
     unseen_key,
 )
-from bridge.lua_scripts import MARK_SENT, UNSEEN
+from evalrelay.bridge.lua_scripts import MARK_SENT, UNSEEN
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""

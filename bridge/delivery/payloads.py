@@ -20,11 +20,11 @@ from typing import Any
 
 import redis
 
-from bridge.connection import through_outage
-from bridge.contract.job import Job
-from bridge.contract.stored import encoded, read_jobs
-from bridge.keys import job_key
-from bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.connection import through_outage
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.stored import encoded, read_jobs
+from evalrelay.bridge.keys import job_key
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 

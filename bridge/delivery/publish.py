@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import redis
 
-from bridge.connection import through_outage
-from bridge.keys import (
+from evalrelay.bridge.connection import through_outage
+from evalrelay.bridge.keys import (
     compacted_key,
     done_key,
     holders_key,
@@ -22,9 +22,9 @@ from bridge.keys import (
     tallied_targets_key,
     target_tally_key,
 )
-from bridge.lua_scripts import PUBLISH
-from bridge.masking import masked_json
-from bridge.results.result import Result
+from evalrelay.bridge.lua_scripts import PUBLISH
+from evalrelay.bridge.masking import masked_json
+from evalrelay.bridge.results.result import Result
 
 log = logging.getLogger(__name__)
 

@@ -23,12 +23,12 @@ from collections.abc import Callable, Sequence
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
-from bridge.contract.stored import read_job
-from bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
-from bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
-from bridge.keys import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
+from evalrelay.bridge.contract.stored import read_job
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
+from evalrelay.bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
+from evalrelay.bridge.keys import (
     CANCEL_ENDS,
     cancel_key,
     done_key,
@@ -37,7 +37,7 @@ from bridge.keys import (
     reaper_lock_key,
     unseen_key,
 )
-from bridge.lua_scripts import TAKE_EXPIRED
+from evalrelay.bridge.lua_scripts import TAKE_EXPIRED
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from bridge.connection import OUTAGE_BACKOFF, OUTAGE_TRIES
+from evalrelay.bridge.connection import OUTAGE_BACKOFF, OUTAGE_TRIES
 
 NO_SCRIPT_TRIES = 3
 """How often the calls Redis answered "no such script" are sent again: a Redis restarted

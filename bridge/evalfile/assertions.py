@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from bridge.evalfile.yaml_source import Loc
+from evalrelay.bridge.evalfile.yaml_source import Loc
 
 Fail = Callable[[Loc, str, str | None], None]
 Read = Callable[[str, Loc], str | None]

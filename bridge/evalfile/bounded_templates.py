@@ -38,7 +38,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Cycler, Joiner, Namespace
 from jinja2.visitor import NodeTransformer
 
-from bridge.evalfile.limits import TemplateLimits, how_to_raise
+from evalrelay.bridge.evalfile.limits import TemplateLimits, how_to_raise
 
 COUNTED = "_evalrelay_counted"
 JOINED = "_evalrelay_joined"

@@ -11,47 +11,52 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
-from bridge.evalfile.agentv_ts.loader import FORMAT as TYPESCRIPT_FORMAT
-from bridge.evalfile.agentv_ts.loader import SUFFIXES as TYPESCRIPT_SUFFIXES
-from bridge.evalfile.agentv_ts.loader import is_typescript_eval, load_typescript_eval
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
+from evalrelay.bridge.evalfile.agentv_ts.loader import FORMAT as TYPESCRIPT_FORMAT
+from evalrelay.bridge.evalfile.agentv_ts.loader import SUFFIXES as TYPESCRIPT_SUFFIXES
+from evalrelay.bridge.evalfile.agentv_ts.loader import is_typescript_eval, load_typescript_eval
+from evalrelay.bridge.evalfile.evaluators import (
     EvaluatorSpec,
     LlmJudgeEvaluator,
     UnsupportedEvaluator,
     all_evaluators,
     located_evaluators,
 )
-from bridge.evalfile.files import FileRefError, resolve_file
-from bridge.evalfile.harbor.folder import (
+from evalrelay.bridge.evalfile.files import FileRefError, resolve_file
+from evalrelay.bridge.evalfile.harbor.folder import (
     TASK_FILE,
     LoadedTask,
     dataset_of,
     is_task_folder,
     load_task,
 )
-from bridge.evalfile.limits import LoadLimits
-from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
-from bridge.evalfile.resolved import ResolvedFile, ResolvedMessage, Text, has_something_to_send
-from bridge.evalfile.schema import (
+from evalrelay.bridge.evalfile.limits import LoadLimits
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.promptfoo.detect import PROMPTFOO_FORMAT, is_promptfoo
+from evalrelay.bridge.evalfile.resolved import (
+    ResolvedFile,
+    ResolvedMessage,
+    Text,
+    has_something_to_send,
+)
+from evalrelay.bridge.evalfile.schema import (
     AssistantMessage,
     EvalCase,
     EvalFile,
     FileSegment,
     ToolMessage,
 )
-from bridge.evalfile.tools import (
+from evalrelay.bridge.evalfile.tools import (
     ToolChoice,
     ToolDefinition,
     ToolList,
     choice_problem,
     merged_tools,
 )
-from bridge.evalfile.untrusted import Untrusted, raw_problems, spec_problems
-from bridge.evalfile.validation import diagnostics
-from bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
-from bridge.gc_pause import gc_paused
+from evalrelay.bridge.evalfile.untrusted import Untrusted, raw_problems, spec_problems
+from evalrelay.bridge.evalfile.validation import diagnostics
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument, load_yaml, read_yaml_text
+from evalrelay.bridge.gc_pause import gc_paused
 
 EVAL_SUFFIXES = (".yaml", ".yml")
 EVAL_NAME_ENDINGS = (*EVAL_SUFFIXES, *TYPESCRIPT_SUFFIXES)
@@ -168,10 +173,10 @@ def eval_document(path: Path, project: Project) -> EvalDocument:
         # Already an `evalcases` document: the translators (and the template engine they
         # load, a tenth of a second) are imported only for the files that need them.
         return EvalDocument(doc, [], _plain_format(path))
-    from bridge.evalfile.suite_format import is_suite, translate_suite
+    from evalrelay.bridge.evalfile.suite_format import is_suite, translate_suite
 
     if not typescript and is_promptfoo(path, doc.data):
-        from bridge.evalfile.promptfoo.config import translate_promptfoo
+        from evalrelay.bridge.evalfile.promptfoo.config import translate_promptfoo
 
         doc, notes = translate_promptfoo(doc, project)
         return EvalDocument(doc, notes, PROMPTFOO_FORMAT)
@@ -200,7 +205,7 @@ def _plain_format(path: Path) -> str | None:
 def _refuse_untrusted(
     doc: YamlDocument, path: Path, untrusted: Untrusted, typescript: bool = False
 ) -> None:
-    from bridge.evalfile.suite_format import is_suite
+    from evalrelay.bridge.evalfile.suite_format import is_suite
 
     promptfoo = not typescript and is_promptfoo(path, doc.data)
     shape = "promptfoo" if promptfoo else "suite" if is_suite(doc.data) else None

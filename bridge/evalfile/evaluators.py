@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from bridge.evalfile.limits import Seconds
+from evalrelay.bridge.evalfile.limits import Seconds
 
 PROMPT_FILE_SUFFIXES = frozenset({".md", ".txt", ".prompt", ".j2"})
 """A judge `prompt` ending in one of these names a file; otherwise it is the text itself."""

@@ -14,8 +14,8 @@ import os
 import stat
 from pathlib import Path
 
-from bridge.evalfile.project import Project
-from bridge.evalfile.resolved import ResolvedFile
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.resolved import ResolvedFile
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte in this many leading bytes marks a file as binary."""

@@ -25,11 +25,11 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
-from bridge.evalfile.limits import MIB, how_to_raise
-from bridge.evalfile.project import Project
-from bridge.private import keep_private
+from evalrelay.bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_file
+from evalrelay.bridge.evalfile.limits import MIB, how_to_raise
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.private import keep_private
 
 _context = multiprocessing.get_context("forkserver")
 
@@ -62,7 +62,7 @@ def prepare() -> None:
     caller's main script again (Python 3.11's forkserver does not keep it), and that is
     only cheap when what the script imports is there already (for `evalrelay`, every
     command)."""
-    loaded = sorted(name for name in list(sys.modules) if name.startswith("bridge."))
+    loaded = sorted(name for name in list(sys.modules) if name.startswith("evalrelay.bridge."))
     _context.set_forkserver_preload([*loaded, __name__])
     forkserver.ensure_running()
 

@@ -14,10 +14,10 @@ from typing import Any
 from pathspec import PathSpec
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
-from bridge.evalfile.limits import LoadLimits, TemplateLimits
-from bridge.evalfile.untrusted import Untrusted
-from bridge.evalfile.validation import validate_document
-from bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from evalrelay.bridge.evalfile.limits import LoadLimits, TemplateLimits
+from evalrelay.bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.evalfile.validation import validate_document
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument, load_yaml
 
 CONFIG_NAME = "evalrelay.yaml"
 AGENTV_CONFIG = Path(".agentv") / "config.yaml"

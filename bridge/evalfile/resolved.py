@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from bridge.evalfile.schema import Role, ToolCall
+from evalrelay.bridge.evalfile.schema import Role, ToolCall
 
 
 class ResolvedFile(NamedTuple):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from bridge.evalfile.yaml_source import Loc, load_yaml
+from evalrelay.bridge.evalfile.yaml_source import Loc, load_yaml
 
 Fail = Callable[[Loc, str], None]
 Inside = Callable[[Path, Loc], bool]

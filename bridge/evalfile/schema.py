@@ -18,9 +18,9 @@ from pydantic import (
     model_validator,
 )
 
-from bridge.evalfile.evaluators import EvaluatorSpec, RubricEvaluator, Rubrics
-from bridge.evalfile.limits import Repeats, Seconds
-from bridge.evalfile.tools import ToolChoice, ToolList
+from evalrelay.bridge.evalfile.evaluators import EvaluatorSpec, RubricEvaluator, Rubrics
+from evalrelay.bridge.evalfile.limits import Repeats, Seconds
+from evalrelay.bridge.evalfile.tools import ToolChoice, ToolList
 
 Role = Literal["system", "user", "assistant", "tool"]
 

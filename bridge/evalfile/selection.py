@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import LoadedCase, LoadedEvalFile
 
 
 def case_tags(case: LoadedCase) -> set[str]:

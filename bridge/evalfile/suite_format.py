@@ -19,16 +19,16 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from jinja2 import TemplateError
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.assertions import to_evaluators
-from bridge.evalfile.bounded_templates import Budget, TemplateLimitError
-from bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
-from bridge.evalfile.files import FileRefError, resolve_file
-from bridge.evalfile.limits import how_to_raise
-from bridge.evalfile.project import CONFIG_NAME, Project
-from bridge.evalfile.scenarios import scenario_tests
-from bridge.evalfile.untrusted import tests_file_problems
-from bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.assertions import to_evaluators
+from evalrelay.bridge.evalfile.bounded_templates import Budget, TemplateLimitError
+from evalrelay.bridge.evalfile.csv_tests import CsvTestsError, read_csv_tests
+from evalrelay.bridge.evalfile.files import FileRefError, resolve_file
+from evalrelay.bridge.evalfile.limits import how_to_raise
+from evalrelay.bridge.evalfile.project import CONFIG_NAME, Project
+from evalrelay.bridge.evalfile.scenarios import scenario_tests
+from evalrelay.bridge.evalfile.untrusted import tests_file_problems
+from evalrelay.bridge.evalfile.yaml_source import Loc, YamlDocument, load_yaml
 
 SUITE_KEYS = ("tests", "scenarios")
 NOTED_KEYS = {

@@ -20,11 +20,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bridge.errors import Diagnostic
-from bridge.evalfile import evaluators as ev
-from bridge.evalfile import schema as sc
-from bridge.evalfile import tools as tl
-from bridge.evalfile.allow_list import (
+from evalrelay.bridge.errors import Diagnostic
+from evalrelay.bridge.evalfile import evaluators as ev
+from evalrelay.bridge.evalfile import schema as sc
+from evalrelay.bridge.evalfile import tools as tl
+from evalrelay.bridge.evalfile.allow_list import (
     DATA,
     SAFE,
     ByType,
@@ -40,7 +40,7 @@ from bridge.evalfile.allow_list import (
     model_refusals,
     raw_refusals,
 )
-from bridge.evalfile.yaml_source import YamlDocument
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument
 
 
 class Untrusted(BaseModel):

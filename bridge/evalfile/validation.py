@@ -18,8 +18,8 @@ from pydantic import AliasChoices, BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.yaml_source import YamlDocument
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument
 
 M = TypeVar("M", bound=BaseModel)
 CaseNamer = Callable[[Sequence[str | int]], str | None]

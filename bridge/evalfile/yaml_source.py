@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import yaml
 from yaml.cyaml import CParser  # type: ignore[attr-defined]
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.limits import LoadLimits, how_to_raise
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.limits import LoadLimits, how_to_raise
 
 MAX_DEPTH = 64
 """Deeper nesting is refused: no eval file needs it, and PyYAML would recurse past Python's

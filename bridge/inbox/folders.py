@@ -14,8 +14,8 @@ from typing import Any
 
 from pathspec import PathSpec
 
-from bridge.code_box import INBOX_LIFECYCLE as LIFECYCLE
-from bridge.evalfile.cases import EVAL_NAME_ENDINGS, NOT_EVAL_FILES
+from evalrelay.bridge.code_box import INBOX_LIFECYCLE as LIFECYCLE
+from evalrelay.bridge.evalfile.cases import EVAL_NAME_ENDINGS, NOT_EVAL_FILES
 
 IGNORE_FILE = ".evalrelayignore"
 TEMPORARY_SUFFIXES = (".tmp", ".temp", ".swp", ".swx", ".part", ".partial", ".crdownload", "~")

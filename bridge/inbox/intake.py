@@ -18,8 +18,8 @@ from typing import Literal
 import redis
 from pydantic import BaseModel
 
-from bridge.keys import intake_key, intake_lock_key
-from bridge.lua_scripts import RENEW_INTAKE_LOCK, release_lock
+from evalrelay.bridge.keys import intake_key, intake_lock_key
+from evalrelay.bridge.lua_scripts import RENEW_INTAKE_LOCK, release_lock
 
 LOCK_SECONDS = 30
 """How long a drop stays taken by a watcher that stopped renewing its lock (it died)."""

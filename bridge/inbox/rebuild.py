@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.contract.job import Job
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import LoadedEvalFile
-from bridge.evalfile.isolated import load_isolated
-from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import drop_identity
-from bridge.inbox.trust import InboxTrust
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.rebuild import CampaignRecord
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile
+from evalrelay.bridge.evalfile.isolated import load_isolated
+from evalrelay.bridge.inbox.folders import Inbox
+from evalrelay.bridge.inbox.intake import drop_identity
+from evalrelay.bridge.inbox.trust import InboxTrust
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.rebuild import CampaignRecord
 
 
 def plan_dropped(

@@ -19,19 +19,19 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile
-from bridge.evalfile.isolated import LoadDeferred, LoadStopped, Outcome, load_all
-from bridge.evalfile.project import Project
-from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identity
-from bridge.inbox.settle import Settler
-from bridge.inbox.trust import InboxTrust
-from bridge.keys import watch_campaigns_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.budget import budget_of, set_budget
-from bridge.queue.campaigns import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.errors import Diagnostic, EvalrelayError, InvalidFileError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile
+from evalrelay.bridge.evalfile.isolated import LoadDeferred, LoadStopped, Outcome, load_all
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.inbox.folders import Inbox
+from evalrelay.bridge.inbox.intake import LOCK_SECONDS, Intake, IntakeRecord, drop_identity
+from evalrelay.bridge.inbox.settle import Settler
+from evalrelay.bridge.inbox.trust import InboxTrust
+from evalrelay.bridge.keys import watch_campaigns_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.budget import budget_of, set_budget
+from evalrelay.bridge.queue.campaigns import (
     WRITE_CHUNK,
     CampaignInfo,
     Plan,
@@ -41,8 +41,8 @@ from bridge.queue.campaigns import (
     store_jobs,
     submit,
 )
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import DroppedFile, write_record
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import DroppedFile, write_record
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile
-from bridge.evalfile.project import AGENTV_CONFIG, CONFIG_NAME, Project, find_root
-from bridge.evalfile.untrusted import Untrusted
-from bridge.targets.targets_file import TARGET_FILES
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile
+from evalrelay.bridge.evalfile.project import AGENTV_CONFIG, CONFIG_NAME, Project, find_root
+from evalrelay.bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.targets.targets_file import TARGET_FILES
 
 CONFIG_FILES = (CONFIG_NAME, str(AGENTV_CONFIG), *TARGET_FILES)
 """Files that configure a project or its targets when they stand beside an eval file or

@@ -38,25 +38,25 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.polling import PollingObserver
 
-from bridge.connection import RideOut
-from bridge.contract.campaign_state import current_epoch
-from bridge.delivery.holders import beat
-from bridge.errors import EvalrelayError
-from bridge.evalfile.isolated import LoadStopped, prepare
-from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import Intake, IntakeRecord
-from bridge.inbox.rebuild import plan_dropped
-from bridge.inbox.settle import Settler
-from bridge.inbox.taker import Taker
-from bridge.inbox.trust import InboxTrust
-from bridge.keys import watch_campaigns_key, watchers_key
-from bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_many
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import CampaignRecord, records_in, restore
-from bridge.reports.writer import ensure_html_beside
-from bridge.results.collector import Collector
-from bridge.results.results_file import job_ids_on_disk, results_path, summary_path
-from bridge.results.statistics import import_in_background
+from evalrelay.bridge.connection import RideOut
+from evalrelay.bridge.contract.campaign_state import current_epoch
+from evalrelay.bridge.delivery.holders import beat
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.isolated import LoadStopped, prepare
+from evalrelay.bridge.inbox.folders import Inbox
+from evalrelay.bridge.inbox.intake import Intake, IntakeRecord
+from evalrelay.bridge.inbox.rebuild import plan_dropped
+from evalrelay.bridge.inbox.settle import Settler
+from evalrelay.bridge.inbox.taker import Taker
+from evalrelay.bridge.inbox.trust import InboxTrust
+from evalrelay.bridge.keys import watch_campaigns_key, watchers_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_many
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import CampaignRecord, records_in, restore
+from evalrelay.bridge.reports.writer import ensure_html_beside
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path, summary_path
+from evalrelay.bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from bridge.errors import EvalrelayError
+from evalrelay.bridge.errors import EvalrelayError
 
 TOKEN_VARIABLE = "EVALRELAY_SERVE_TOKEN"
 FILE_VARIABLE = f"{TOKEN_VARIABLE}_FILE"

@@ -24,18 +24,18 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bridge.live.access import TokenGate
-from bridge.live.campaigns import Campaigns, Located, is_campaign_id
-from bridge.live.failures import new_failures
-from bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
-from bridge.live.metrics import registry_for
-from bridge.live.pages import index_page, message_page, remote_page
-from bridge.live.report_cache import Report, ReportCache, ReportError
-from bridge.live.steering import Steering
-from bridge.live.workers import live_workers, serving
-from bridge.queue.campaigns import list_campaigns
-from bridge.queue.rebuild import LostCampaign, lost_campaigns
-from bridge.results.write_errors import write_errors
+from evalrelay.bridge.live.access import TokenGate
+from evalrelay.bridge.live.campaigns import Campaigns, Located, is_campaign_id
+from evalrelay.bridge.live.failures import new_failures
+from evalrelay.bridge.live.feed import CampaignFeed, CampaignsFeed, Payload
+from evalrelay.bridge.live.metrics import registry_for
+from evalrelay.bridge.live.pages import index_page, message_page, remote_page
+from evalrelay.bridge.live.report_cache import Report, ReportCache, ReportError
+from evalrelay.bridge.live.steering import Steering
+from evalrelay.bridge.live.workers import live_workers, serving
+from evalrelay.bridge.queue.campaigns import list_campaigns
+from evalrelay.bridge.queue.rebuild import LostCampaign, lost_campaigns
+from evalrelay.bridge.results.write_errors import write_errors
 
 LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1", "[::1]"]
 """The Host headers a server bound to loopback answers: a page elsewhere that points a name

@@ -16,21 +16,21 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.campaign_state import ended_many
-from bridge.keys import campaign_key
-from bridge.live.feed import CampaignRow, State
-from bridge.live.redis_link import RedisLink
-from bridge.live.tally import Tallies, Tally
-from bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
-from bridge.queue.steering import Paused, pauses
-from bridge.results.collected import (
+from evalrelay.bridge.contract.campaign_state import ended_many
+from evalrelay.bridge.keys import campaign_key
+from evalrelay.bridge.live.feed import CampaignRow, State
+from evalrelay.bridge.live.redis_link import RedisLink
+from evalrelay.bridge.live.tally import Tallies, Tally
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress, list_campaigns, progress_many
+from evalrelay.bridge.queue.steering import Paused, pauses
+from evalrelay.bridge.results.collected import (
     PARTIAL,
     ResultsHome,
     local_file,
     results_homes,
     where_results_are,
 )
-from bridge.results.results_file import results_path
+from evalrelay.bridge.results.results_file import results_path
 
 CAMPAIGN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}")
 """Ids are slugs (`bridge.queue.campaigns.new_campaign_id`), and are file names here."""

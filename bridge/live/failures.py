@@ -7,10 +7,10 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.live.feed import Failure
-from bridge.live.lines import head_of, read_span
-from bridge.reports.lines import ResultHead
-from bridge.results.summary import failure_reason
+from evalrelay.bridge.live.feed import Failure
+from evalrelay.bridge.live.lines import head_of, read_span
+from evalrelay.bridge.reports.lines import ResultHead
+from evalrelay.bridge.results.summary import failure_reason
 
 READ_LIMIT = 1 << 20
 """Bytes read by one poll at most: a burst of results is read over several polls."""

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from pydantic import ValidationError
 
-from bridge.reports.lines import ResultHead
+from evalrelay.bridge.reports.lines import ResultHead
 
 CHUNK_BYTES = 1 << 20
 

@@ -17,10 +17,10 @@ import redis
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from bridge.clock import now_seconds
-from bridge.contract.names import QUEUES
-from bridge.delivery.holders import ALIVE_SECONDS
-from bridge.keys import (
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.names import QUEUES
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS
+from evalrelay.bridge.keys import (
     collectors_key,
     holders_key,
     inflight_key,
@@ -29,8 +29,8 @@ from bridge.keys import (
     watchers_key,
     workers_key,
 )
-from bridge.queue.campaigns import list_campaigns, progress_many
-from bridge.results.paid import paid_again_many
+from evalrelay.bridge.queue.campaigns import list_campaigns, progress_many
+from evalrelay.bridge.results.paid import paid_again_many
 
 SERVICES = {"worker": workers_key, "watcher": watchers_key, "collector": collectors_key}
 

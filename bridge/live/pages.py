@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from markupsafe import Markup
 
-from bridge.live.feed import CampaignsFeed
-from bridge.live.panel import live_panel
-from bridge.live.templating import render
-from bridge.reports.html_texts import script_json
+from evalrelay.bridge.live.feed import CampaignsFeed
+from evalrelay.bridge.live.panel import live_panel
+from evalrelay.bridge.live.templating import render
+from evalrelay.bridge.reports.html_texts import script_json
 
 FEED = "/api/campaigns"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
-from bridge.live.access import TOKEN_VARIABLE
-from bridge.live.templating import render
+from evalrelay.bridge.live.access import TOKEN_VARIABLE
+from evalrelay.bridge.live.templating import render
 
 
 def feed_path(campaign_id: str) -> str:

@@ -17,7 +17,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from bridge.live.feed import RedisState
+from evalrelay.bridge.live.feed import RedisState
 
 T = TypeVar("T")
 

@@ -29,9 +29,9 @@ from pathlib import Path
 import psutil
 from markupsafe import Markup
 
-from bridge.live.lines import copy_whole_lines
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.html import write_html
+from evalrelay.bridge.live.lines import copy_whole_lines
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.html import write_html
 
 MIN_SECONDS = 3.0
 """The least time between two makings of one campaign's report."""

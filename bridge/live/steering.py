@@ -20,12 +20,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bridge.errors import EvalrelayError
-from bridge.live.access import TOKEN_VARIABLE
-from bridge.queue.budget import BUDGET_REASON, budget_of
-from bridge.queue.campaigns import load_info
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.steering import cancel_campaign, pause, paused, refuse_finished, unpause
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.live.access import TOKEN_VARIABLE
+from evalrelay.bridge.queue.budget import BUDGET_REASON, budget_of
+from evalrelay.bridge.queue.campaigns import load_info
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.steering import cancel_campaign, pause, paused, refuse_finished, unpause
 
 STEER_HEADER = "X-Evalrelay-Steer"
 ACTIONS = ("pause", "unpause", "cancel")

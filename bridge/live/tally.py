@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-from bridge.live.lines import head_of, read_span
+from evalrelay.bridge.live.lines import head_of, read_span
 
 STEP_BYTES = 8 << 20
 """Read at a time when counting a file for the first time: a big file is never held whole."""

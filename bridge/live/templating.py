@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 
 def _source(name: str) -> str:
-    return resources.files("bridge.live").joinpath(name).read_text(encoding="utf-8")
+    return resources.files("evalrelay.bridge.live").joinpath(name).read_text(encoding="utf-8")
 
 
 @functools.cache

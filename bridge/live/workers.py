@@ -8,9 +8,9 @@ from collections.abc import Iterable
 import redis
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.delivery.holders import ALIVE_SECONDS
-from bridge.keys import workers_key
-from bridge.live.feed import WorkerRow
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.live.feed import WorkerRow
 
 
 class Heartbeat(BaseModel):

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bridge.contract.job import Job, TargetRef
-from bridge.errors import EvalrelayError, TargetError
-from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
-from bridge.evalfile.schema import EvalCase
-from bridge.gc_pause import gc_paused
-from bridge.planning.jobs import build_job, target_ref
-from bridge.targets.targets_file import Target, Targets
+from evalrelay.bridge.contract.job import Job, TargetRef
+from evalrelay.bridge.errors import EvalrelayError, TargetError
+from evalrelay.bridge.evalfile.cases import LoadedCase, LoadedEvalFile
+from evalrelay.bridge.evalfile.schema import EvalCase
+from evalrelay.bridge.gc_pause import gc_paused
+from evalrelay.bridge.planning.jobs import build_job, target_ref
+from evalrelay.bridge.targets.targets_file import Target, Targets
 
 
 def targets_for(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.contract.job import (
+from evalrelay.bridge.contract.job import (
     DEFAULT_PASS_THRESHOLD,
     AttachedFile,
     Grading,
@@ -16,10 +16,10 @@ from bridge.contract.job import (
     TargetRef,
     job_id,
 )
-from bridge.contract.turns import ConversationPlan, TurnPlan
-from bridge.errors import EvalrelayError, TargetError
-from bridge.evalfile.cases import LoadedCase
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.contract.turns import ConversationPlan, TurnPlan
+from evalrelay.bridge.errors import EvalrelayError, TargetError
+from evalrelay.bridge.evalfile.cases import LoadedCase
+from evalrelay.bridge.evalfile.evaluators import (
     CodeEvaluator,
     CompositeEvaluator,
     EmbeddingSimilarEvaluator,
@@ -28,14 +28,14 @@ from bridge.evalfile.evaluators import (
     RubricEvaluator,
     all_evaluators,
 )
-from bridge.evalfile.harbor.config import StepConfig
-from bridge.evalfile.harbor.folder import TaskSpec
-from bridge.evalfile.limits import MAX_JOB_SECONDS
-from bridge.evalfile.resolved import ResolvedFile
-from bridge.evalfile.schema import EvalCase
-from bridge.prompt.build import render, request_for
-from bridge.targets.settings import TASK_AGENT_KINDS, TASK_QUEUE
-from bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
+from evalrelay.bridge.evalfile.harbor.config import StepConfig
+from evalrelay.bridge.evalfile.harbor.folder import TaskSpec
+from evalrelay.bridge.evalfile.limits import MAX_JOB_SECONDS
+from evalrelay.bridge.evalfile.resolved import ResolvedFile
+from evalrelay.bridge.evalfile.schema import EvalCase
+from evalrelay.bridge.prompt.build import render, request_for
+from evalrelay.bridge.targets.settings import TASK_AGENT_KINDS, TASK_QUEUE
+from evalrelay.bridge.targets.targets_file import MOCK_JUDGE, Target, Targets
 
 DEFAULT_TIMEOUT_SECONDS = {
     "api": 300.0,

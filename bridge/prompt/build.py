@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bridge.evalfile.cases import LoadedCase
-from bridge.evalfile.resolved import (
+from evalrelay.bridge.evalfile.cases import LoadedCase
+from evalrelay.bridge.evalfile.resolved import (
     Part,
     ResolvedFile,
     ResolvedMessage,
@@ -19,9 +19,9 @@ from bridge.evalfile.resolved import (
     is_empty,
     is_single_user_turn,
 )
-from bridge.evalfile.tools import ToolChoice, ToolDefinition
-from bridge.prompt.messages import ChatMessage, system
-from bridge.prompt.request import PromptRequest, with_guidelines
+from evalrelay.bridge.evalfile.tools import ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import ChatMessage, system
+from evalrelay.bridge.prompt.request import PromptRequest, with_guidelines
 
 
 def build_request(

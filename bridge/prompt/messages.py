@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bridge.evalfile.schema import Role, ToolCall
+from evalrelay.bridge.evalfile.schema import Role, ToolCall
 
 DEFAULT_SYSTEM_PROMPT = "You are a careful assistant."
 """Sent as the system message when neither the case nor the target gives one (spec §1)."""

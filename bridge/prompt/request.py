@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from bridge.evalfile.tools import ToolChoice, ToolDefinition
-from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT, ChatMessage, system, user
+from evalrelay.bridge.evalfile.tools import ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT, ChatMessage, system, user
 
 GUIDELINES_HEADING = "[[ ## Guidelines ## ]]"
 

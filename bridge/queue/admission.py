@@ -25,11 +25,11 @@ import time
 
 import redis
 
-from bridge.contract.campaign_state import JOB_TTL_SECONDS
-from bridge.keys import audit_key, budget_key, cancel_key, compacted_key, paused_key
-from bridge.lua_scripts import ADMIT, RELEASE_RESERVATION
-from bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
-from bridge.queue.steering import AUDIT_LENGTH
+from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS
+from evalrelay.bridge.keys import audit_key, budget_key, cancel_key, compacted_key, paused_key
+from evalrelay.bridge.lua_scripts import ADMIT, RELEASE_RESERVATION
+from evalrelay.bridge.queue.budget import BUDGET_REASON, HELD_PREFIX, NANO
+from evalrelay.bridge.queue.steering import AUDIT_LENGTH
 
 
 class Admitted(enum.Enum):

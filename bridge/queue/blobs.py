@@ -10,9 +10,9 @@ from pathlib import Path
 
 import redis
 
-from bridge.evalfile.harbor.folder import TaskFile
-from bridge.evalfile.resolved import ResolvedFile
-from bridge.keys import blob_key, bytes_key
+from evalrelay.bridge.evalfile.harbor.folder import TaskFile
+from evalrelay.bridge.evalfile.resolved import ResolvedFile
+from evalrelay.bridge.keys import blob_key, bytes_key
 
 BLOB_TTL_SECONDS = 30 * 24 * 3600
 """How long an attached file's text stays available to workers after its last campaign."""

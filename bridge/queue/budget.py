@@ -18,10 +18,10 @@ from typing import cast
 import redis
 from pydantic import BaseModel
 
-from bridge.contract.campaign_state import JOB_TTL_SECONDS
-from bridge.keys import audit_key, budget_key, paused_key
-from bridge.lua_scripts import CHARGE
-from bridge.queue.steering import AUDIT_LENGTH, Change, Paused, record
+from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS
+from evalrelay.bridge.keys import audit_key, budget_key, paused_key
+from evalrelay.bridge.lua_scripts import CHARGE
+from evalrelay.bridge.queue.steering import AUDIT_LENGTH, Change, Paused, record
 
 NANO = 1_000_000_000
 

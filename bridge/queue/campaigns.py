@@ -19,15 +19,15 @@ from typing import Literal, Protocol, TypeVar
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.contract.campaign_state import JOB_TTL_SECONDS
-from bridge.contract.job import Job
-from bridge.contract.stored import encoded, read_jobs
-from bridge.delivery.outstanding import ids_by_queue, mark_sent, not_sent
-from bridge.errors import EvalrelayError
-from bridge.evalfile.harbor.folder import LoadedTask
-from bridge.evalfile.resolved import ResolvedFile
-from bridge.gc_pause import gc_paused
-from bridge.keys import (
+from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.stored import encoded, read_jobs
+from evalrelay.bridge.delivery.outstanding import ids_by_queue, mark_sent, not_sent
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.harbor.folder import LoadedTask
+from evalrelay.bridge.evalfile.resolved import ResolvedFile
+from evalrelay.bridge.gc_pause import gc_paused
+from evalrelay.bridge.keys import (
     campaign_key,
     campaigns_key,
     collected_key,
@@ -37,10 +37,10 @@ from bridge.keys import (
     job_key,
     manifest_key,
 )
-from bridge.lua_scripts import STORE_JOBS
-from bridge.queue.blobs import store_blobs, store_task_files
-from bridge.queue.celery_queue import JobQueue
-from bridge.results.retention import compact_record
+from evalrelay.bridge.lua_scripts import STORE_JOBS
+from evalrelay.bridge.queue.blobs import store_blobs, store_task_files
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.retention import compact_record
 
 WRITE_CHUNK = 1000
 

@@ -14,12 +14,12 @@ import redis
 from celery import Celery
 from kombu import serialization
 
-from bridge.connection import broker_url, client_for
-from bridge.contract.job import Job, new_batch_id, new_message_id
-from bridge.contract.names import RUN_BATCH, RUN_CASE
-from bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
-from bridge.delivery.payloads import keep_stored, payload_of
-from bridge.evalfile.limits import MAX_JOB_SECONDS
+from evalrelay.bridge.connection import broker_url, client_for
+from evalrelay.bridge.contract.job import Job, new_batch_id, new_message_id
+from evalrelay.bridge.contract.names import RUN_BATCH, RUN_CASE
+from evalrelay.bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
+from evalrelay.bridge.delivery.payloads import keep_stored, payload_of
+from evalrelay.bridge.evalfile.limits import MAX_JOB_SECONDS
 
 BATCHED_QUEUE = "api"
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import redis
 
-from bridge.errors import PrerequisiteError
-from bridge.queue.redis_keeper import START_LOCK, USERS_LOCK, exclusive
+from evalrelay.bridge.errors import PrerequisiteError
+from evalrelay.bridge.queue.redis_keeper import START_LOCK, USERS_LOCK, exclusive
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def _start(data_dir: Path, url: str) -> None:
     # commands were killed outright; a session of its own keeps it from the terminal's Ctrl-C.
     with (data_dir / "keeper.log").open("ab") as keeper_log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bridge.queue.redis_keeper", str(data_dir), *command],
+            [sys.executable, "-m", "evalrelay.bridge.queue.redis_keeper", str(data_dir), *command],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=keeper_log,

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from bridge.contract.job import Job
-from bridge.prompt.request import api_messages
-from bridge.results.pricing import PRICE_PROVIDERS, cost_of
-from bridge.results.result import Usage
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.prompt.request import api_messages
+from evalrelay.bridge.results.pricing import PRICE_PROVIDERS, cost_of
+from evalrelay.bridge.results.result import Usage
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 3

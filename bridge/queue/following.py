@@ -19,17 +19,17 @@ from typing import Protocol
 
 import redis
 
-from bridge.clock import now_seconds
-from bridge.connection import RideOut
-from bridge.errors import EvalrelayError
-from bridge.keys import workers_key
-from bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
-from bridge.queue.steering import Paused, paused
-from bridge.results.collected import file_here
-from bridge.results.collector import Collector
-from bridge.results.results_file import read_results, results_path
-from bridge.results.statistics import import_in_background
-from bridge.results.summary import CampaignSummary
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.connection import RideOut
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress, progress, round_progress
+from evalrelay.bridge.queue.steering import Paused, paused
+from evalrelay.bridge.results.collected import file_here
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.results_file import read_results, results_path
+from evalrelay.bridge.results.statistics import import_in_background
+from evalrelay.bridge.results.summary import CampaignSummary
 
 NO_WORKER_WARNING_SECONDS = 30.0
 

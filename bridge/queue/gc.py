@@ -16,9 +16,9 @@ import redis
 from pydantic import BaseModel
 from redis.client import NEVER_DECODE
 
-from bridge.clock import now_seconds
-from bridge.contract.stored import campaign_of
-from bridge.keys import (
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.stored import campaign_of
+from evalrelay.bridge.keys import (
     campaign_key,
     campaigns_key,
     checkpoint_key,
@@ -29,10 +29,10 @@ from bridge.keys import (
     manifest_key,
     rebuild_lock_key,
 )
-from bridge.queue.campaigns import progress_many
-from bridge.results.collected import empty_stream
-from bridge.results.collector import collectors_of
-from bridge.results.retention import (
+from evalrelay.bridge.queue.campaigns import progress_many
+from evalrelay.bridge.results.collected import empty_stream
+from evalrelay.bridge.results.collector import collectors_of
+from evalrelay.bridge.results.retention import (
     DELETE_CHUNK,
     RETENTION_SECONDS,
     compact,

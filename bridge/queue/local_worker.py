@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from bridge.errors import PrerequisiteError
+from evalrelay.bridge.errors import PrerequisiteError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def import_worker_meanwhile() -> None:
 
 def _import_worker() -> None:
     """The worker's modules, and the HTTP client its vendors' SDKs are built on."""
-    importlib.import_module("worker.app").preload_http_client()
+    importlib.import_module("evalrelay.worker.app").preload_http_client()
 
 
 def worker_imported() -> None:
@@ -156,7 +156,12 @@ def _serve(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, stop_worker)
 
-    from worker.app import create_app, preload_http_client, start_background, stop_background
+    from evalrelay.worker.app import (
+        create_app,
+        preload_http_client,
+        start_background,
+        stop_background,
+    )
 
     def on_ready(consumer: Any) -> None:
         start_background(consumer)

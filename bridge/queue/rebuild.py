@@ -25,19 +25,25 @@ from typing import NamedTuple
 import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.clock import now_seconds
-from bridge.contract.job import Job
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
-from bridge.evalfile.project import Project
-from bridge.evalfile.selection import select_cases
-from bridge.keys import campaign_key, rebuild_lock_key
-from bridge.lua_scripts import release_lock
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import WRITE_CHUNK, CampaignInfo, Rebuilt, announce, store_jobs
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.regrade import plan_regrade
-from bridge.results.results_file import job_ids_on_disk, read_results, results_path
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_file
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.selection import select_cases
+from evalrelay.bridge.keys import campaign_key, rebuild_lock_key
+from evalrelay.bridge.lua_scripts import release_lock
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import (
+    WRITE_CHUNK,
+    CampaignInfo,
+    Rebuilt,
+    announce,
+    store_jobs,
+)
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.regrade import plan_regrade
+from evalrelay.bridge.results.results_file import job_ids_on_disk, read_results, results_path
 
 RECORD_SUFFIX = ".campaign.json"
 """Beside the results file, `<campaign>.campaign.json`: the campaign and its plan."""

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import redis
 
-from bridge.clock import now_seconds
-from bridge.contract.job import Job
-from bridge.errors import EvalrelayError
-from bridge.keys import campaign_key, collected_key, rebuild_lock_key
-from bridge.lua_scripts import release_lock
-from bridge.queue.campaigns import (
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import campaign_key, collected_key, rebuild_lock_key
+from evalrelay.bridge.lua_scripts import release_lock
+from evalrelay.bridge.queue.campaigns import (
     WRITE_CHUNK,
     CampaignInfo,
     Rebuilt,
@@ -37,10 +37,10 @@ from bridge.queue.campaigns import (
     load_info,
     store_jobs,
 )
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import REBUILD_LOCK_SECONDS, replan
-from bridge.results.collected import count
-from bridge.results.results_file import read_results
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import REBUILD_LOCK_SECONDS, replan
+from evalrelay.bridge.results.collected import count
+from evalrelay.bridge.results.results_file import read_results
 
 
 def eval_files_here(info: CampaignInfo) -> bool:

@@ -7,7 +7,7 @@ is released by the kernel when its holder dies: this small process, started with
 server and the server's parent, stops the server once nobody holds the lock. Should the
 keeper itself be killed, the kernel stops the server (Linux's parent-death signal).
 
-Run as `python -m bridge.queue.redis_keeper DATA_DIR REDIS-SERVER ARGS...`; standard
+Run as `python -m evalrelay.bridge.queue.redis_keeper DATA_DIR REDIS-SERVER ARGS...`; standard
 library only, so it starts in a few milliseconds.
 """
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from bridge.contract.job import Job
-from bridge.contract.turns import ConversationPlan
-from bridge.evalfile.cases import LoadedCase, LoadedEvalFile
-from bridge.planning.campaigns import FilePlanner, case_targets
-from bridge.results.recorded import Recorded
-from bridge.results.result import Result, TurnResult
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.turns import ConversationPlan
+from evalrelay.bridge.evalfile.cases import LoadedCase, LoadedEvalFile
+from evalrelay.bridge.planning.campaigns import FilePlanner, case_targets
+from evalrelay.bridge.results.recorded import Recorded
+from evalrelay.bridge.results.result import Result, TurnResult
+from evalrelay.bridge.targets.targets_file import Targets
 
 
 class RegradePlan(NamedTuple):

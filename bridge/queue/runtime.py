@@ -8,11 +8,15 @@ from typing import NamedTuple
 
 import redis
 
-from bridge.connection import configured_url, connect
-from bridge.contract.names import QUEUES
-from bridge.queue.celery_queue import JobQueue, producer_app
-from bridge.queue.embedded import embedded_redis
-from bridge.queue.local_worker import import_worker_meanwhile, local_worker, worker_imported
+from evalrelay.bridge.connection import configured_url, connect
+from evalrelay.bridge.contract.names import QUEUES
+from evalrelay.bridge.queue.celery_queue import JobQueue, producer_app
+from evalrelay.bridge.queue.embedded import embedded_redis
+from evalrelay.bridge.queue.local_worker import (
+    import_worker_meanwhile,
+    local_worker,
+    worker_imported,
+)
 
 
 def _nothing() -> None:

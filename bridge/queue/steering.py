@@ -27,12 +27,12 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from bridge.contract.campaign_state import JOB_TTL_SECONDS, cancel, cancel_ends, uncancel
-from bridge.contract.job import Job
-from bridge.delivery.outstanding import not_sent
-from bridge.errors import EvalrelayError
-from bridge.keys import audit_key, paused_key
-from bridge.queue.campaigns import missing_jobs, progress
+from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS, cancel, cancel_ends, uncancel
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.delivery.outstanding import not_sent
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import audit_key, paused_key
+from evalrelay.bridge.queue.campaigns import missing_jobs, progress
 
 AUDIT_LENGTH = 1000
 """Changes kept per campaign, the oldest dropped first."""

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.results.result import Result
-from bridge.results.trajectory import Trajectory, TrajectoryStep
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.trajectory import Trajectory, TrajectoryStep
 
 SCHEMA_VERSION = "ATIF-v1.6"
 """The ATIF release this writes: every field used here exists since then."""

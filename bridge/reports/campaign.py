@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from bridge.errors import EvalrelayError
-from bridge.evalfile.project import Project
-from bridge.reports.distributions import Distributions
-from bridge.reports.lines import ReportOrder, ResultHead
-from bridge.reports.outcomes import Outcome, outcome
-from bridge.results.result import Result
-from bridge.results.summary import CampaignSummary
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.reports.distributions import Distributions
+from evalrelay.bridge.reports.lines import ReportOrder, ResultHead
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.summary import CampaignSummary
 
 SKIPPED_FOLDERS = frozenset({"node_modules", "venv", "__pycache__", "site-packages"})
 

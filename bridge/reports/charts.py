@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from bridge.reports.distributions import Bin, Distributions
-from bridge.reports.outcomes import Outcome
-from bridge.reports.statistics_text import mean_score_text, pass_rate_text
-from bridge.results.statistics import TargetStatistics
-from bridge.results.summary import TargetSummary
+from evalrelay.bridge.reports.distributions import Bin, Distributions
+from evalrelay.bridge.reports.outcomes import Outcome
+from evalrelay.bridge.reports.statistics_text import mean_score_text, pass_rate_text
+from evalrelay.bridge.results.statistics import TargetStatistics
+from evalrelay.bridge.results.summary import TargetSummary
 
 WIDTH = 400
 ROW = 22

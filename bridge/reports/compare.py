@@ -14,11 +14,11 @@ from enum import StrEnum
 from itertools import chain
 from typing import NamedTuple
 
-from bridge.errors import EvalrelayError
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.lines import ResultHead
-from bridge.reports.outcomes import Outcome, outcome
-from bridge.results.result import Status
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.lines import ResultHead
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.results.result import Status
 
 SCORE_CHANGE = 0.05
 """The default tolerance: a score moving by this much or less counts as unchanged."""

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bridge.reports.charts import before_after_chart
-from bridge.reports.compare import CaseChange, CaseState, Change
-from bridge.reports.html_cases import PAGE_ROWS
-from bridge.reports.html_texts import script_json
-from bridge.reports.templates import page_template
-from bridge.reports.verdict import ChangeCounts, TargetChange
-from bridge.results.summary import write_chunks_atomically
+from evalrelay.bridge.reports.charts import before_after_chart
+from evalrelay.bridge.reports.compare import CaseChange, CaseState, Change
+from evalrelay.bridge.reports.html_cases import PAGE_ROWS
+from evalrelay.bridge.reports.html_texts import script_json
+from evalrelay.bridge.reports.templates import page_template
+from evalrelay.bridge.reports.verdict import ChangeCounts, TargetChange
+from evalrelay.bridge.results.summary import write_chunks_atomically
 
 CHANGE_ORDER = (
     Change.REGRESSED,

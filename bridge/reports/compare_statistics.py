@@ -7,8 +7,8 @@ targets (of one campaign or two): the candidate against the baseline.
 
 from __future__ import annotations
 
-from bridge.reports.campaign import CampaignResults
-from bridge.results.statistics import (
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.results.statistics import (
     CampaignStatistics,
     PairStatistics,
     TargetStatistics,

@@ -12,8 +12,8 @@ from bisect import bisect_right
 from collections import Counter
 from typing import NamedTuple
 
-from bridge.reports.lines import ResultHead
-from bridge.reports.outcomes import Outcome
+from evalrelay.bridge.reports.lines import ResultHead
+from evalrelay.bridge.reports.outcomes import Outcome
 
 SCORE_BINS = 10
 """Scores below 1 fall in tenths, from [0, 0.1) to [0.9, 1); a score of 1 has the top bin

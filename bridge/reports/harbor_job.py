@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from bridge.reports.atif import atif_trajectory
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.harbor_trial import export_id, trial_document
-from bridge.results.result import Result
+from evalrelay.bridge.reports.atif import atif_trajectory
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.harbor_trial import export_id, trial_document
+from evalrelay.bridge.results.result import Result
 
 
 class HarborExport(NamedTuple):

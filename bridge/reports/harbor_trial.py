@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from bridge.results.result import Result, Status, TaskTimings
+from evalrelay.bridge.results.result import Result, Status, TaskTimings
 
 NAMESPACE = uuid.UUID("6f1d8a52-3c1e-4d0b-9a57-2b1f0e7c4a11")
 """Ids in the export are derived from evalrelay's (uuid5), so exporting twice writes the

@@ -20,16 +20,22 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.charts import header_charts
-from bridge.reports.html_cases import OUTCOMES, PAGE_ROWS, PREVIEW_CHARS, STATUSES, index_row
-from bridge.reports.html_folder import PartsFolder
-from bridge.reports.html_parts import Parts
-from bridge.reports.html_texts import SharedTexts, script_json
-from bridge.reports.outcomes import Outcome
-from bridge.reports.statistics_text import PAIR_COLUMNS, pair_cells
-from bridge.reports.templates import page_template
-from bridge.results.result import Status
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.charts import header_charts
+from evalrelay.bridge.reports.html_cases import (
+    OUTCOMES,
+    PAGE_ROWS,
+    PREVIEW_CHARS,
+    STATUSES,
+    index_row,
+)
+from evalrelay.bridge.reports.html_folder import PartsFolder
+from evalrelay.bridge.reports.html_parts import Parts
+from evalrelay.bridge.reports.html_texts import SharedTexts, script_json
+from evalrelay.bridge.reports.outcomes import Outcome
+from evalrelay.bridge.reports.statistics_text import PAIR_COLUMNS, pair_cells
+from evalrelay.bridge.reports.templates import page_template
+from evalrelay.bridge.results.result import Status
 
 BATCH_ROWS = 1000
 """Results encoded per piece of the index written."""

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import api_messages
-from bridge.reports.html_texts import SharedTexts
-from bridge.reports.outcomes import Outcome, is_cached, outcome
-from bridge.results.changes import WorkspaceChanges
-from bridge.results.result import EvaluatorResult, Result, Status, TurnResult
-from bridge.results.trajectory import Trajectory
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import api_messages
+from evalrelay.bridge.reports.html_texts import SharedTexts
+from evalrelay.bridge.reports.outcomes import Outcome, is_cached, outcome
+from evalrelay.bridge.results.changes import WorkspaceChanges
+from evalrelay.bridge.results.result import EvaluatorResult, Result, Status, TurnResult
+from evalrelay.bridge.results.trajectory import Trajectory
 
 AGENT_ARTIFACTS = ("vscode", "codex", "copilot", "claude", "cli")
 SHOWN_APART = ("tool_calls",)

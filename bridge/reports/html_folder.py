@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bridge.results.summary import write_chunks_atomically
+from evalrelay.bridge.results.summary import write_chunks_atomically
 
 SUFFIX = ".parts"
 

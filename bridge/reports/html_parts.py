@@ -16,10 +16,10 @@ from bisect import bisect_right
 
 from markupsafe import Markup
 
-from bridge.reports.html_cases import detail_row
-from bridge.reports.html_folder import PartsFolder
-from bridge.reports.html_texts import SharedTexts, script_json
-from bridge.results.result import Result
+from evalrelay.bridge.reports.html_cases import detail_row
+from evalrelay.bridge.reports.html_folder import PartsFolder
+from evalrelay.bridge.reports.html_texts import SharedTexts, script_json
+from evalrelay.bridge.results.result import Result
 
 PART_BYTES = 256 * 1024
 """About this much JSON per part: opening a row reads one part (and those whose shared

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from importlib.metadata import version
 
-from bridge.reports import inspect_models as inspect
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.inspect_samples import SCORE, iso, stable_id
-from bridge.results.result import Result, Status
-from bridge.results.results_file import summary_path
-from bridge.results.summary import TargetSummary
+from evalrelay.bridge.reports import inspect_models as inspect
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.inspect_samples import SCORE, iso, stable_id
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.results.results_file import summary_path
+from evalrelay.bridge.results.summary import TargetSummary
 
 
 @dataclass

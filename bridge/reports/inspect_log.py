@@ -18,13 +18,13 @@ from functools import partial
 from pathlib import Path
 from zipfile import ZIP_DEFLATED, ZipFile
 
-from bridge.errors import EvalrelayError
-from bridge.reports import inspect_models as inspect
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.inspect_header import CampaignFacts, LogTally
-from bridge.reports.inspect_samples import inspect_sample
-from bridge.results.result import Result
-from bridge.results.summary import replaced_whole
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.reports import inspect_models as inspect
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.inspect_header import CampaignFacts, LogTally
+from evalrelay.bridge.reports.inspect_samples import inspect_sample
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.summary import replaced_whole
 
 SUFFIXES = (".eval", ".json")
 

@@ -15,9 +15,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from bridge.prompt.request import PromptRequest, api_messages
-from bridge.reports import inspect_models as inspect
-from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage
+from evalrelay.bridge.prompt.request import PromptRequest, api_messages
+from evalrelay.bridge.reports import inspect_models as inspect
+from evalrelay.bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, Usage
 
 SCORE = "evalrelay"
 """The name of the result's own score, beside one score per evaluator."""

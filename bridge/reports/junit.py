@@ -10,10 +10,10 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
-from bridge.reports.campaign import CampaignResults, TargetTally
-from bridge.reports.outcomes import Outcome, is_cached, outcome
-from bridge.reports.turns import turn_line
-from bridge.results.result import Result
+from evalrelay.bridge.reports.campaign import CampaignResults, TargetTally
+from evalrelay.bridge.reports.outcomes import Outcome, is_cached, outcome
+from evalrelay.bridge.reports.turns import turn_line
+from evalrelay.bridge.results.result import Result
 
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 """Characters XML 1.0 cannot hold, even escaped: most C0 controls (ESC of terminal colours,

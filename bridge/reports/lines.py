@@ -17,9 +17,9 @@ from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.errors import EvalrelayError
-from bridge.results.result import Cost, ErrorInfo, Result, Status, Usage
-from bridge.results.results_file import result_of_line
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.results.result import Cost, ErrorInfo, Result, Status, Usage
+from evalrelay.bridge.results.results_file import result_of_line
 
 
 class HeadArtifacts(BaseModel):

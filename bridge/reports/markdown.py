@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from itertools import groupby
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.outcomes import Outcome, is_cached, outcome
-from bridge.reports.statistics_text import mean_score_text, pairs_markdown, pass_rate_text
-from bridge.reports.turns import turn_verdict, turn_why
-from bridge.results.result import Result
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.outcomes import Outcome, is_cached, outcome
+from evalrelay.bridge.reports.statistics_text import mean_score_text, pairs_markdown, pass_rate_text
+from evalrelay.bridge.reports.turns import turn_verdict, turn_why
+from evalrelay.bridge.results.result import Result
 
 WHY_CHARS = 200
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bridge.reports.lines import ResultHead
-from bridge.results.result import Result, Status
+from evalrelay.bridge.reports.lines import ResultHead
+from evalrelay.bridge.results.result import Result, Status
 
 
 class Outcome(StrEnum):

@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bridge.evalfile.promptfoo.detect import is_promptfoo
-from bridge.evalfile.yaml_source import load_yaml
-from bridge.results.result import EvaluatorResult, Result, Status
-from bridge.results.results_file import read_results
+from evalrelay.bridge.evalfile.promptfoo.detect import is_promptfoo
+from evalrelay.bridge.evalfile.yaml_source import load_yaml
+from evalrelay.bridge.results.result import EvaluatorResult, Result, Status
+from evalrelay.bridge.results.results_file import read_results
 
 PASSING = 0.5
 """An assertion's score at which it shows as passed: checks score 1 or 0, a judge's score

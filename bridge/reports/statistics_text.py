@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bridge.results.statistics import PairStatistics, TargetStatistics
+from evalrelay.bridge.results.statistics import PairStatistics, TargetStatistics
 
 DASH = "\u2013"
 """Between the ends of an interval: an en dash, as in print."""

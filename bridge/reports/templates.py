@@ -18,7 +18,7 @@ def _environment() -> Environment:
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
     return Environment(
-        loader=PackageLoader("bridge.reports", "."),
+        loader=PackageLoader("evalrelay.bridge.reports", "."),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,

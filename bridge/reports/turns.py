@@ -3,7 +3,7 @@ and why, the same words in the Markdown and JUnit reports."""
 
 from __future__ import annotations
 
-from bridge.results.result import TurnResult
+from evalrelay.bridge.results.result import TurnResult
 
 
 def turn_verdict(turn: TurnResult) -> str:

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.compare import CaseChange, Change
-from bridge.results.summary import TargetSummary
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.compare import CaseChange, Change
+from evalrelay.bridge.results.summary import TargetSummary
 
 
 class ChangeCounts:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.html import html_report, write_html
-from bridge.reports.junit import junit_chunks, junit_xml
-from bridge.reports.markdown import markdown_chunks, markdown_report
-from bridge.results.summary import write_chunks_atomically
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.html import html_report, write_html
+from evalrelay.bridge.reports.junit import junit_chunks, junit_xml
+from evalrelay.bridge.reports.markdown import markdown_chunks, markdown_report
+from evalrelay.bridge.results.summary import write_chunks_atomically
 
 RENDERERS: dict[str, Callable[[CampaignResults], str]] = {
     "html": html_report,

@@ -21,7 +21,7 @@ from typing import Any, cast
 import redis
 from redis.client import NEVER_DECODE
 
-from bridge.keys import checkpoint_key, results_stream_key
+from evalrelay.bridge.keys import checkpoint_key, results_stream_key
 
 CHECKPOINT_ENTRIES = int(os.environ.get("EVALRELAY_CHECKPOINT_ENTRIES", "500"))
 """Acknowledged entries moved at a time: enough for zlib to find what results share

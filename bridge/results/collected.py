@@ -22,17 +22,17 @@ from typing import Any, cast
 import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.keys import (
+from evalrelay.bridge.keys import (
     checkpoint_key,
     collected_key,
     counts_key,
     results_home_key,
     results_stream_key,
 )
-from bridge.results.checkpoint import checkpointed
-from bridge.results.result import Result
-from bridge.results.results_file import ResultsFile, summary_path
-from bridge.results.retention import RETENTION_SECONDS
+from evalrelay.bridge.results.checkpoint import checkpointed
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.results_file import ResultsFile, summary_path
+from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 

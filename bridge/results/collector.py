@@ -35,30 +35,36 @@ import redis
 from pydantic import ValidationError
 from redis.backoff import ExponentialBackoff
 
-from bridge.clock import now_seconds
-from bridge.keys import (
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.keys import (
     COLLECTOR_GROUP,
     collector_lease_key,
     compacted_key,
     results_stream_key,
 )
-from bridge.lua_scripts import HOLD_COLLECTOR, release_lock
-from bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
-from bridge.results.collected import count, empty_stream, home_elsewhere, make_home, mark_partial
-from bridge.results.paid import paid_again
-from bridge.results.result import Result
-from bridge.results.results_file import (
+from evalrelay.bridge.lua_scripts import HOLD_COLLECTOR, release_lock
+from evalrelay.bridge.results.checkpoint import CHECKPOINT_ENTRIES, move_to_checkpoint
+from evalrelay.bridge.results.collected import (
+    count,
+    empty_stream,
+    home_elsewhere,
+    make_home,
+    mark_partial,
+)
+from evalrelay.bridge.results.paid import paid_again
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.results_file import (
     ResultsFile,
     results_path,
     summary_on_disk,
     summary_path,
 )
-from bridge.results.retention import compact
-from bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
-from bridge.results.set_aside import set_aside
-from bridge.results.summary import write_atomically
-from bridge.results.trial_files import unpack_trial_files
-from bridge.results.write_errors import can_write, cannot_write, describe
+from evalrelay.bridge.results.retention import compact
+from evalrelay.bridge.results.retry_request import RetryAnswer, RetryRequest, answer, take_requests
+from evalrelay.bridge.results.set_aside import set_aside
+from evalrelay.bridge.results.summary import write_atomically
+from evalrelay.bridge.results.trial_files import unpack_trial_files
+from evalrelay.bridge.results.write_errors import can_write, cannot_write, describe
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import cast
 
 import redis
 
-from bridge.keys import paid_again_key
+from evalrelay.bridge.keys import paid_again_key
 
 WHY = ("duplicate", "late copy", "retry")
 """The reasons, in the order they are shown."""

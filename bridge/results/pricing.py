@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from bridge.results.result import Cost, Usage
+from evalrelay.bridge.results.result import Cost, Usage
 
 log = logging.getLogger(__name__)
 

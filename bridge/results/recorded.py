@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.results.changes import WorkspaceChanges
-from bridge.results.result import ErrorInfo, Result, Status, TurnResult, Usage
-from bridge.results.trajectory import Trajectory
+from evalrelay.bridge.results.changes import WorkspaceChanges
+from evalrelay.bridge.results.result import ErrorInfo, Result, Status, TurnResult, Usage
+from evalrelay.bridge.results.trajectory import Trajectory
 
 
 class Recorded(BaseModel):

@@ -8,9 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.prompt.request import PromptRequest
-from bridge.results.changes import WorkspaceChanges
-from bridge.results.trajectory import Trajectory
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.changes import WorkspaceChanges
+from evalrelay.bridge.results.trajectory import Trajectory
 
 
 class Status(StrEnum):

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bridge.results.job_ids import JobIds
-from bridge.results.result import Result
-from bridge.results.summary import CampaignSummary, write_atomically
+from evalrelay.bridge.results.job_ids import JobIds
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.summary import CampaignSummary, write_atomically
 
 
 def results_path(out_dir: Path, campaign_id: str) -> Path:

@@ -23,7 +23,7 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.keys import (
+from evalrelay.bridge.keys import (
     audit_key,
     budget_key,
     campaign_key,
@@ -41,7 +41,7 @@ from bridge.keys import (
     results_home_key,
     results_stream_key,
 )
-from bridge.results.results_file import read_results
+from evalrelay.bridge.results.results_file import read_results
 
 RETENTION_SECONDS = int(float(os.environ.get("EVALRELAY_RETENTION_DAYS", "30")) * 86400)
 """How long Redis keeps a campaign (its record once complete; its jobs while it is not),

@@ -15,9 +15,9 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from bridge.keys import retry_answer_key, retry_request_key
-from bridge.lua_scripts import WITHDRAW_RETRY
-from bridge.results.result import AttemptSummary, Status
+from evalrelay.bridge.keys import retry_answer_key, retry_request_key
+from evalrelay.bridge.lua_scripts import WITHDRAW_RETRY
+from evalrelay.bridge.results.result import AttemptSummary, Status
 
 REQUEST_TTL_SECONDS = 300
 """A request nobody took, or an answer nobody read, goes after this long."""

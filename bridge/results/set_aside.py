@@ -15,10 +15,10 @@ from typing import Any, cast
 
 import redis
 
-from bridge.keys import results_stream_key
-from bridge.results.collected import SCAN_PAGE, forget_results
-from bridge.results.result import Result, Status
-from bridge.results.results_file import read_results, remove_results
+from evalrelay.bridge.keys import results_stream_key
+from evalrelay.bridge.results.collected import SCAN_PAGE, forget_results
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.results.results_file import read_results, remove_results
 
 
 def set_aside(

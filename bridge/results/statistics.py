@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel
 
-from bridge.results.result import Status
+from evalrelay.bridge.results.result import Status
 
 if TYPE_CHECKING:
     import numpy as np

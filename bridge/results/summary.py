@@ -12,8 +12,8 @@ from typing import IO, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from bridge.results.result import Cost, ErrorInfo, Status, Usage
-from bridge.results.statistics import (
+from evalrelay.bridge.results.result import Cost, ErrorInfo, Status, Usage
+from evalrelay.bridge.results.statistics import (
     CampaignStatistics,
     Case,
     Observations,

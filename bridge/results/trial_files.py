@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 
 import redis
 
-from bridge.keys import bytes_key
-from bridge.results.result import Result
+from evalrelay.bridge.keys import bytes_key
+from evalrelay.bridge.results.result import Result
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from datetime import datetime
 import redis
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.clock import now_seconds
-from bridge.keys import cannot_write_key
+from evalrelay.bridge.clock import now_seconds
+from evalrelay.bridge.keys import cannot_write_key
 
 STALE_SECONDS = 120.0
 """An error not said again for this long is a collector's that stopped: no longer shown."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bridge.targets.settings import ENV_REFERENCE, TargetSettings
+from evalrelay.bridge.targets.settings import ENV_REFERENCE, TargetSettings
 
 SECRET_FIELDS = frozenset({"api_key"})
 """Settings that stay `${VAR}` references until a worker reads them from its own environment."""

@@ -15,7 +15,7 @@ from typing import cast
 import redis
 from pydantic import BaseModel, ConfigDict, PositiveInt
 
-from bridge.keys import limits_audit_key, live_limits_key
+from evalrelay.bridge.keys import limits_audit_key, live_limits_key
 
 REFRESH_SECONDS = 1.0
 """How stale a worker's copy of a target's live limits may be."""

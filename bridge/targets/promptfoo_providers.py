@@ -14,15 +14,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bridge.evalfile.promptfoo.detect import is_promptfoo
-from bridge.evalfile.promptfoo.providers import (
+from evalrelay.bridge.evalfile.promptfoo.detect import is_promptfoo
+from evalrelay.bridge.evalfile.promptfoo.providers import (
     DEFAULT_EMBEDDING,
     by_kind,
     provider_entries,
     spelled_out,
     target_name,
 )
-from bridge.evalfile.yaml_source import load_yaml
+from evalrelay.bridge.evalfile.yaml_source import load_yaml
 
 OPENAI_COMPATIBLE = {
     "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bridge.evalfile.yaml_source import Loc, YamlDocument
+from evalrelay.bridge.evalfile.yaml_source import Loc, YamlDocument
 
 CATALOG_NAMES = ("providers.yaml", "providers.yml")
 

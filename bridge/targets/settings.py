@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from bridge.evalfile.evaluators import compile_regex
-from bridge.evalfile.limits import Seconds
-from bridge.targets.cli_command import check_no_placeholder_in_scripts
-from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES as DEFAULT_KEY_VARIABLES
+from evalrelay.bridge.evalfile.evaluators import compile_regex
+from evalrelay.bridge.evalfile.limits import Seconds
+from evalrelay.bridge.targets.cli_command import check_no_placeholder_in_scripts
+from evalrelay.bridge.targets.key_variables import DEFAULT_KEY_VARIABLES as DEFAULT_KEY_VARIABLES
 
 ENV_REFERENCE = re.compile(
     r"\$\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|\$\{([A-Za-z_][A-Za-z0-9_]*)\}"

@@ -14,14 +14,14 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.errors import Diagnostic, InvalidFileError, TargetError
-from bridge.evalfile.project import root_reason, searched_folders
-from bridge.evalfile.validation import describe, validate_document
-from bridge.evalfile.yaml_source import YamlDocument, load_yaml
-from bridge.targets.interpolation import OneTarget, interpolate, references
-from bridge.targets.promptfoo_providers import config_targets, target_for
-from bridge.targets.providers_catalog import catalog_as_targets, is_catalog
-from bridge.targets.settings import QUEUE_FOR_KIND, TargetSettings
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.project import root_reason, searched_folders
+from evalrelay.bridge.evalfile.validation import describe, validate_document
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument, load_yaml
+from evalrelay.bridge.targets.interpolation import OneTarget, interpolate, references
+from evalrelay.bridge.targets.promptfoo_providers import config_targets, target_for
+from evalrelay.bridge.targets.providers_catalog import catalog_as_targets, is_catalog
+from evalrelay.bridge.targets.settings import QUEUE_FOR_KIND, TargetSettings
 
 TARGET_FILES = (
     "targets.yaml",

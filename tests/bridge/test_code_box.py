@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.code_box import BOX_HOME, BoxUnavailable, box_mode, boxed, project_folder
+from evalrelay.bridge.code_box import BOX_HOME, BoxUnavailable, box_mode, boxed, project_folder
 
 PROBE = """
 import os, socket, sys

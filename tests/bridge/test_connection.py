@@ -10,7 +10,7 @@ import pytest
 import redis
 from redis.connection import parse_url
 
-from bridge.connection import (
+from evalrelay.bridge.connection import (
     RideOut,
     client_for,
     configured_url,
@@ -18,7 +18,7 @@ from bridge.connection import (
     shown,
     with_password,
 )
-from bridge.errors import PrerequisiteError
+from evalrelay.bridge.errors import PrerequisiteError
 from tests.conftest import HoldingRelay
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evalfile.cases import load_eval_file
-from bridge.gc_pause import gc_paused
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.gc_pause import gc_paused
 from tests.conftest import one_turn_cases
 
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 from pydantic import BaseModel
 
-from bridge.masking import (
+from evalrelay.bridge.masking import (
     MASK,
     Detector,
     MaskingFilter,

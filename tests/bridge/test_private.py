@@ -49,7 +49,7 @@ def test_an_agent_reads_no_key_from_any_evalrelay_process(
         }
     )
     done = subprocess.run(
-        [*UNPRIVILEGED, sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml",
+        [*UNPRIVILEGED, sys.executable, "-m", "evalrelay", "run", "evals.yaml",
          "--target", "snoop"],
         cwd=root,
         env=embedded_env(private_home) | {"OPENAI_API_KEY": SECRET},
@@ -68,7 +68,7 @@ def test_an_agent_reads_no_key_from_any_evalrelay_process(
 
 PROBE = r"""
 import os, subprocess, sys
-from bridge.private import keep_private
+from evalrelay.bridge.private import keep_private
 if sys.argv[1] == "private":
     keep_private()
 child = subprocess.run(
@@ -100,10 +100,10 @@ def test_a_worker_process_is_private_and_its_children_are_not(tmp_path: Path) ->
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import subprocess, sys\n"
-        "from bridge.private import is_private, keep_private\n"
+        "from evalrelay.bridge.private import is_private, keep_private\n"
         "print(keep_private(), is_private())\n"
         "child = subprocess.run([sys.executable, '-c', "
-        "'from bridge.private import is_private; print(is_private())'], "
+        "'from evalrelay.bridge.private import is_private; print(is_private())'], "
         "capture_output=True, text=True)\n"
         "print(child.stdout.strip())\n"
     )

@@ -7,8 +7,8 @@ from pathlib import Path
 import psutil
 import redis
 
-from bridge.keys import workers_key
-from bridge.secret_files import load_secret_files
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.secret_files import load_secret_files
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
 

@@ -33,7 +33,7 @@ def images_tag() -> str:
     """A hash of every file the build context holds (what `.dockerignore` lets through)."""
     digest = hashlib.sha256()
     files = [ROOT / "Dockerfile", ROOT / "pyproject.toml", ROOT / "README.md"]
-    for folder in ("bridge", "worker", "workspace_templates", "docker"):
+    for folder in ("evalrelay", "bridge", "worker", "workspace_templates", "docker"):
         files += sorted(p for p in (ROOT / folder).rglob("*") if p.is_file())
     for path in files:
         if "__pycache__" in path.parts or path.suffix == ".pyc" or path.parent.name == "ca":

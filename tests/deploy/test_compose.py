@@ -104,7 +104,7 @@ class Stack:
         """The host's evalrelay, on the stack's Redis through its loopback port."""
         env = {**os.environ, "EVALRELAY_REDIS_URL": self.url}
         return subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", *argv],
+            [sys.executable, "-m", "evalrelay", *argv],
             cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
 

@@ -8,7 +8,7 @@ import re
 
 import redis
 
-from bridge.live.metrics import ClusterMetrics
+from evalrelay.bridge.live.metrics import ClusterMetrics
 from tests.deploy.service_images import ROOT
 
 

@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from bridge.contract.names import QUEUES
+from evalrelay.bridge.contract.names import QUEUES
 from tests.deploy.service_images import ROOT
 
 BASE = ROOT / "deploy" / "kubernetes" / "base"

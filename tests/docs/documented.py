@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 from markdown_it import MarkdownIt
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

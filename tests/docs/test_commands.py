@@ -10,7 +10,7 @@ import re
 import click
 import pytest
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 from tests.docs.documented import (
     DOCS,
     README,

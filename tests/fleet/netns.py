@@ -47,7 +47,7 @@ from pathlib import Path
 
 import psutil
 
-from bridge.keys import workers_key
+from evalrelay.bridge.keys import workers_key
 from tests.conftest import FAST_RECOVERY, wait_for
 
 FAMILY = "erf"
@@ -258,8 +258,8 @@ class Host:
         return process
 
     def start(self, *args: str, name: str, env: dict[str, str] | None = None) -> HostProcess:
-        """Start `python -m bridge.cli.main ARGS` (worker, collect, watch...) on this host."""
-        return self.spawn([sys.executable, "-m", "bridge.cli.main", *args], name=name, env=env)
+        """Start `python -m evalrelay ARGS` (worker, collect, watch...) on this host."""
+        return self.spawn([sys.executable, "-m", "evalrelay", *args], name=name, env=env)
 
     def exec(
         self, *argv: str, timeout: float = 30, env: dict[str, str] | None = None
@@ -289,8 +289,8 @@ class Host:
     def run(
         self, *args: str, timeout: float = 60, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """Run `python -m bridge.cli.main ARGS` (run --detach, status, resume...) to its end."""
-        return self.exec(sys.executable, "-m", "bridge.cli.main", *args, timeout=timeout, env=env)
+        """Run `python -m evalrelay ARGS` (run --detach, status, resume...) to its end."""
+        return self.exec(sys.executable, "-m", "evalrelay", *args, timeout=timeout, env=env)
 
     def probe(self, ip: str, port: int, seconds: float = 10) -> tuple[str, float]:
         """A TCP connect from this host: (`connected`, `timeout` or an errno name, seconds)."""

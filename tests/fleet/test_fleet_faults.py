@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.keys import inflight_key, lease_key, paid_again_key
+from evalrelay.bridge.keys import inflight_key, lease_key, paid_again_key
 from tests.conftest import one_turn_cases, read_jsonl, wait_for
 from tests.fleet.netns import Fleet, Host, HostProcess, RedisServer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.keys import (
+from evalrelay.bridge.keys import (
     compacted_key,
     holders_key,
     paid_again_key,

@@ -66,7 +66,7 @@ def test_cluster_with_kills_and_redis_restarts_loses_and_doubles_nothing(
         for n in range(DETACHED):
             (root / f"d{n}.yaml").write_text(one_turn_cases(CASES, case_id=f"d{n}-{{i}}"))
             submitted = subprocess.run(
-                [sys.executable, "-m", "bridge.cli.main", "run", f"d{n}.yaml", "--detach",
+                [sys.executable, "-m", "evalrelay", "run", f"d{n}.yaml", "--detach",
                  "--target", "mock"],
                 env=processes.env, cwd=root, capture_output=True, text=True, timeout=120,
             )  # fmt: skip

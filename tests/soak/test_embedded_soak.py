@@ -45,7 +45,7 @@ def test_concurrent_embedded_runs_with_kills_lose_and_double_nothing(
 
     def command(*args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", *args],
+            [sys.executable, "-m", "evalrelay", *args],
             env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             start_new_session=True,
         )  # fmt: skip

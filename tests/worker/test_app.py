@@ -10,8 +10,8 @@ import time
 
 import redis
 
-from bridge.delivery.holders import GONE_SECONDS, forget_gone
-from bridge.keys import workers_key
+from evalrelay.bridge.delivery.holders import GONE_SECONDS, forget_gone
+from evalrelay.bridge.keys import workers_key
 
 
 def test_workers_silent_too_long_are_forgotten_and_live_ones_kept(client: redis.Redis) -> None:
@@ -27,7 +27,7 @@ def test_a_forked_pool_process_answers_though_a_parent_thread_held_the_client(
 ) -> None:
     """A parent thread busy with the shared client at the moment of a fork (the reaper,
     the heartbeat) leaves its pool lock taken in the child: the child must not use it."""
-    from worker.app import redis_client
+    from evalrelay.worker.app import redis_client
 
     parent = redis_client(redis_url)
     parent.ping()

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.delivery.round_trips import RoundTrips
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import holders_key, inflight_key, results_stream_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.delivery.round_trips import RoundTrips
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import holders_key, inflight_key, results_stream_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.worker.batches import run_job
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,
@@ -31,7 +32,6 @@ from tests.conftest import (
     wait_for,
 )
 from tests.worker.test_tasks import collect_all
-from worker.batches import run_job
 
 
 def one_batch(

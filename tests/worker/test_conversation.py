@@ -7,14 +7,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from bridge.contract.job import Job
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.planning.campaigns import plan_jobs
-from bridge.results.result import Status
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
-from worker.execute import execute
 
 CONVERSATION = """\
 evalcases:

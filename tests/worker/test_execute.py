@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bridge.contract.job import Job
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.planning.campaigns import plan_jobs
-from bridge.results.result import Status
-from bridge.targets.settings import TargetSettings
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import TargetSettings
+from evalrelay.worker.execute import execute, secret_names
+from evalrelay.worker.providers.base import Provider, ProviderOutput, register, unregister
 from tests.conftest import WriteFiles, direct_job
-from worker.execute import execute, secret_names
-from worker.providers.base import Provider, ProviderOutput, register, unregister
 
 TARGETS = """\
 targets:

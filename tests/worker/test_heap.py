@@ -7,14 +7,14 @@ import subprocess
 import sys
 import textwrap
 
-from worker.heap import YOUNG_THRESHOLD
+from evalrelay.worker.heap import YOUNG_THRESHOLD
 
 
 def test_settling_freezes_once_and_spaces_young_collections() -> None:
     script = textwrap.dedent(
         """
         import gc, json, os
-        from worker.heap import settle_once
+        from evalrelay.worker.heap import settle_once
         before = (gc.get_freeze_count(), gc.get_threshold())
         settle_once()
         frozen = gc.get_freeze_count()

@@ -15,7 +15,7 @@ import time
 
 import redis
 
-from bridge.queue.campaigns import progress
+from evalrelay.bridge.queue.campaigns import progress
 from tests.conftest import FAST_RECOVERY, Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all, submit_campaign
 

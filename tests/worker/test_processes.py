@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import workers_key
+from evalrelay.bridge.keys import workers_key
+from evalrelay.worker.processes import exit_code, process_name, shares
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.processes import exit_code, process_name, shares
 
 TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 300}\n"
 

@@ -4,12 +4,12 @@ recorded."""
 
 from __future__ import annotations
 
-from bridge.evalfile.evaluators import ToolTrajectoryEvaluator
-from bridge.results.recorded import Recorded
-from bridge.results.result import ErrorInfo, Status
+from evalrelay.bridge.evalfile.evaluators import ToolTrajectoryEvaluator
+from evalrelay.bridge.results.recorded import Recorded
+from evalrelay.bridge.results.result import ErrorInfo, Status
+from evalrelay.worker.execute import execute
 from tests.bridge.reports.reporting import agent_run
 from tests.conftest import direct_job
-from worker.execute import execute
 
 NEVER = {"name": "t", "provider": "mock", "failure_rate": 1.0, "failure_kind": "infra_error"}
 """A target that fails every call it gets: a regrade that called it would say so."""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import redis
 
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import results_stream_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import results_stream_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,

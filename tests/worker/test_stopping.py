@@ -13,16 +13,16 @@ from datetime import UTC, datetime
 
 import redis
 
-from bridge.delivery.holds import note_hold, take_hold
-from bridge.delivery.payloads import jobs_of
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import holders_key, inflight_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.delivery.holds import note_hold, take_hold
+from evalrelay.bridge.delivery.payloads import jobs_of
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import holders_key, inflight_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.worker.stopping import hand_back
 from tests.conftest import Processes, WriteFiles, direct_job, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all
-from worker.stopping import hand_back
 
 TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 20000}\n"
 """Jobs that run 20 s: long enough for the second worker, however slow to start on a

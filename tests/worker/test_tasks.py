@@ -17,14 +17,16 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import inflight_key, lease_key, results_stream_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import CampaignInfo, progress, submit
-from bridge.queue.celery_queue import JobQueue
-from bridge.results.result import Status
-from bridge.targets.settings import TargetSettings
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import inflight_key, lease_key, results_stream_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import CampaignInfo, progress, submit
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import TargetSettings
+from evalrelay.worker.providers.base import Provider, ProviderOutput, register, unregister
+from evalrelay.worker.tasks import run_job
 from tests.conftest import (
     FAST_RECOVERY,
     Processes,
@@ -33,8 +35,6 @@ from tests.conftest import (
     read_jsonl,
     wait_for,
 )
-from worker.providers.base import Provider, ProviderOutput, register, unregister
-from worker.tasks import run_job
 
 SLOW_TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 4000}\n"
 
@@ -193,7 +193,7 @@ def test_concurrent_deliveries_call_the_provider_once(
 def test_worker_cli_without_cluster_url_is_a_clear_error() -> None:
     env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_REDIS_URL"}
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "worker"],
+        [sys.executable, "-m", "evalrelay", "worker"],
         env=env,
         capture_output=True,
         text=True,

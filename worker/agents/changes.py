@@ -13,9 +13,9 @@ import hashlib
 import os
 from pathlib import Path
 
-from bridge.results.changes import DIFF_CHARS, FileChange, WorkspaceChanges
-from bridge.results.trajectory import trimmed
-from worker.agents.inside import NotInside, open_inside
+from evalrelay.bridge.results.changes import DIFF_CHARS, FileChange, WorkspaceChanges
+from evalrelay.bridge.results.trajectory import trimmed
+from evalrelay.worker.agents.inside import NotInside, open_inside
 
 COMPARED_BYTES = 1_000_000
 """Files up to this size are kept as text to diff; larger ones only by hash."""

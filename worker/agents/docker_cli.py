@@ -17,7 +17,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from worker.agents.pids import pid_alive
+from evalrelay.worker.agents.pids import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bridge.queue.embedded import evalrelay_home
-from worker.agents.pids import pid_alive
+from evalrelay.bridge.queue.embedded import evalrelay_home
+from evalrelay.worker.agents.pids import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from pathlib import Path, PurePosixPath
 import redis
 from pydantic import BaseModel, ConfigDict
 
-from bridge.contract.job import AttachedFile, Job
-from bridge.queue.blobs import fetch_blob
+from evalrelay.bridge.contract.job import AttachedFile, Job
+from evalrelay.bridge.queue.blobs import fetch_blob
 
 INPUTS_FOLDER = "inputs"
 

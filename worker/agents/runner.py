@@ -24,7 +24,7 @@ from typing import BinaryIO, NamedTuple
 import psutil
 from pydantic import BaseModel
 
-from worker.agents.environment import agent_environment
+from evalrelay.worker.agents.environment import agent_environment
 
 GRACE_SECONDS = 3.0
 """Between SIGTERM and SIGKILL when an agent is stopped."""

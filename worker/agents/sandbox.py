@@ -26,14 +26,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from bridge.code_box import install_root
-from bridge.targets.settings import Isolation
-from worker.agents import docker_cli
-from worker.agents.sandbox_attempt import Attempt, Confined, Endpoint, SandboxUnavailable
-from worker.agents.sandbox_bubblewrap import bubblewrapped
-from worker.agents.sandbox_docker import contained
-from worker.agents.sandbox_image import sandbox_image
-from worker.agents.sandbox_relay import splice
+from evalrelay.bridge.code_box import install_root
+from evalrelay.bridge.targets.settings import Isolation
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.agents.sandbox_attempt import Attempt, Confined, Endpoint, SandboxUnavailable
+from evalrelay.worker.agents.sandbox_bubblewrap import bubblewrapped
+from evalrelay.worker.agents.sandbox_docker import contained
+from evalrelay.worker.agents.sandbox_image import sandbox_image
+from evalrelay.worker.agents.sandbox_relay import splice
 
 __all__ = [
     "Confined", "Endpoint", "SandboxUnavailable", "install_root", "relays", "sandboxed",

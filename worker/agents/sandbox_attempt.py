@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from bridge.targets.settings import Isolation
-from worker.agents.runner import LimitCheck
-from worker.agents.sandbox_relay import PROXY_PORT
+from evalrelay.bridge.targets.settings import Isolation
+from evalrelay.worker.agents.runner import LimitCheck
+from evalrelay.worker.agents.sandbox_relay import PROXY_PORT
 
 SANDBOX_HOME = "/home/agent"
 """The agent's HOME inside the sandbox: empty, and gone with the attempt."""

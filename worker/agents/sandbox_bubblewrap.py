@@ -17,8 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from bridge.code_box import NOBODY, mounts
-from worker.agents.sandbox_attempt import (
+from evalrelay.bridge.code_box import NOBODY, mounts
+from evalrelay.worker.agents.sandbox_attempt import (
     RELAY,
     RELAY_SOURCE,
     SANDBOX_HOME,
@@ -26,7 +26,7 @@ from worker.agents.sandbox_attempt import (
     Confined,
     SandboxUnavailable,
 )
-from worker.agents.sandbox_limits import MEBIBYTE, TreeWatch
+from evalrelay.worker.agents.sandbox_limits import MEBIBYTE, TreeWatch
 
 ADDRESS_SPACE_TIMES = 2
 """Each process's address space is held to this many times `isolation.memory_mb`: a

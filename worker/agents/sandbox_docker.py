@@ -30,15 +30,15 @@ from pathlib import Path
 
 import psutil
 
-from worker.agents import docker_cli
-from worker.agents.sandbox_attempt import (
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.agents.sandbox_attempt import (
     RELAY,
     RELAY_SOURCE,
     SANDBOX_HOME,
     Attempt,
     Confined,
 )
-from worker.agents.sandbox_limits import LimitWatch, fork_refusals, oom_kills, tree
+from evalrelay.worker.agents.sandbox_limits import LimitWatch, fork_refusals, oom_kills, tree
 
 NOBODY = 65534
 """The agent's user and group when the worker runs as root."""

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from bridge.targets.settings import SANDBOX_IMAGE
-from worker.agents import docker_cli
-from worker.agents.sandbox_attempt import SandboxUnavailable
+from evalrelay.bridge.targets.settings import SANDBOX_IMAGE
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.agents.sandbox_attempt import SandboxUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from string import Template
 
-from worker.agents.inputs import InputFile
+from evalrelay.worker.agents.inputs import InputFile
 
 ECHO_PREFIX = "request: "
 """The agent ends its answer with `request: <id>`, proving which request it answered."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from workspace_templates import BUILTIN
+from evalrelay.workspace_templates import BUILTIN
 
 TASK_FILE = "task.md"
 

@@ -27,11 +27,11 @@ import redis.exceptions
 from filelock import FileLock
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.delivery.lease import LEASE_SECONDS, keep_renewed
-from bridge.keys import workspace_lease_key
-from bridge.targets.settings import VSCodeTarget
-from worker.agents.pids import pid_alive
-from worker.agents.templates import WorkspaceTemplate
+from evalrelay.bridge.delivery.lease import LEASE_SECONDS, keep_renewed
+from evalrelay.bridge.keys import workspace_lease_key
+from evalrelay.bridge.targets.settings import VSCodeTarget
+from evalrelay.worker.agents.pids import pid_alive
+from evalrelay.worker.agents.templates import WorkspaceTemplate
 
 LOCK_FILE = "subagent.lock"
 ALIVE_FILE = ".alive"

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bridge.contract.job import Job
-from bridge.queue.embedded import evalrelay_home
-from worker.agents.inputs import InputFile, write_inputs
-from worker.agents.task import render_task
-from worker.agents.templates import TASK_FILE, WorkspaceTemplate
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.queue.embedded import evalrelay_home
+from evalrelay.worker.agents.inputs import InputFile, write_inputs
+from evalrelay.worker.agents.task import render_task
+from evalrelay.worker.agents.templates import TASK_FILE, WorkspaceTemplate
 
 LISTED_FILES = 200
 """At most this many of the workspace's files are listed in the result."""

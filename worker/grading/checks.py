@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.evalfile.evaluators import (
     ContainsEvaluator,
     ContainsSomeEvaluator,
     DeterministicSpec,
@@ -19,10 +19,10 @@ from bridge.evalfile.evaluators import (
     RegexEvaluator,
     SimilarityEvaluator,
 )
-from bridge.results.result import EvaluatorResult
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.json_in_text import json_objects, schema_errors
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.json_in_text import json_objects, schema_errors
 
 _WORD = re.compile(r"\w+")
 

@@ -13,16 +13,20 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import CompositeEvaluator, EvaluatorSpec, LlmJudgeEvaluator
-from bridge.results.result import EvaluatorResult
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.judge import REPLY_FORMAT, Spent, ask
-from worker.grading.passes import set_passes
-from worker.grading.script import run_bounded
-from worker.grading.verdict import Verdict, parse_verdict
-from worker.providers.failures import tail
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import (
+    CompositeEvaluator,
+    EvaluatorSpec,
+    LlmJudgeEvaluator,
+)
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.judge import REPLY_FORMAT, Spent, ask
+from evalrelay.worker.grading.passes import set_passes
+from evalrelay.worker.grading.script import run_bounded
+from evalrelay.worker.grading.verdict import Verdict, parse_verdict
+from evalrelay.worker.providers.failures import tail
 
 Evaluate = Callable[[EvaluatorSpec, str], EvaluatorResult]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from worker.grading.errors import GradingError
+from evalrelay.worker.grading.errors import GradingError
 
 
 class Deadline(NamedTuple):

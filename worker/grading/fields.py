@@ -12,10 +12,10 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from bridge.evalfile.evaluators import FieldAccuracyEvaluator, FieldSpec
-from bridge.results.result import EvaluatorResult
-from worker.grading.trajectory import same
-from worker.grading.verdict import outermost_braces
+from evalrelay.bridge.evalfile.evaluators import FieldAccuracyEvaluator, FieldSpec
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.trajectory import same
+from evalrelay.worker.grading.verdict import outermost_braces
 
 MISSING = object()
 MONTHS = {

@@ -11,8 +11,8 @@ from collections import Counter
 import redis
 from pydantic import BaseModel, Field
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import (
     CodeEvaluator,
     CompositeEvaluator,
     EmbeddingSimilarEvaluator,
@@ -27,21 +27,21 @@ from bridge.evalfile.evaluators import (
     WorkspaceCommandEvaluator,
     WorkspaceFileEvaluator,
 )
-from bridge.results.result import EvaluatorResult
-from worker.grading.checks import check
-from worker.grading.composite import composite
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.fields import field_accuracy
-from worker.grading.judge import judge
-from worker.grading.metrics import run_metrics
-from worker.grading.passes import set_passes, weighted_score
-from worker.grading.run_facts import RunFacts
-from worker.grading.script import run_script
-from worker.grading.similar import similar
-from worker.grading.trajectory import trajectory, trajectory_assertion
-from worker.grading.transform import transformed
-from worker.grading.workspace import workspace_command, workspace_file
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.checks import check
+from evalrelay.worker.grading.composite import composite
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.fields import field_accuracy
+from evalrelay.worker.grading.judge import judge
+from evalrelay.worker.grading.metrics import run_metrics
+from evalrelay.worker.grading.passes import set_passes, weighted_score
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.grading.script import run_script
+from evalrelay.worker.grading.similar import similar
+from evalrelay.worker.grading.trajectory import trajectory, trajectory_assertion
+from evalrelay.worker.grading.transform import transformed
+from evalrelay.worker.grading.workspace import workspace_command, workspace_file
 
 
 class Grade(BaseModel):

@@ -18,16 +18,16 @@ from typing import Any, TypeVar
 import redis
 from pydantic import BaseModel
 
-from bridge.contract.job import Job, TargetRef
-from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, RubricItem
-from bridge.prompt.request import PromptRequest
-from bridge.results.pricing import PRICE_PROVIDERS, cost_of
-from bridge.results.result import Cost, EvaluatorResult, Usage
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError, refuse_unknown_judge
-from worker.grading.verdict import Verdict, parse_rubric_verdict, parse_verdict
-from worker.providers.base import ProviderFailure, ProviderOutput
-from worker.providers.call import call_provider
+from evalrelay.bridge.contract.job import Job, TargetRef
+from evalrelay.bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator, RubricItem
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.pricing import PRICE_PROVIDERS, cost_of
+from evalrelay.bridge.results.result import Cost, EvaluatorResult, Usage
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError, refuse_unknown_judge
+from evalrelay.worker.grading.verdict import Verdict, parse_rubric_verdict, parse_verdict
+from evalrelay.worker.providers.base import ProviderFailure, ProviderOutput
+from evalrelay.worker.providers.call import call_provider
 
 JUDGE_TRIES = 3
 JUDGE_TIMEOUT_SECONDS = 300.0

@@ -6,15 +6,15 @@ provider did not report is a miss that says so: a limit nobody measured has not 
 
 from __future__ import annotations
 
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.evalfile.evaluators import (
     CostEvaluator,
     ExecutionMetricsEvaluator,
     LatencyEvaluator,
     RunMetricsSpec,
     TokenUsageEvaluator,
 )
-from bridge.results.result import EvaluatorResult
-from worker.grading.run_facts import RunFacts
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.run_facts import RunFacts
 
 
 def run_metrics(spec: RunMetricsSpec, name: str, run: RunFacts) -> EvaluatorResult:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bridge.results.result import EvaluatorResult
+from evalrelay.bridge.results.result import EvaluatorResult
 
 
 def own_pass(result: EvaluatorResult) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from bridge.results.result import Usage
+from evalrelay.bridge.results.result import Usage
 
 
 class RunFacts(BaseModel):

@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bridge.code_box import BoxUnavailable, boxed
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import CodeEvaluator
-from bridge.results.result import EvaluatorResult
-from worker.agents.environment import agent_environment
-from worker.agents.runner import AgentRun, run_command
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.run_facts import RunFacts
-from worker.grading.verdict import ScriptReply, Verdict, parse_json_reply, parse_verdict
-from worker.providers.failures import tail
+from evalrelay.bridge.code_box import BoxUnavailable, boxed
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.agents.environment import agent_environment
+from evalrelay.worker.agents.runner import AgentRun, run_command
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.grading.verdict import ScriptReply, Verdict, parse_json_reply, parse_verdict
+from evalrelay.worker.providers.failures import tail
 
 
 def run_bounded(

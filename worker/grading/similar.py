@@ -8,14 +8,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
-from bridge.results.result import EvaluatorResult
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError, refuse_unknown_judge
-from worker.providers.base import ProviderFailure
-from worker.providers.call import target_provider
-from worker.providers.openai import OpenAIProvider
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError, refuse_unknown_judge
+from evalrelay.worker.providers.base import ProviderFailure
+from evalrelay.worker.providers.call import target_provider
+from evalrelay.worker.providers.openai import OpenAIProvider
 
 EMBEDDING_SECONDS = 60.0
 

@@ -14,13 +14,13 @@ from collections import Counter
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.evalfile.evaluators import (
     ExpectedToolCall,
     ToolTrajectoryEvaluator,
     TrajectoryAssertion,
 )
-from bridge.results.result import EvaluatorResult
-from worker.grading.run_facts import RunFacts
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.run_facts import RunFacts
 
 
 class Call(NamedTuple):

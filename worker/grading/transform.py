@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import AnswerTransform
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.script import run_bounded
-from worker.providers.failures import tail
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import AnswerTransform
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.script import run_bounded
+from evalrelay.worker.providers.failures import tail
 
 
 def transformed(

@@ -11,17 +11,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
-from bridge.results.result import EvaluatorResult
-from bridge.targets.settings import Isolation
-from worker.agents.environment import agent_environment
-from worker.agents.inside import NotInside, read_inside
-from worker.agents.sandbox import SandboxUnavailable, sandboxed
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.run_facts import RunFacts
-from worker.grading.script import run_bounded
-from worker.providers.failures import tail
+from evalrelay.bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.bridge.targets.settings import Isolation
+from evalrelay.worker.agents.environment import agent_environment
+from evalrelay.worker.agents.inside import NotInside, read_inside
+from evalrelay.worker.agents.sandbox import SandboxUnavailable, sandboxed
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.grading.script import run_bounded
+from evalrelay.worker.providers.failures import tail
 
 FILE_BYTES = 16_000_000
 """The most of a file `file_contains` reads."""

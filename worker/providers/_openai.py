@@ -10,9 +10,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bridge.evalfile.schema import ToolCall
-from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
-from bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.evalfile.schema import ToolCall
+from evalrelay.bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import ChatMessage
 
 if TYPE_CHECKING:
     # The SDK's own request types check these shapes; the body is built without the SDK.

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.queue.admission import Admitted, admit, release
-from bridge.queue.estimate import estimate
-from worker.providers.base import Steered
-from worker.providers.limits import within
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.queue.admission import Admitted, admit, release
+from evalrelay.bridge.queue.estimate import estimate
+from evalrelay.worker.providers.base import Steered
+from evalrelay.worker.providers.limits import within
 
 WAIT_SECONDS = 0.05
 """How often a call held back by the calls under way asks again."""

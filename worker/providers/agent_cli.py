@@ -16,21 +16,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.contract.job import Job
-from bridge.results.result import Status
-from bridge.results.trajectory import Trajectory
-from worker.agents.changes import Snapshot
-from worker.agents.environment import agent_environment
-from worker.agents.homes import agent_home
-from worker.agents.inputs import InputFile, fetch_inputs
-from worker.agents.runner import OUTPUT_BYTES, AgentRun, run_agent
-from worker.agents.sandbox import Confined, SandboxUnavailable, install_root, sandboxed
-from worker.agents.task import render_task
-from worker.agents.templates import TemplateError, WorkspaceTemplate
-from worker.agents.workspace import AttemptWorkspace
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
-from worker.providers.commands import find_executable
-from worker.providers.failures import STDERR_CHARS, tail
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.worker.agents.changes import Snapshot
+from evalrelay.worker.agents.environment import agent_environment
+from evalrelay.worker.agents.homes import agent_home
+from evalrelay.worker.agents.inputs import InputFile, fetch_inputs
+from evalrelay.worker.agents.runner import OUTPUT_BYTES, AgentRun, run_agent
+from evalrelay.worker.agents.sandbox import Confined, SandboxUnavailable, install_root, sandboxed
+from evalrelay.worker.agents.task import render_task
+from evalrelay.worker.agents.templates import TemplateError, WorkspaceTemplate
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
+from evalrelay.worker.providers.commands import find_executable
+from evalrelay.worker.providers.failures import STDERR_CHARS, tail
 
 TRANSCRIPT_FILE = "transcript.jsonl"
 WORKER_FILES = frozenset({TRANSCRIPT_FILE, "transcript.stderr.txt"})

@@ -6,13 +6,13 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
-from bridge.prompt.messages import ChatMessage
-from bridge.results.result import Usage
-from bridge.targets.settings import AnthropicTarget
-from worker.providers._openai import JsonDict, untied_tool_text
-from worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
-from worker.providers.base import ProviderOutput
+from evalrelay.bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.results.result import Usage
+from evalrelay.bridge.targets.settings import AnthropicTarget
+from evalrelay.worker.providers._openai import JsonDict, untied_tool_text
+from evalrelay.worker.providers.api import ApiProvider, elapsed_ms, finish, no_turns
+from evalrelay.worker.providers.base import ProviderOutput
 
 if TYPE_CHECKING:
     from anthropic.types import ToolChoiceParam, ToolParam

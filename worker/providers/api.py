@@ -24,20 +24,20 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.contract.job import Job
-from bridge.evalfile.tools import ToolChoice, ToolDefinition
-from bridge.keys import PREFIX
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import api_messages
-from bridge.results.result import Status
-from bridge.targets.live_limits import LIVE
-from bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings
-from worker.providers._openai import JsonDict
-from worker.providers.admission import Admission
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
-from worker.providers.failures import classify_exception
-from worker.providers.limits import RateGate
-from worker.providers.retry import RetryPolicy, awith_retries, with_retries
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.tools import ToolChoice, ToolDefinition
+from evalrelay.bridge.keys import PREFIX
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import api_messages
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.live_limits import LIVE
+from evalrelay.bridge.targets.settings import ApiTargetBase, ApiTargetSettings, TargetSettings
+from evalrelay.worker.providers._openai import JsonDict
+from evalrelay.worker.providers.admission import Admission
+from evalrelay.worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
+from evalrelay.worker.providers.failures import classify_exception
+from evalrelay.worker.providers.limits import RateGate
+from evalrelay.worker.providers.retry import RetryPolicy, awith_retries, with_retries
 
 _clients: dict[tuple[str, str, str], Any] = {}
 _async_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[Any, Any]] = (

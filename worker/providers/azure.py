@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.targets.settings import AzureTarget
-from worker.providers.openai import OpenAIProvider
+from evalrelay.bridge.targets.settings import AzureTarget
+from evalrelay.worker.providers.openai import OpenAIProvider
 
 
 class AzureProvider(OpenAIProvider):

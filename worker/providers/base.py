@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.contract.job import Job
-from bridge.results.changes import WorkspaceChanges
-from bridge.results.result import Status, Usage
-from bridge.results.trajectory import Trajectory
-from bridge.targets.settings import TargetSettings
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.changes import WorkspaceChanges
+from evalrelay.bridge.results.result import Status, Usage
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.bridge.targets.settings import TargetSettings
 
 if TYPE_CHECKING:  # named in an annotation only
-    from bridge.results.result import TurnResult
+    from evalrelay.bridge.results.result import TurnResult
 
 
 class ProviderOutput(BaseModel):
@@ -200,15 +200,15 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
 
         return factory
 
-    openai = lazy("worker.providers.openai", "OpenAIProvider")
-    azure = lazy("worker.providers.azure", "AzureProvider")
-    anthropic = lazy("worker.providers.anthropic", "AnthropicProvider")
-    gemini = lazy("worker.providers.gemini", "GeminiProvider")
-    vscode = lazy("worker.providers.vscode", "VSCodeProvider")
-    codex = lazy("worker.providers.codex", "CodexProvider")
-    copilot = lazy("worker.providers.copilot_cli", "CopilotCliProvider")
+    openai = lazy("evalrelay.worker.providers.openai", "OpenAIProvider")
+    azure = lazy("evalrelay.worker.providers.azure", "AzureProvider")
+    anthropic = lazy("evalrelay.worker.providers.anthropic", "AnthropicProvider")
+    gemini = lazy("evalrelay.worker.providers.gemini", "GeminiProvider")
+    vscode = lazy("evalrelay.worker.providers.vscode", "VSCodeProvider")
+    codex = lazy("evalrelay.worker.providers.codex", "CodexProvider")
+    copilot = lazy("evalrelay.worker.providers.copilot_cli", "CopilotCliProvider")
     return {
-        "mock": lazy("worker.providers.mock", "MockProvider"),
+        "mock": lazy("evalrelay.worker.providers.mock", "MockProvider"),
         "openai": openai,
         "openai-compatible": openai,
         "azure": azure,
@@ -223,6 +223,6 @@ def _builtin_factories() -> dict[str, ProviderFactory]:
         "codex-cli": codex,
         "copilot-cli": copilot,
         "copilot": copilot,
-        "claude-code": lazy("worker.providers.claude_code", "ClaudeCodeProvider"),
-        "cli": lazy("worker.providers.cli", "CliProvider"),
+        "claude-code": lazy("evalrelay.worker.providers.claude_code", "ClaudeCodeProvider"),
+        "cli": lazy("evalrelay.worker.providers.cli", "CliProvider"),
     }

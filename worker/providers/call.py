@@ -9,12 +9,12 @@ import os
 
 import redis
 
-from bridge.contract.job import Job, TargetRef
-from bridge.errors import TargetError
-from bridge.results.result import Status
-from bridge.targets.interpolation import OneTarget, interpolate
-from bridge.targets.settings import TargetSettings
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
+from evalrelay.bridge.contract.job import Job, TargetRef
+from evalrelay.bridge.errors import TargetError
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.interpolation import OneTarget, interpolate
+from evalrelay.bridge.targets.settings import TargetSettings
+from evalrelay.worker.providers.base import Provider, ProviderFailure, ProviderOutput, provider_for
 
 
 def call_provider(

@@ -15,16 +15,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from bridge.results.result import Usage
-from bridge.results.trajectory import Trajectory
-from bridge.targets.settings import ClaudeCodeTarget
-from worker.agents.inputs import InputFile
-from worker.agents.runner import AgentRun
-from worker.agents.workspace import AttemptWorkspace
-from worker.providers.agent_cli import CommandLineAgent
-from worker.providers.base import ProviderFailure, ProviderOutput
-from worker.providers.failures import classify_http, shorten
-from worker.providers.trajectory.claude_code import claude_trajectory
+from evalrelay.bridge.results.result import Usage
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.bridge.targets.settings import ClaudeCodeTarget
+from evalrelay.worker.agents.inputs import InputFile
+from evalrelay.worker.agents.runner import AgentRun
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.providers.agent_cli import CommandLineAgent
+from evalrelay.worker.providers.base import ProviderFailure, ProviderOutput
+from evalrelay.worker.providers.failures import classify_http, shorten
+from evalrelay.worker.providers.trajectory.claude_code import claude_trajectory
 
 log = logging.getLogger(__name__)
 

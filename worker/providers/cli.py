@@ -18,17 +18,17 @@ import urllib.request
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bridge.contract.job import Job
-from bridge.results.result import Status
-from bridge.targets.cli_command import shell_scripts
-from bridge.targets.settings import CliHealthcheck, CliTarget
-from worker.agents.inputs import InputFile
-from worker.agents.inside import NotInside, ReadText, read_inside
-from worker.agents.runner import AgentRun, run_command
-from worker.agents.workspace import AttemptWorkspace
-from worker.providers.agent_cli import CommandLineAgent
-from worker.providers.base import ProviderFailure, ProviderOutput
-from worker.providers.failures import tail
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.cli_command import shell_scripts
+from evalrelay.bridge.targets.settings import CliHealthcheck, CliTarget
+from evalrelay.worker.agents.inputs import InputFile
+from evalrelay.worker.agents.inside import NotInside, ReadText, read_inside
+from evalrelay.worker.agents.runner import AgentRun, run_command
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.providers.agent_cli import CommandLineAgent
+from evalrelay.worker.providers.base import ProviderFailure, ProviderOutput
+from evalrelay.worker.providers.failures import tail
 
 log = logging.getLogger(__name__)
 

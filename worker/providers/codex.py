@@ -11,15 +11,15 @@ import json
 import re
 from typing import Any
 
-from bridge.results.result import Usage
-from bridge.results.trajectory import Trajectory
-from bridge.targets.settings import CodexTarget
-from worker.agents.inputs import InputFile
-from worker.agents.runner import AgentRun
-from worker.agents.workspace import AttemptWorkspace
-from worker.providers.agent_cli import CommandLineAgent, json_events
-from worker.providers.base import ProviderOutput
-from worker.providers.trajectory.codex import codex_trajectory
+from evalrelay.bridge.results.result import Usage
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.bridge.targets.settings import CodexTarget
+from evalrelay.worker.agents.inputs import InputFile
+from evalrelay.worker.agents.runner import AgentRun
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.providers.agent_cli import CommandLineAgent, json_events
+from evalrelay.worker.providers.base import ProviderOutput
+from evalrelay.worker.providers.trajectory.codex import codex_trajectory
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 

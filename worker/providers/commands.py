@@ -6,9 +6,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from bridge.results.result import Status
-from worker.providers.base import ProviderFailure
-from worker.providers.failures import STDERR_CHARS, tail
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.providers.base import ProviderFailure
+from evalrelay.worker.providers.failures import STDERR_CHARS, tail
 
 
 def find_executable(name: str, what: str) -> str:

@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.results.trajectory import Trajectory
-from bridge.targets.settings import CopilotCliTarget
-from worker.agents.inputs import InputFile
-from worker.agents.runner import AgentRun
-from worker.agents.workspace import AttemptWorkspace
-from worker.providers.agent_cli import CommandLineAgent
-from worker.providers.base import ProviderOutput
-from worker.providers.trajectory.copilot_cli import copilot_trajectory
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.bridge.targets.settings import CopilotCliTarget
+from evalrelay.worker.agents.inputs import InputFile
+from evalrelay.worker.agents.runner import AgentRun
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.providers.agent_cli import CommandLineAgent
+from evalrelay.worker.providers.base import ProviderOutput
+from evalrelay.worker.providers.trajectory.copilot_cli import copilot_trajectory
 
 MAX_PROMPT_ARGUMENT = 100_000
 """Longer tasks are not passed in `-p` (the kernel caps one argument at 128 KiB): the

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from bridge.results.result import Status
-from worker.providers.base import ProviderFailure
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.providers.base import ProviderFailure
 
 QUOTA_MARKERS = (
     "insufficient_quota",

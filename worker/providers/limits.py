@@ -16,10 +16,10 @@ from contextlib import asynccontextmanager, contextmanager
 
 import redis
 
-from bridge.keys import PREFIX
-from bridge.lua_scripts import TAKE_SLOT, TAKE_TOKENS
-from bridge.results.result import Status
-from worker.providers.base import ProviderFailure
+from evalrelay.bridge.keys import PREFIX
+from evalrelay.bridge.lua_scripts import TAKE_SLOT, TAKE_TOKENS
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.providers.base import ProviderFailure
 
 SLOT_LEASE_SECONDS = 600.0
 """A concurrency slot outlives a crashed holder by at most this long."""

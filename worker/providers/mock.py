@@ -12,12 +12,12 @@ import json
 import re
 import time
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import compile_regex
-from bridge.prompt.request import PromptRequest
-from bridge.results.result import Status, Usage
-from bridge.targets.settings import MockJudge, MockJudgeRule, MockTarget
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import compile_regex
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.result import Status, Usage
+from evalrelay.bridge.targets.settings import MockJudge, MockJudgeRule, MockTarget
+from evalrelay.worker.providers.base import Provider, ProviderFailure, ProviderOutput
 
 
 class MockProvider(Provider):

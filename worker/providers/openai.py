@@ -8,18 +8,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.evalfile.tools import ToolChoice, ToolDefinition
-from bridge.prompt.messages import ChatMessage
-from bridge.results.result import Usage
-from bridge.targets.settings import OpenAICompatibleTarget, OpenAITarget
-from worker.providers._openai import (
+from evalrelay.bridge.evalfile.tools import ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.results.result import Usage
+from evalrelay.bridge.targets.settings import OpenAICompatibleTarget, OpenAITarget
+from evalrelay.worker.providers._openai import (
     SDK_FIELDS,
     JsonDict,
     chat_completions_body,
     responses_body,
 )
-from worker.providers.api import ApiProvider, elapsed_ms, finish
-from worker.providers.base import ProviderOutput
+from evalrelay.worker.providers.api import ApiProvider, elapsed_ms, finish
+from evalrelay.worker.providers.base import ProviderOutput
 
 
 class OpenAIProvider(ApiProvider):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from worker.providers.base import ProviderFailure, Steered
+from evalrelay.worker.providers.base import ProviderFailure, Steered
 
 T = TypeVar("T")
 

@@ -23,15 +23,15 @@ from typing import Any
 
 import filelock
 
-from bridge.contract.job import Job
-from bridge.results.result import Status
-from bridge.targets.settings import VSCodeTarget
-from worker.agents.changes import Snapshot
-from worker.agents.inputs import InputFile, fetch_inputs, write_inputs
-from worker.agents.inside import NotInside, read_inside
-from worker.agents.task import render_task, strip_echo
-from worker.agents.templates import TemplateError, WorkspaceTemplate
-from worker.agents.vscode_pool import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import VSCodeTarget
+from evalrelay.worker.agents.changes import Snapshot
+from evalrelay.worker.agents.inputs import InputFile, fetch_inputs, write_inputs
+from evalrelay.worker.agents.inside import NotInside, read_inside
+from evalrelay.worker.agents.task import render_task, strip_echo
+from evalrelay.worker.agents.templates import TemplateError, WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import (
     ALIVE_FILE,
     LOCK_FILE,
     MESSAGES_FOLDER,
@@ -39,8 +39,8 @@ from worker.agents.vscode_pool import (
     WorkspacePool,
     pool_root,
 )
-from worker.providers.base import NoCapacity, Provider, ProviderFailure, ProviderOutput
-from worker.providers.commands import find_executable, run_command
+from evalrelay.worker.providers.base import NoCapacity, Provider, ProviderFailure, ProviderOutput
+from evalrelay.worker.providers.commands import find_executable, run_command
 
 log = logging.getLogger(__name__)
 

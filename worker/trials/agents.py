@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from bridge.evalfile.harbor.folder import TaskSpec
-from bridge.results.trajectory import Trajectory
-from worker.trials.container import Ran, TrialContainer
-from worker.trials.files import tar_of
+from evalrelay.bridge.evalfile.harbor.folder import TaskSpec
+from evalrelay.bridge.results.trajectory import Trajectory
+from evalrelay.worker.trials.container import Ran, TrialContainer
+from evalrelay.worker.trials.files import tar_of
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from pathlib import Path
 import psutil
 from filelock import FileLock
 
-from bridge.evalfile.harbor.config import EnvironmentConfig
-from worker.agents.pids import pid_alive
-from worker.providers.base import NoCapacity
+from evalrelay.bridge.evalfile.harbor.config import EnvironmentConfig
+from evalrelay.worker.agents.pids import pid_alive
+from evalrelay.worker.providers.base import NoCapacity
 
 LEDGER = Path(tempfile.gettempdir()) / "evalrelay-task-capacity" / "trials.json"
 RETRY_SECONDS = 1.0

@@ -14,16 +14,16 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from bridge.evalfile.harbor.folder import TaskSpec
-from bridge.targets.settings import CodexTarget
-from worker.agents.sandbox import install_root
-from worker.providers.agent_cli import json_events
-from worker.providers.codex import toml_value
-from worker.providers.commands import find_executable
-from worker.providers.trajectory.codex import codex_trajectory
-from worker.trials.agents import AgentTurn, Preparation, Worked
-from worker.trials.container import TrialContainer
-from worker.trials.relay import model_relay
+from evalrelay.bridge.evalfile.harbor.folder import TaskSpec
+from evalrelay.bridge.targets.settings import CodexTarget
+from evalrelay.worker.agents.sandbox import install_root
+from evalrelay.worker.providers.agent_cli import json_events
+from evalrelay.worker.providers.codex import toml_value
+from evalrelay.worker.providers.commands import find_executable
+from evalrelay.worker.providers.trajectory.codex import codex_trajectory
+from evalrelay.worker.trials.agents import AgentTurn, Preparation, Worked
+from evalrelay.worker.trials.container import TrialContainer
+from evalrelay.worker.trials.relay import model_relay
 
 HOME = "/tmp/evalrelay-codex"
 """CODEX_HOME and HOME inside the container: Codex's state, apart from the task's files."""

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.evalfile.harbor.config import EnvironmentConfig
-from worker.agents import docker_cli
-from worker.agents.sandbox_docker import bind_mount
+from evalrelay.bridge.evalfile.harbor.config import EnvironmentConfig
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.agents.sandbox_docker import bind_mount
 
 
 def host_cpus() -> float:

@@ -9,8 +9,8 @@ from pathlib import Path, PurePosixPath
 
 import redis
 
-from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
-from bridge.queue.blobs import fetch_many
+from evalrelay.bridge.evalfile.harbor.folder import TaskFile, TaskSpec
+from evalrelay.bridge.queue.blobs import fetch_many
 
 
 def fetch_contents(client: redis.Redis, spec: TaskSpec) -> dict[str, bytes]:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from bridge.evalfile.harbor.folder import TaskSpec
-from worker.agents import docker_cli
-from worker.trials.files import write_files
+from evalrelay.bridge.evalfile.harbor.folder import TaskSpec
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.trials.files import write_files
 
 LOCKS = Path(tempfile.gettempdir()) / "evalrelay-task-images"
 CONTEXT_LABEL = "evalrelay.context"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.results.result import Status, TaskStep, TaskTimings
-from bridge.results.trajectory import Trajectory
+from evalrelay.bridge.results.result import Status, TaskStep, TaskTimings
+from evalrelay.bridge.results.trajectory import Trajectory
 
 
 class TrialOutcome(BaseModel):

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import redis
 
-from bridge.masking import mask
-from bridge.queue.blobs import store_bytes
+from evalrelay.bridge.masking import mask
+from evalrelay.bridge.queue.blobs import store_bytes
 
 MAX_BYTES = 32 * 1024 * 1024
 """A trial's files kept at most; past it the largest are left out (the result says so)."""

@@ -18,11 +18,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from worker.agents import docker_cli
-from worker.agents.sandbox import Endpoint, relays
-from worker.agents.sandbox_attempt import RELAY, RELAY_SOURCE
-from worker.agents.sandbox_docker import bind_mount
-from worker.trials.container import ContainerError
+from evalrelay.worker.agents import docker_cli
+from evalrelay.worker.agents.sandbox import Endpoint, relays
+from evalrelay.worker.agents.sandbox_attempt import RELAY, RELAY_SOURCE
+from evalrelay.worker.agents.sandbox_docker import bind_mount
+from evalrelay.worker.trials.container import ContainerError
 
 
 @contextlib.contextmanager

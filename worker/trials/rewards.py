@@ -11,7 +11,7 @@ import json
 import math
 from pathlib import Path
 
-from bridge.evalfile.harbor.config import StepConfig
+from evalrelay.bridge.evalfile.harbor.config import StepConfig
 
 
 class RewardError(Exception):

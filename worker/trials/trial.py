@@ -21,22 +21,27 @@ from pathlib import Path, PurePosixPath
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.evalfile.harbor.config import Healthcheck, StepConfig
-from bridge.evalfile.harbor.folder import TaskFile, TaskSpec
-from bridge.results.result import Status, TaskStep
-from bridge.results.trajectory import TrajectoryStep
-from bridge.targets.settings import CodexTarget
-from worker.providers.call import resolved_settings
-from worker.trials.agents import BUILT_IN, AgentTurn, Preparation, TaskAgent, Worked
-from worker.trials.capacity import reserved
-from worker.trials.codex_agent import CodexInTask
-from worker.trials.container import JOB_LABEL, WORKER_LABEL, ContainerError, TrialContainer
-from worker.trials.files import fetch_contents, tar_of
-from worker.trials.image import ImageError, ensure_image
-from worker.trials.outcome import TrialOutcome
-from worker.trials.pack import pack
-from worker.trials.rewards import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.harbor.config import Healthcheck, StepConfig
+from evalrelay.bridge.evalfile.harbor.folder import TaskFile, TaskSpec
+from evalrelay.bridge.results.result import Status, TaskStep
+from evalrelay.bridge.results.trajectory import TrajectoryStep
+from evalrelay.bridge.targets.settings import CodexTarget
+from evalrelay.worker.providers.call import resolved_settings
+from evalrelay.worker.trials.agents import BUILT_IN, AgentTurn, Preparation, TaskAgent, Worked
+from evalrelay.worker.trials.capacity import reserved
+from evalrelay.worker.trials.codex_agent import CodexInTask
+from evalrelay.worker.trials.container import (
+    JOB_LABEL,
+    WORKER_LABEL,
+    ContainerError,
+    TrialContainer,
+)
+from evalrelay.worker.trials.files import fetch_contents, tar_of
+from evalrelay.worker.trials.image import ImageError, ensure_image
+from evalrelay.worker.trials.outcome import TrialOutcome
+from evalrelay.worker.trials.pack import pack
+from evalrelay.worker.trials.rewards import (
     RewardError,
     read_rewards,
     reward_of,

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NoReturn
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.limits import how_to_raise
-from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.functions import FunctionError, node_argv, run_boxed
-from bridge.evalfile.untrusted import RUNS_CODE
-from bridge.evalfile.yaml_source import YamlDocument
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.limits import how_to_raise
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.promptfoo.functions import FunctionError, node_argv, run_boxed
+from evalrelay.bridge.evalfile.untrusted import RUNS_CODE
+from evalrelay.bridge.evalfile.yaml_source import YamlDocument
 
 HERE = Path(__file__).parent
 SDK = HERE / "agentv_sdk.cjs"

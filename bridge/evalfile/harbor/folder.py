@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.harbor.config import TaskConfig, unknown_keys
-from bridge.evalfile.harbor.places import Loc, Places
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.harbor.config import TaskConfig, unknown_keys
+from evalrelay.bridge.evalfile.harbor.places import Loc, Places
 
 TASK_FILE = "task.toml"
 DATASET_FILE = "dataset.toml"

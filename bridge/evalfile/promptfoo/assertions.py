@@ -14,11 +14,15 @@ from typing import Any
 
 import yaml
 
-from bridge.evalfile.assertions import RENAMED
-from bridge.evalfile.promptfoo.code_asserts import CODE_TYPES, code_assertion, provider_graded
-from bridge.evalfile.promptfoo.functions import split_reference
-from bridge.evalfile.promptfoo.providers import DEFAULT_EMBEDDING
-from bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
+from evalrelay.bridge.evalfile.assertions import RENAMED
+from evalrelay.bridge.evalfile.promptfoo.code_asserts import (
+    CODE_TYPES,
+    code_assertion,
+    provider_graded,
+)
+from evalrelay.bridge.evalfile.promptfoo.functions import split_reference
+from evalrelay.bridge.evalfile.promptfoo.providers import DEFAULT_EMBEDDING
+from evalrelay.bridge.evalfile.promptfoo.transforms import options_transforms, with_transforms
 
 JUDGED = {
     "g-eval": "{value}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
+from evalrelay.bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
 
 PY_RUNNER = python_runner("assert_runner.py")
 JS_RUNNER = (RUNNERS / "assert_runner.js").read_text(encoding="utf-8")

@@ -16,24 +16,24 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.limits import LoadLimits
-from bridge.evalfile.project import Project
-from bridge.evalfile.promptfoo.assertions import JUDGED, promptfoo_asserts
-from bridge.evalfile.promptfoo.functions import (
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.limits import LoadLimits
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.promptfoo.assertions import JUDGED, promptfoo_asserts
+from evalrelay.bridge.evalfile.promptfoo.functions import (
     FunctionError,
     call_function,
     is_function_file,
     split_reference,
 )
-from bridge.evalfile.promptfoo.providers import (
+from evalrelay.bridge.evalfile.promptfoo.providers import (
     by_kind,
     embedding_name,
     provider_entries,
     target_name,
 )
-from bridge.evalfile.suite_format import SuiteDocument, translate_suite
-from bridge.evalfile.yaml_source import Loc, YamlDocument
+from evalrelay.bridge.evalfile.suite_format import SuiteDocument, translate_suite
+from evalrelay.bridge.evalfile.yaml_source import Loc, YamlDocument
 
 NOTED_KEYS = {
     "redteam": "red-team generation is promptfoo's own; run `promptfoo redteam generate` "

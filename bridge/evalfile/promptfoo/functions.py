@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bridge.code_box import BoxUnavailable, boxed
-from bridge.evalfile.limits import MIB, LoadLimits, how_to_raise
+from evalrelay.bridge.code_box import BoxUnavailable, boxed
+from evalrelay.bridge.evalfile.limits import MIB, LoadLimits, how_to_raise
 
 RUNNERS = Path(__file__).parent / "runners"
 

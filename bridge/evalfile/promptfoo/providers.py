@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.evalfile.yaml_source import load_yaml
+from evalrelay.bridge.evalfile.yaml_source import load_yaml
 
 
 def spelled_out(entry: Any) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
+from evalrelay.bridge.evalfile.promptfoo.functions import RUNNERS, python_runner, split_reference
 
 JS_TRANSFORM = (RUNNERS / "transform_runner.js").read_text(encoding="utf-8")
 PY_TRANSFORM = python_runner("transform_runner.py")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import results_stream_key
+from evalrelay.bridge.keys import results_stream_key
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,
@@ -46,7 +46,7 @@ def test_collect_says_when_a_campaign_is_complete_and_where(
     processes.worker(client, "w@test")
     processes.start("collect", "--out", str(out), name="collect")
     submitted = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "mock",
+        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "mock",
          "--detach"],
         env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -70,7 +70,7 @@ def test_a_fresh_collector_leaves_alone_a_campaign_another_one_finished(
 
     def submit() -> str:
         submitted = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "mock",
+            [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "mock",
              "--detach"],
             env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
@@ -103,7 +103,7 @@ def test_collect_rebuilds_its_campaigns_when_redis_restarts_empty(
         running.start("worker", "-c", "4", name="worker")
         running.start("collect", "--out", str(out), "--name", "service", name="collect")
         submitted = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+            [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "slow",
              "--detach"],
             env=env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
@@ -145,7 +145,7 @@ def test_a_collector_started_after_redis_lost_its_data_rebuilds_the_campaigns_ke
         running.start("worker", "-c", "4", name="worker")
         first = running.start("collect", "--out", str(out), name="first")
         submitted = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+            [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "slow",
              "--detach"],
             env=running.env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 from tests.bridge.reports.reporting import CAMPAIGN, many_results, write_campaign
 from tests.conftest import free_port, loopback_server
 
@@ -87,7 +87,7 @@ def test_unknown_target_and_wrong_suffix_are_one_line_errors(tmp_path: Path) -> 
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bridge.cli.main", *args]
+    return [sys.executable, "-m", "evalrelay", *args]
 
 
 def test_the_real_command_writes_a_log_inspect_reads(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ def test_twenty_thousand_results_export_in_bounded_memory(tmp_path: Path) -> Non
     path = write_campaign(tmp_path / "results", many_results(20_000))
     out = tmp_path / "logs" / "big.eval"
     # The command's imports without its work: every command's module, export's among them.
-    load = "from bridge.cli.main import cli; cli.every_command()"
+    load = "from evalrelay.bridge.cli.main import cli; cli.every_command()"
     imports = peak([sys.executable, "-c", load], tmp_path)
     export = peak(command("export", str(path), "--inspect", str(out)), tmp_path)
     assert export["code"] == 0

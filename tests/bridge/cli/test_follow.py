@@ -3,9 +3,9 @@ why it is paused."""
 
 from __future__ import annotations
 
-from bridge.cli.follow import pause_line, unserved_text
-from bridge.queue.following import Unserved
-from bridge.queue.steering import Paused
+from evalrelay.bridge.cli.follow import pause_line, unserved_text
+from evalrelay.bridge.queue.following import Unserved
+from evalrelay.bridge.queue.steering import Paused
 
 
 def test_says_to_start_a_worker_when_none_reported_lately() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import done_key
+from evalrelay.bridge.keys import done_key
 from tests.bridge.cli.test_run import evalrelay
 
 

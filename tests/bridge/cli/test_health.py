@@ -18,7 +18,7 @@ ALIVE = {"EVALRELAY_ALIVE_SECONDS": "3"}
 
 def health(processes: Processes, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "health", *argv],
+        [sys.executable, "-m", "evalrelay", "health", *argv],
         env={**processes.env, **ALIVE}, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -63,7 +63,7 @@ def test_a_collector_stopped_by_sigterm_leaves_no_heartbeat(
 def test_health_without_a_cluster_says_what_to_set(processes: Processes) -> None:
     env = {k: v for k, v in processes.env.items() if k != "EVALRELAY_REDIS_URL"}
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "health"],
+        [sys.executable, "-m", "evalrelay", "health"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 1

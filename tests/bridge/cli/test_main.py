@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 
 
 @pytest.mark.parametrize("name", sorted(cli.every_command()))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import workers_key
+from evalrelay.bridge.keys import workers_key
 from tests.conftest import (
     FAST_RECOVERY,
     Processes,
@@ -32,7 +32,7 @@ QUICK_FAILOVER = FAST_RECOVERY | {"EVALRELAY_COLLECTOR_LEASE_SECONDS": "3"}
 
 def evalrelay(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "evalrelay", *args],
         env=env, cwd=root, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
 
@@ -70,7 +70,7 @@ def test_a_run_cut_off_on_the_embedded_default_is_shown_unfinished_and_resumed(
 
     # A closed terminal: the run and its worker are hung up on partway through.
     run = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals/many.yaml", "--target", "slow"],
+        [sys.executable, "-m", "evalrelay", "run", "evals/many.yaml", "--target", "slow"],
         env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
     )  # fmt: skip

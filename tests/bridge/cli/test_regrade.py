@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.queue.rebuild import read_record, replan
+from evalrelay.bridge.queue.rebuild import read_record, replan
 from tests.bridge.cli.test_run import evalrelay, run
 from tests.conftest import WriteFiles, embedded_env, free_port, read_jsonl
 from tests.worker.providers.vendor_server import (

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 from tests.conftest import WriteFiles
 
 TARGETS = """\

@@ -12,8 +12,8 @@ import pytest
 import redis
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
-from bridge.results.result import Cost
+from evalrelay.bridge.cli.main import cli
+from evalrelay.bridge.results.result import Cost
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN, graded, write_campaign
 from tests.conftest import Processes, WriteFiles

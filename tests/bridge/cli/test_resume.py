@@ -8,9 +8,9 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import campaign_key
-from bridge.queue.campaigns import CampaignInfo, Plan
-from bridge.queue.rebuild import DroppedFile, write_record
+from evalrelay.bridge.keys import campaign_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Plan
+from evalrelay.bridge.queue.rebuild import DroppedFile, write_record
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import one_turn_cases

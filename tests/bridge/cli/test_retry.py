@@ -9,8 +9,8 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import collector_lease_key, retry_request_key
-from bridge.queue.steering import audit
+from evalrelay.bridge.keys import collector_lease_key, retry_request_key
+from evalrelay.bridge.queue.steering import audit
 from tests.bridge.cli.test_run import cases, evalrelay, run
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import (

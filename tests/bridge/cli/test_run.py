@@ -30,7 +30,7 @@ def run(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProce
 def evalrelay(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """One `evalrelay` command to its end, its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "evalrelay", *args],
         env=env,
         cwd=cwd,
         capture_output=True,
@@ -136,7 +136,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
         [
             sys.executable,
             "-m",
-            "bridge.cli.main",
+            "evalrelay",
             "run",
             "evals/many.yaml",
             "--target",
@@ -166,7 +166,7 @@ def test_ctrl_c_cancels_keeps_finished_results_and_resume_completes(
     assert 0 < len(kept) < 40
     assert f"evalrelay resume {jsonl.stem}" in stderr
     resumed = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "resume", jsonl.stem],
+        [sys.executable, "-m", "evalrelay", "resume", jsonl.stem],
         env=env,
         cwd=root,
         capture_output=True,
@@ -225,7 +225,7 @@ def test_sigterm_stops_a_run_and_what_it_started_while_a_second_run_completes(
 
     def start(name: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", "run", f"evals/{name}.yaml",
+            [sys.executable, "-m", "evalrelay", "run", f"evals/{name}.yaml",
              "--target", "slow", "--concurrency", "2"],
             env=env, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip

@@ -22,13 +22,13 @@ import psutil
 import pytest
 import redis
 
-from bridge.keys import results_home_key
-from bridge.live.access import TOKEN_VARIABLE
-from bridge.live.feed import CampaignFeed, CampaignsFeed
-from bridge.queue.campaigns import CampaignInfo
-from bridge.queue.rebuild import write_record
-from bridge.results.collected import ResultsHome
-from bridge.results.result import Status
+from evalrelay.bridge.keys import results_home_key
+from evalrelay.bridge.live.access import TOKEN_VARIABLE
+from evalrelay.bridge.live.feed import CampaignFeed, CampaignsFeed
+from evalrelay.bridge.queue.campaigns import CampaignInfo
+from evalrelay.bridge.queue.rebuild import write_record
+from evalrelay.bridge.results.collected import ResultsHome
+from evalrelay.bridge.results.result import Status
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.pictures import keep
@@ -498,7 +498,7 @@ def test_a_signal_stops_the_server_and_what_it_started(
     port, log = free_port(), tmp_path / "serve.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "bridge.cli.main", "serve", "--port", str(port),
+            [sys.executable, "-m", "evalrelay", "serve", "--port", str(port),
              "--results", str(tmp_path / "results")],
             env=embedded_env(private_home), stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,

@@ -24,7 +24,7 @@ import atexit, json, sys
 out = sys.argv[1]
 atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
 sys.argv = ["evalrelay", *sys.argv[2:]]
-from bridge.cli.main import main
+from evalrelay.bridge.cli.main import main
 main()
 """
 """The CLI's own entry point, recording `sys.modules` on the way out (a forked local worker
@@ -70,17 +70,17 @@ def one_case(tmp_path: Path) -> Path:
 
 
 def test_the_entry_point_imports_no_command(one_case: Path, private_home: Path) -> None:
-    """`import bridge.cli.main`: the group, logging and masking; no command's imports."""
+    """`import evalrelay.bridge.cli.main`: the group, logging and masking; no command's imports."""
     out = one_case / "modules.json"
     code = (
-        "import json, sys, bridge.cli.main\n"
+        "import json, sys, evalrelay.bridge.cli.main\n"
         f"open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules)))"
     )
     env = embedded_env(private_home)
     subprocess.run([sys.executable, "-c", code], cwd=one_case, env=env, check=True, timeout=60)
     modules = set(json.loads(out.read_text()))
     assert not heavy(modules, (*NEVER_AT_START, "jinja2", "celery", "redis", "rich.progress"))
-    assert "bridge.targets.settings" not in modules  # the key variables come without it
+    assert "evalrelay.bridge.targets.settings" not in modules  # the key variables come without it
     assert len(modules) <= 300, f"{len(modules)} modules at import (budget 300)"
 
 

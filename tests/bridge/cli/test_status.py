@@ -12,13 +12,19 @@ from pathlib import Path
 
 import redis
 
-from bridge.delivery.holders import GONE_SECONDS
-from bridge.keys import collected_key, manifest_key, paid_again_key, watchers_key, workers_key
+from evalrelay.bridge.delivery.holders import GONE_SECONDS
+from evalrelay.bridge.keys import (
+    collected_key,
+    manifest_key,
+    paid_again_key,
+    watchers_key,
+    workers_key,
+)
+from evalrelay.worker.app import WORKER_HEARTBEAT_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.clocks import SKEW, skewed_clock
 from tests.conftest import Processes
-from worker.app import WORKER_HEARTBEAT_SECONDS
 
 LONG_ID = "a-dataset-with-a-rather-long-descriptive-name-20260301-120000-ab12"
 

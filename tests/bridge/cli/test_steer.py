@@ -8,9 +8,9 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import inflight_key
-from bridge.queue.campaigns import list_campaigns
-from bridge.queue.steering import paused
+from evalrelay.bridge.keys import inflight_key
+from evalrelay.bridge.queue.campaigns import list_campaigns
+from evalrelay.bridge.queue.steering import paused
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import Reply, VendorServer, openai_chat, serving

@@ -17,7 +17,13 @@ import redis
 from rich.table import Table
 from rich.text import Text
 
-from bridge.cli.terminal import PrintableFormatter, TerminalConsole, counted, plain_logs, printable
+from evalrelay.bridge.cli.terminal import (
+    PrintableFormatter,
+    TerminalConsole,
+    counted,
+    plain_logs,
+    printable,
+)
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, embedded_env
 

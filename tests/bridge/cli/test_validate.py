@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
+from evalrelay.bridge.cli.main import cli
 from tests.conftest import WriteFiles
 
 GOOD = """\
@@ -368,7 +368,7 @@ def test_million_case_file_is_refused_by_the_case_limit_within_seconds(
     # the other processes as much as the refusal.
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "validate", str(path)],
+        [sys.executable, "-m", "evalrelay", "validate", str(path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -418,7 +418,7 @@ def test_file_needing_more_memory_than_the_limit_is_an_error(project: WriteFiles
         }
     )
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "validate", str(root / "a.yaml")],
+        [sys.executable, "-m", "evalrelay", "validate", str(root / "a.yaml")],
         capture_output=True,
         text=True,
         timeout=120,

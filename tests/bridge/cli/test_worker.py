@@ -13,12 +13,12 @@ import pytest
 import redis
 from celery import Celery
 
-from bridge.cli.worker import default_processes
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import inflight_key, results_stream_key, workers_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.cli.worker import default_processes
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import inflight_key, results_stream_key, workers_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,

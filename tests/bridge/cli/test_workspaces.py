@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from bridge.cli.main import cli
-from bridge.cli.worker import default_concurrency
+from evalrelay.bridge.cli.main import cli
+from evalrelay.bridge.cli.worker import default_concurrency
+from evalrelay.worker.agents.templates import WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import WorkspacePool, default_root
 from tests.conftest import WriteFiles
-from worker.agents.templates import WorkspaceTemplate
-from worker.agents.vscode_pool import WorkspacePool, default_root
 
 
 def invoke(root: Path, *args: str) -> Result:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.contract.job import Job
+from evalrelay.bridge.contract.job import Job
 from tests.conftest import direct_job
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import redis
 
-from bridge.contract import stored
-from bridge.contract.campaign_state import JOB_TTL_SECONDS
-from bridge.contract.job import Job
-from bridge.contract.stored import campaign_of, read_job, read_jobs
-from bridge.keys import job_dictionary_key, job_key, manifest_key
-from bridge.prompt.request import PromptRequest
-from bridge.queue.campaigns import store_jobs, stored_jobs
+from evalrelay.bridge.contract import stored
+from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.stored import campaign_of, read_job, read_jobs
+from evalrelay.bridge.keys import job_dictionary_key, job_key, manifest_key
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.queue.campaigns import store_jobs, stored_jobs
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import direct_job
 

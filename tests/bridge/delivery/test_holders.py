@@ -14,7 +14,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.delivery.holders import (
+from evalrelay.bridge.delivery.holders import (
     declare_dead,
     hold,
     keep_alive,
@@ -22,13 +22,13 @@ from bridge.delivery.holders import (
     new_process_name,
     take_from_dead,
 )
-from bridge.keys import holders_key
-from bridge.queue.campaigns import CampaignInfo
+from evalrelay.bridge.keys import holders_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo
+from evalrelay.worker.agents.templates import WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import WorkspacePool
 from tests.conftest import FAST_RECOVERY, FakeVSCode, Processes, WriteFiles, wait_for
 from tests.worker.providers.test_vscode import vscode_project
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.templates import WorkspaceTemplate
-from worker.agents.vscode_pool import WorkspacePool
 
 
 def test_only_the_latest_message_lets_go_and_only_dead_processes_lose_their_jobs(

@@ -8,11 +8,11 @@ import time
 
 import redis
 
-from bridge.connection import client_for
-from bridge.delivery.holders import messages_held
-from bridge.delivery.holds import PendingHolds, note_hold, take_hold
-from bridge.delivery.lease import Lease
-from bridge.keys import done_key, holders_key
+from evalrelay.bridge.connection import client_for
+from evalrelay.bridge.delivery.holders import messages_held
+from evalrelay.bridge.delivery.holds import PendingHolds, note_hold, take_hold
+from evalrelay.bridge.delivery.lease import Lease
+from evalrelay.bridge.keys import done_key, holders_key
 from tests.conftest import PrivateRedis, wait_for
 
 

@@ -15,11 +15,11 @@ from contextlib import ExitStack
 import pytest
 import redis
 
-from bridge.clock import now_ms
-from bridge.contract.campaign_state import cancel
-from bridge.delivery.lease import Lease, LeaseBegin, keep_renewed, renewals
-from bridge.delivery.reaper import reap_expired
-from bridge.keys import (
+from evalrelay.bridge.clock import now_ms
+from evalrelay.bridge.contract.campaign_state import cancel
+from evalrelay.bridge.delivery.lease import Lease, LeaseBegin, keep_renewed, renewals
+from evalrelay.bridge.delivery.reaper import reap_expired
+from evalrelay.bridge.keys import (
     compacted_key,
     done_key,
     holders_key,
@@ -27,8 +27,8 @@ from bridge.keys import (
     lease_key,
     outstanding_key,
 )
-from bridge.lua_scripts import BEGIN_LEASE
-from bridge.queue.steering import pause, unpause
+from evalrelay.bridge.lua_scripts import BEGIN_LEASE
+from evalrelay.bridge.queue.steering import pause, unpause
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import (
     PrivateRedis,
@@ -111,7 +111,7 @@ def test_a_lease_taken_away_is_flagged_lost_and_the_others_kept(
     taken, kept = (Lease.acquire(client, name, "a", seconds=0.6) for name in ("tk", "kp"))
     assert taken is not None and kept is not None
     with (
-        caplog.at_level(logging.WARNING, "bridge.delivery.lease"),
+        caplog.at_level(logging.WARNING, "evalrelay.bridge.delivery.lease"),
         taken.heartbeat(),
         kept.heartbeat(),
     ):
@@ -145,7 +145,7 @@ def test_the_lease_lasts_30_s_unless_the_environment_says_otherwise() -> None:
         argv = [
             sys.executable,
             "-c",
-            "from bridge.delivery.lease import LEASE_SECONDS as s; print(s)",
+            "from evalrelay.bridge.delivery.lease import LEASE_SECONDS as s; print(s)",
         ]
         done = subprocess.run(argv, env=base | env, capture_output=True, text=True, check=True)
         return done.stdout.strip()
@@ -296,7 +296,7 @@ def test_a_heartbeat_redis_refuses_is_logged_and_made_again(
 
     lost = threading.Event()
     with (
-        caplog.at_level(logging.WARNING, "bridge.delivery.lease"),
+        caplog.at_level(logging.WARNING, "evalrelay.bridge.delivery.lease"),
         keep_renewed(renew, 0.05, "job flaky", lost),
     ):
         wait_for(lambda: len(calls) >= 2, 5, "the next heartbeat")

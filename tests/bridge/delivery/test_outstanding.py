@@ -14,22 +14,22 @@ from pathlib import Path
 
 import redis
 
-from bridge.clock import now_ms
-from bridge.contract.job import Job
-from bridge.contract.names import RUN_CASE
-from bridge.delivery.holders import hold, keep_alive, new_process_name
-from bridge.delivery.outstanding import (
+from evalrelay.bridge.clock import now_ms
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import RUN_CASE
+from evalrelay.bridge.delivery.holders import hold, keep_alive, new_process_name
+from evalrelay.bridge.delivery.outstanding import (
     SENT_HEADER,
     UNACKED_INDEX_KEY,
     UNACKED_KEY,
     UnackedSweep,
     find_lost,
 )
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import outstanding_key, unseen_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import CampaignInfo, store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import outstanding_key, unseen_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import CampaignInfo, store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import FAST_RECOVERY, Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import collect_all, submit_campaign
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import redis
 
-from bridge.delivery.outstanding import SENT_HEADER
-from bridge.delivery.payloads import job_of, payload_of
-from bridge.keys import job_key, outstanding_key
-from bridge.prompt.request import PromptRequest
-from bridge.queue.campaigns import store_jobs
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.delivery.outstanding import SENT_HEADER
+from evalrelay.bridge.delivery.payloads import job_of, payload_of
+from evalrelay.bridge.keys import job_key, outstanding_key
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import direct_job
 
 

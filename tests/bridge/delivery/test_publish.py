@@ -18,9 +18,9 @@ from urllib.parse import quote
 import pytest
 import redis
 
-from bridge.delivery.lease import Lease
-from bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
-from bridge.keys import (
+from evalrelay.bridge.delivery.lease import Lease
+from evalrelay.bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
+from evalrelay.bridge.keys import (
     compacted_key,
     done_key,
     holders_key,
@@ -32,12 +32,12 @@ from bridge.keys import (
     target_tally_key,
     workers_key,
 )
-from bridge.results.paid import paid_again
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.paid import paid_again
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.execute import never_started
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
-from worker.execute import never_started
 
 KEY = f"sk-test-{secrets.token_hex(6)}-{secrets.token_hex(8)}-{secrets.token_hex(10)}"
 REDIS_PASSWORD = f"redis-pw-{secrets.token_hex(12)}"

@@ -8,16 +8,16 @@ import time
 import pytest
 import redis
 
-from bridge.clock import now_ms
-from bridge.contract.campaign_state import cancel
-from bridge.contract.job import Job
-from bridge.delivery.holders import ALIVE_SECONDS, hold
-from bridge.delivery.lease import Lease
-from bridge.delivery.reaper import Outages, reap_expired
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import done_key, inflight_key, unseen_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.clock import now_ms
+from evalrelay.bridge.contract.campaign_state import cancel
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, hold
+from evalrelay.bridge.delivery.lease import Lease
+from evalrelay.bridge.delivery.reaper import Outages, reap_expired
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import done_key, inflight_key, unseen_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import store_jobs
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
 

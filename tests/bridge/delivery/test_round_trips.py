@@ -9,7 +9,7 @@ import pytest
 import redis
 from redis.client import Pipeline
 
-from bridge.delivery.round_trips import RoundTrips
+from evalrelay.bridge.delivery.round_trips import RoundTrips
 
 # KEYS[1]: a counter; no ARGV. Returns the counter's new value.
 INCR = "return redis.call('INCR', KEYS[1])"

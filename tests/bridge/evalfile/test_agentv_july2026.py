@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.cli.validate import check_file
-from bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.cli.validate import check_file
+from evalrelay.bridge.evalfile.untrusted import Untrusted
 
 AGENTV = Path(__file__).parents[2] / "fixtures" / "agentv_july2026"
 BENCHMARK = AGENTV / "examples/showcase/offline-grader-benchmark"

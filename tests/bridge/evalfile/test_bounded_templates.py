@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from jinja2.exceptions import SecurityError
 
-from bridge.evalfile.bounded_templates import Budget
-from bridge.evalfile.limits import TemplateLimits
+from evalrelay.bridge.evalfile.bounded_templates import Budget
+from evalrelay.bridge.evalfile.limits import TemplateLimits
 from tests.conftest import WriteFiles
 
 SECONDS = 15.0
@@ -29,7 +29,7 @@ def suite(prompt: str) -> str:
 def evalrelay(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "evalrelay", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
-from bridge.errors import InvalidFileError, TargetError
-from bridge.evalfile.cases import load_eval_file
-from bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.cli.main import cli
+from evalrelay.bridge.errors import InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TARGETS = """\

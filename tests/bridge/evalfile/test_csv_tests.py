@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
-from bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TARGETS = "targets:\n  - {name: llm, provider: mock, judge_target: llm}\n"

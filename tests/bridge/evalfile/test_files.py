@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evalfile.files import FileRefError, resolve_file
-from bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.files import FileRefError, resolve_file
+from evalrelay.bridge.evalfile.project import Project
 from tests.conftest import WriteFiles
 
 

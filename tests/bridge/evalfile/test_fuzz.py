@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.project import Project
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.project import Project
 
 VALID = (
     "evalcases:\n"

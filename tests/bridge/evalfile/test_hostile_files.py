@@ -21,7 +21,7 @@ LOCATED = re.compile(r"^(?P<path>/\S+?):(?P<line>\d+):(?P<column>\d+): ")
 def validate(path: Path, env: dict[str, str]) -> CompletedProcess[str]:
     """`evalrelay validate` on one file, as a process that must end within 20 s."""
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "validate", str(path)],
+        [sys.executable, "-m", "evalrelay", "validate", str(path)],
         capture_output=True,
         text=True,
         timeout=20,

@@ -6,10 +6,15 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bridge.errors import Diagnostic, InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, load_eval_file
-from bridge.evalfile.limits import MAX_JOB_SECONDS, MAX_REPEATS, LoadLimits, TemplateLimits
-from bridge.evalfile.project import ProjectConfig, load_config
+from evalrelay.bridge.errors import Diagnostic, InvalidFileError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_file
+from evalrelay.bridge.evalfile.limits import (
+    MAX_JOB_SECONDS,
+    MAX_REPEATS,
+    LoadLimits,
+    TemplateLimits,
+)
+from evalrelay.bridge.evalfile.project import ProjectConfig, load_config
 from tests.conftest import WriteFiles
 
 CASE = "input_messages: [{role: user, content: q}]"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.project import Project, ProjectConfig
-from bridge.prompt.build import request_for
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.project import Project, ProjectConfig
+from evalrelay.bridge.prompt.build import request_for
 from tests.conftest import WriteFiles
 
 CASE = """\

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
 from tests.bridge.cli.test_run import run
 from tests.conftest import WriteFiles, embedded_env, read_jsonl
 

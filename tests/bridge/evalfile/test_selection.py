@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.selection import select_cases
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.selection import select_cases
 from tests.conftest import WriteFiles
 
 CASES = """\

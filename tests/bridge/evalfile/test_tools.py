@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.tools import NamedToolChoice
-from bridge.prompt.build import request_for
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.tools import NamedToolChoice
+from evalrelay.bridge.prompt.build import request_for
 from tests.conftest import WriteFiles
 
 MERGED = """\

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile import schema as sc
-from bridge.evalfile.allow_list import FieldTable
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.project import Project
-from bridge.evalfile.untrusted import FIELDS, Untrusted
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile import schema as sc
+from evalrelay.bridge.evalfile.allow_list import FieldTable
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.untrusted import FIELDS, Untrusted
 from tests.conftest import WriteFiles
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
 from tests.conftest import WriteFiles
 
 CASE = "evalcases:\n  - id: a\n    input_messages:\n      - role: user\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bridge.evalfile.yaml_source import FastStrictLoader, StrictSafeLoader, load_yaml
+from evalrelay.bridge.evalfile.yaml_source import FastStrictLoader, StrictSafeLoader, load_yaml
 from tests.conftest import one_turn_cases
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bridge.contract.job import job_id
-from bridge.errors import EvalrelayError, InvalidFileError
-from bridge.inbox.folders import Inbox
-from bridge.inbox.intake import drop_identity
-from bridge.inbox.rebuild import plan_dropped
-from bridge.inbox.trust import InboxTrust
-from bridge.queue.campaigns import CampaignInfo, Plan
-from bridge.queue.rebuild import CampaignRecord, DroppedFile
+from evalrelay.bridge.contract.job import job_id
+from evalrelay.bridge.errors import EvalrelayError, InvalidFileError
+from evalrelay.bridge.inbox.folders import Inbox
+from evalrelay.bridge.inbox.intake import drop_identity
+from evalrelay.bridge.inbox.rebuild import plan_dropped
+from evalrelay.bridge.inbox.trust import InboxTrust
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Plan
+from evalrelay.bridge.queue.rebuild import CampaignRecord, DroppedFile
 from tests.conftest import WriteFiles, one_turn_cases
 
 TARGETS = "targets:\n  - {name: main, provider: mock}\n  - {name: other, provider: mock}\n"

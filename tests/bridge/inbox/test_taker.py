@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.connection import client_for
-from bridge.inbox.intake import IntakeRecord, drop_identity
-from bridge.inbox.settle import Settler
-from bridge.inbox.watcher import InboxEvent, Watcher
-from bridge.keys import campaigns_key, intake_key, intake_lock_key
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.connection import client_for
+from evalrelay.bridge.inbox.intake import IntakeRecord, drop_identity
+from evalrelay.bridge.inbox.settle import Settler
+from evalrelay.bridge.inbox.watcher import InboxEvent, Watcher
+from evalrelay.bridge.keys import campaigns_key, intake_key, intake_lock_key
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import WriteFiles
 
 CASE = "evalcases:\n  - id: {name}\n    input_messages: [{{role: user, content: hi {name}}}]\n"

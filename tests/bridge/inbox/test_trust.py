@@ -20,12 +20,12 @@ import click
 import pytest
 import redis
 
-from bridge.cli.watch import dollars_or_none
-from bridge.inbox.trust import DEFAULT_BUDGET_USD, InboxTrust, inbox_config_files
-from bridge.keys import inflight_key
-from bridge.queue.budget import budget_of
-from bridge.queue.campaigns import list_campaigns
-from bridge.queue.steering import paused
+from evalrelay.bridge.cli.watch import dollars_or_none
+from evalrelay.bridge.inbox.trust import DEFAULT_BUDGET_USD, InboxTrust, inbox_config_files
+from evalrelay.bridge.keys import inflight_key
+from evalrelay.bridge.queue.budget import budget_of
+from evalrelay.bridge.queue.campaigns import list_campaigns
+from evalrelay.bridge.queue.steering import paused
 from tests.bridge.queue.test_budget import EACH
 from tests.conftest import (
     Processes,
@@ -380,7 +380,7 @@ def test_validate_untrusted_refuses_and_writes_nothing(
         (pull / name).write_text(text)
     before = sorted(root.rglob("*"))
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "validate", "--untrusted", str(pull)],
+        [sys.executable, "-m", "evalrelay", "validate", "--untrusted", str(pull)],
         capture_output=True,
         text=True,
         env=embedded_env(private_home) | SECRETS,

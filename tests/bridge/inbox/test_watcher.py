@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.connection import client_for
-from bridge.delivery.outstanding import JOBS_HEADER
-from bridge.inbox.taker import Taker
-from bridge.inbox.watcher import InboxEvent, Watcher
-from bridge.keys import campaigns_key, manifest_key, outstanding_key
-from bridge.queue.campaigns import list_campaigns, load_info
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import read_record, record_path
+from evalrelay.bridge.connection import client_for
+from evalrelay.bridge.delivery.outstanding import JOBS_HEADER
+from evalrelay.bridge.inbox.taker import Taker
+from evalrelay.bridge.inbox.watcher import InboxEvent, Watcher
+from evalrelay.bridge.keys import campaigns_key, manifest_key, outstanding_key
+from evalrelay.bridge.queue.campaigns import list_campaigns, load_info
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import read_record, record_path
 from tests.conftest import (
     FAST_RECOVERY,
     HoldingRelay,
@@ -318,7 +318,7 @@ def test_status_shows_the_watchers_health(
     processes.start("watch", str(inbox), "--target", "mock", "--name", "healthy", name="healthy")
     wait_for(lambda: client.hexists("evalrelay:watchers", "healthy"), 30, "the heartbeat")
     status = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "status"],
+        [sys.executable, "-m", "evalrelay", "status"],
         env={**processes.env, "COLUMNS": "200"},
         capture_output=True,
         text=True,
@@ -398,7 +398,7 @@ def lines_in(path: Path) -> int:
 
 def status(env: dict[str, str], cwd: Path, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "status", *args],
+        [sys.executable, "-m", "evalrelay", "status", *args],
         env={**env, "COLUMNS": "200"}, cwd=cwd, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -476,7 +476,7 @@ def test_queued_file_whose_campaign_redis_lost_and_no_record_keeps_goes_to_faile
     inbox: Path, forgetful_redis: PrivateRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With nothing to rebuild it from, the watcher says so instead of waiting for ever."""
-    monkeypatch.setattr("bridge.inbox.watcher.RESCAN_SECONDS", 0.5)
+    monkeypatch.setattr("evalrelay.bridge.inbox.watcher.RESCAN_SECONDS", 0.5)
     client = client_for(forgetful_redis.url)
     with watching(client, forgetful_redis.url, inbox):
         (inbox / "forgotten.yaml").write_text(CASE.format(name="forgotten"))

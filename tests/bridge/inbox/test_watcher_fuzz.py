@@ -9,7 +9,7 @@ import re
 
 import redis
 
-from bridge.queue.campaigns import list_campaigns
+from evalrelay.bridge.queue.campaigns import list_campaigns
 from tests.bridge.evalfile.test_fuzz import mutations
 from tests.conftest import Processes, WriteFiles, wait_for
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from bridge.connection import connect
-from bridge.live.app import SECURITY_HEADERS, create_app
-from bridge.live.campaigns import Campaigns
-from bridge.live.panel import live_panel
-from bridge.live.redis_link import RedisLink
-from bridge.live.report_cache import ReportCache
-from bridge.results.write_errors import can_write, cannot_write
+from evalrelay.bridge.connection import connect
+from evalrelay.bridge.live.app import SECURITY_HEADERS, create_app
+from evalrelay.bridge.live.campaigns import Campaigns
+from evalrelay.bridge.live.panel import live_panel
+from evalrelay.bridge.live.redis_link import RedisLink
+from evalrelay.bridge.live.report_cache import ReportCache
+from evalrelay.bridge.results.write_errors import can_write, cannot_write
 from tests.bridge.reports.reporting import CAMPAIGN, write_campaign
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import results_home_key
-from bridge.live.campaigns import Campaigns, is_campaign_id
-from bridge.live.redis_link import RedisLink
-from bridge.results.collected import ResultsHome
+from evalrelay.bridge.keys import results_home_key
+from evalrelay.bridge.live.campaigns import Campaigns, is_campaign_id
+from evalrelay.bridge.live.redis_link import RedisLink
+from evalrelay.bridge.results.collected import ResultsHome
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN, write_campaign
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.live.failures import LISTED, new_failures
-from bridge.results.result import Result, Status
+from evalrelay.bridge.live.failures import LISTED, new_failures
+from evalrelay.bridge.results.result import Result, Status
 from tests.bridge.reports.reporting import CAMPAIGN, graded, result
 
 

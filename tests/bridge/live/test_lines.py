@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bridge.live.lines import copy_whole_lines, read_span
+from evalrelay.bridge.live.lines import copy_whole_lines, read_span
 
 
 def test_only_whole_lines_are_read_and_the_next_read_starts_after_them(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from bridge.keys import paid_again_key
+from evalrelay.bridge.keys import paid_again_key
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.cli.test_serve import get, start_serve
 from tests.conftest import Processes, WriteFiles, free_port, one_turn_cases, wait_for

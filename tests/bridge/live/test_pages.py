@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import re
 
-from bridge.live.feed import CampaignRow, CampaignsFeed, RedisState
-from bridge.live.pages import index_page, message_page, remote_page
-from bridge.live.panel import live_panel
+from evalrelay.bridge.live.feed import CampaignRow, CampaignsFeed, RedisState
+from evalrelay.bridge.live.pages import index_page, message_page, remote_page
+from evalrelay.bridge.live.panel import live_panel
 
 EVIL = "</script><script>alert(1)</script>"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import redis
 
-from bridge.live.redis_link import RedisLink
+from evalrelay.bridge.live.redis_link import RedisLink
 
 
 def test_an_answer_when_redis_answers(redis_url: str, client: redis.Redis) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from markupsafe import Markup
 
-from bridge.live.report_cache import Report, ReportCache, ReportError, cache_folder
-from bridge.results.result import Status
+from evalrelay.bridge.live.report_cache import Report, ReportCache, ReportError, cache_folder
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import CAMPAIGN, result, write_campaign
 
 

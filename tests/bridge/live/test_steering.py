@@ -9,8 +9,8 @@ from pathlib import Path
 
 import redis
 
-from bridge.queue.budget import charge, set_budget
-from bridge.queue.steering import audit, pause, paused, unpause
+from evalrelay.bridge.queue.budget import charge, set_budget
+from evalrelay.bridge.queue.steering import audit, pause, paused, unpause
 from tests.bridge.cli.test_serve import Browser, start_serve
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN as REPORTED

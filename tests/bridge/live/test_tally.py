@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from bridge.live import tally as tally_module
-from bridge.live.lines import Span, read_span
-from bridge.live.tally import Tallies
+from evalrelay.bridge.live import tally as tally_module
+from evalrelay.bridge.live.lines import Span, read_span
+from evalrelay.bridge.live.tally import Tallies
 from tests.bridge.reports.reporting import CAMPAIGN, START
 
 

@@ -7,11 +7,11 @@ import time
 
 import redis
 
-from bridge.keys import workers_key
-from bridge.live.workers import live_workers, serving
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.live.workers import live_workers, serving
+from evalrelay.worker.app import WORKER_HEARTBEAT_SECONDS
 from tests.clocks import SKEW, skewed_clock
 from tests.conftest import Processes
-from worker.app import WORKER_HEARTBEAT_SECONDS
 
 
 def test_live_workers_are_listed_and_silent_ones_counted(client: redis.Redis) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import TargetError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.evaluators import CodeEvaluator, LlmJudgeEvaluator
-from bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.errors import TargetError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator, LlmJudgeEvaluator
+from evalrelay.bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TARGETS = """\

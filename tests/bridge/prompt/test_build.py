@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from bridge.cli.main import cli
-from bridge.evalfile.cases import load_eval_file
-from bridge.prompt.build import request_for
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import PromptRequest, api_messages
+from evalrelay.bridge.cli.main import cli
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.prompt.build import request_for
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import PromptRequest, api_messages
 from tests.conftest import WriteFiles
 
 SPEC_FILES = {
@@ -486,7 +486,7 @@ def test_a_cases_tools_reach_its_request_and_no_tools_are_none(project: WriteFil
 def test_a_request_s_own_system_prompt_is_sent_not_the_default() -> None:
     """A request that carries a system prompt (the case's, or its target's) sends it, with
     or without a chat prompt; only a request without one sends the default."""
-    from bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT
+    from evalrelay.bridge.prompt.messages import DEFAULT_SYSTEM_PROMPT
 
     own = "You answer in French."
     bare = api_messages(PromptRequest(question="q", system_prompt=own))

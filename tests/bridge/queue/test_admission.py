@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import redis
 
-from bridge.contract.campaign_state import cancel
-from bridge.keys import compacted_key
-from bridge.queue.admission import Admitted, admit, release
-from bridge.queue.budget import budget_of, charge, set_budget
-from bridge.queue.steering import pause, paused
+from evalrelay.bridge.contract.campaign_state import cancel
+from evalrelay.bridge.keys import compacted_key
+from evalrelay.bridge.queue.admission import Admitted, admit, release
+from evalrelay.bridge.queue.budget import budget_of, charge, set_budget
+from evalrelay.bridge.queue.steering import pause, paused
 
 EACH = 3450e-9
 """One call's cost, in dollars (3450 nanodollars)."""

@@ -9,10 +9,10 @@ import time
 import pytest
 import redis
 
-from bridge.keys import inflight_key
-from bridge.queue.budget import budget_of, charge, set_budget
-from bridge.queue.campaigns import list_campaigns
-from bridge.queue.steering import paused
+from evalrelay.bridge.keys import inflight_key
+from evalrelay.bridge.queue.budget import budget_of, charge, set_budget
+from evalrelay.bridge.queue.campaigns import list_campaigns
+from evalrelay.bridge.queue.steering import paused
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving

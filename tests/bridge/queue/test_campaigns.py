@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import collected_key, outstanding_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.campaigns import (
+from evalrelay.bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import collected_key, outstanding_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.campaigns import (
     AmbiguousCampaign,
     CampaignInfo,
     announce,
@@ -24,7 +24,7 @@ from bridge.queue.campaigns import (
     resolve_campaign,
     submit,
 )
-from bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from tests.conftest import one_turn_cases
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -11,10 +11,16 @@ from typing import Any
 
 import redis
 
-from bridge.contract.names import RUN_BATCH, RUN_CASE
-from bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
-from bridge.delivery.payloads import job_of, jobs_of, payload_of
-from bridge.queue.celery_queue import MAX_BATCH, JobQueue, batch_size, in_messages, producer_app
+from evalrelay.bridge.contract.names import RUN_BATCH, RUN_CASE
+from evalrelay.bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
+from evalrelay.bridge.delivery.payloads import job_of, jobs_of, payload_of
+from evalrelay.bridge.queue.celery_queue import (
+    MAX_BATCH,
+    JobQueue,
+    batch_size,
+    in_messages,
+    producer_app,
+)
 from tests.conftest import direct_job
 
 VARYING = {"id", "root_id", "correlation_id", "delivery_tag", "origin", "argsrepr", "eta"}

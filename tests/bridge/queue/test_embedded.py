@@ -14,9 +14,9 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import workers_key
-from bridge.queue.embedded import embedded_redis
-from bridge.queue.local_worker import local_worker
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.queue.embedded import embedded_redis
+from evalrelay.bridge.queue.local_worker import local_worker
 from tests.conftest import WriteFiles, embedded_env, one_turn_cases, running_with, wait_for
 
 
@@ -84,7 +84,7 @@ def test_a_run_killed_outright_leaves_no_worker_behind(
         }
     )
     command = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals/slow.yaml", "--target", "slow"],
+        [sys.executable, "-m", "evalrelay", "run", "evals/slow.yaml", "--target", "slow"],
         env=embedded_env(private_home), cwd=root,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -108,7 +108,7 @@ def test_the_private_redis_of_a_watcher_killed_outright_stops(
     no command holds the Redis any more and stops it; the data stays (append-only file)."""
     root = project({"targets.yaml": "targets:\n  - {name: quick, provider: mock}\n"})
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", "watch", "inbox", "--target", "quick"],
+        [sys.executable, "-m", "evalrelay", "watch", "inbox", "--target", "quick"],
         env=embedded_env(private_home), cwd=root,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

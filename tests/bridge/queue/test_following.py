@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import redis
 
-from bridge.keys import workers_key
-from bridge.queue.campaigns import CampaignInfo
-from bridge.queue.following import Unserved, statistics_due, unserved_queues
+from evalrelay.bridge.keys import workers_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo
+from evalrelay.bridge.queue.following import Unserved, statistics_due, unserved_queues
 
 INFO = CampaignInfo(
     campaign_id="c",

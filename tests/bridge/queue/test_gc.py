@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import (
+from evalrelay.bridge.keys import (
     campaign_key,
     campaigns_key,
     collected_key,
@@ -15,9 +15,9 @@ from bridge.keys import (
     job_key,
     manifest_key,
 )
-from bridge.queue.campaigns import store_jobs
-from bridge.queue.gc import STORING_SECONDS, collect_garbage
-from bridge.results.retention import RETENTION_SECONDS, is_compacted
+from evalrelay.bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.queue.gc import STORING_SECONDS, collect_garbage
+from evalrelay.bridge.results.retention import RETENTION_SECONDS, is_compacted
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import direct_job
 

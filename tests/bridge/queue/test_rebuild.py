@@ -16,12 +16,12 @@ from typing import NamedTuple
 import pytest
 import redis
 
-from bridge.contract.job import job_id
-from bridge.errors import EvalrelayError
-from bridge.keys import campaign_key
-from bridge.queue.campaigns import CampaignInfo, Plan, load_info, progress
-from bridge.queue.celery_queue import JobQueue
-from bridge.queue.rebuild import (
+from evalrelay.bridge.contract.job import job_id
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.keys import campaign_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo, Plan, load_info, progress
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.queue.rebuild import (
     DroppedFile,
     find_record,
     lost_campaigns,
@@ -31,13 +31,14 @@ from bridge.queue.rebuild import (
     replan,
     write_record,
 )
-from bridge.queue.rebuilt_apart import (
+from evalrelay.bridge.queue.rebuilt_apart import (
     eval_files_here,
     needs_jobs,
     restore_from_results,
     send_planned,
 )
-from bridge.results.result import Status
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.execute import never_started
 from tests.conftest import (
     PrivateRedis,
     WriteFiles,
@@ -47,7 +48,6 @@ from tests.conftest import (
     restart_empty,
     wait_for,
 )
-from worker.execute import never_started
 
 JOBS = 120
 TARGETS = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"
@@ -69,7 +69,7 @@ def evalrelay(
     args: list[str], env: dict[str, str], cwd: Path, log: Path
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "evalrelay", *args],
         env=env, cwd=cwd, stdout=log.open("wb"), stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
@@ -146,7 +146,7 @@ def test_status_and_resume_rebuild_a_campaign_whose_run_is_gone(
         kept = lines_in(results)
 
         status = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "status"],
+            [sys.executable, "-m", "evalrelay", "status"],
             env=env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         said = unwrapped(status.stdout)
@@ -154,7 +154,7 @@ def test_status_and_resume_rebuild_a_campaign_whose_run_is_gone(
         assert unwrapped(f"`evalrelay resume {campaign}` rebuilds it") in said
 
         resume = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "resume", campaign],
+            [sys.executable, "-m", "evalrelay", "resume", campaign],
             env=env, cwd=root, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     said = unwrapped(resume.stderr)
@@ -169,7 +169,7 @@ def test_a_campaign_unknown_to_an_empty_redis_says_how_to_rebuild_it(
 ) -> None:
     env = env_for(forgetful_redis, private_home)
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "resume", "gone-20260101-000000-abcd"],
+        [sys.executable, "-m", "evalrelay", "resume", "gone-20260101-000000-abcd"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     said = unwrapped(done.stderr)
@@ -204,7 +204,7 @@ def test_resume_rebuilds_a_detached_campaign_from_the_record_its_collector_kept(
     collect = evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log")
     try:
         submitted = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+            [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "slow",
              "--detach"],
             env=env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
@@ -216,7 +216,7 @@ def test_resume_rebuilds_a_detached_campaign_from_the_record_its_collector_kept(
         collect.wait(10)
         restart_empty(forgetful_redis)
         resume = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "resume", str(results)],
+            [sys.executable, "-m", "evalrelay", "resume", str(results)],
             env=env, cwd=root, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     finally:
@@ -330,7 +330,7 @@ def test_resume_of_a_results_file_moved_elsewhere_keeps_its_results_there(
     collect = evalrelay(["collect", "--out", str(out)], env, root, tmp_path / "collect.log")
     try:
         submitted = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "slow",
+            [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "slow",
              "--detach"],
             env=env, cwd=root, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
@@ -345,7 +345,7 @@ def test_resume_of_a_results_file_moved_elsewhere_keeps_its_results_there(
             (moved / name).write_bytes((out / name).read_bytes())
         kept = lines_in(moved / f"{campaign}.jsonl")
         resume = subprocess.run(
-            [sys.executable, "-m", "bridge.cli.main", "resume", str(moved / f"{campaign}.jsonl")],
+            [sys.executable, "-m", "evalrelay", "resume", str(moved / f"{campaign}.jsonl")],
             env=env, cwd=root, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     finally:

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bridge.prompt.request import PromptRequest
-from bridge.results.changes import FileChange, WorkspaceChanges
-from bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, TurnResult
-from bridge.results.trajectory import Trajectory, TrajectoryStep
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.changes import FileChange, WorkspaceChanges
+from evalrelay.bridge.results.result import ErrorInfo, EvaluatorResult, Result, Status, TurnResult
+from evalrelay.bridge.results.trajectory import Trajectory, TrajectoryStep
 from tests.browser import dom
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bridge.reports.case_places import case_places
+from evalrelay.bridge.reports.case_places import case_places
 
 
 def test_cases_are_placed_at_their_id_lines(tmp_path: Path) -> None:

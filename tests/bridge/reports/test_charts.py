@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bridge.reports.charts import (
+from evalrelay.bridge.reports.charts import (
     BAR_WIDTH,
     before_after_chart,
     outcome_chart,
     score_chart,
     status_chart,
 )
-from bridge.reports.distributions import Distributions
-from bridge.reports.lines import ResultHead
-from bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.reports.distributions import Distributions
+from evalrelay.bridge.reports.lines import ResultHead
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
 from tests.bridge.reports.reporting import graded
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.compare import CaseState, Change, compare, split_target
-from bridge.reports.outcomes import Outcome
-from bridge.reports.verdict import ChangeCounts, verdict
-from bridge.results.result import Status
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.compare import CaseState, Change, compare, split_target
+from evalrelay.bridge.reports.outcomes import Outcome
+from evalrelay.bridge.reports.verdict import ChangeCounts, verdict
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result, write_campaign
 
 

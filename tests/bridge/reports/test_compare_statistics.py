@@ -99,7 +99,7 @@ def evalrelay(
     root: Path, home: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *args],
+        [sys.executable, "-m", "evalrelay", *args],
         cwd=root,
         env={**embedded_env(home), **(env or {})},
         capture_output=True,

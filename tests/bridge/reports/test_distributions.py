@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from bridge.reports.charts import latency_chart
-from bridge.reports.distributions import Distributions
-from bridge.reports.lines import HeadArtifacts, ResultHead
-from bridge.reports.outcomes import Outcome, outcome
-from bridge.results.result import Status
+from evalrelay.bridge.reports.charts import latency_chart
+from evalrelay.bridge.reports.distributions import Distributions
+from evalrelay.bridge.reports.lines import HeadArtifacts, ResultHead
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result
 
 

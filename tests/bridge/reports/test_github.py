@@ -3,7 +3,7 @@ message; `:` and `,` too in a property, which they would otherwise end."""
 
 from __future__ import annotations
 
-from bridge.reports.github import error_annotation
+from evalrelay.bridge.reports.github import error_annotation
 
 
 def test_an_annotation_escapes_what_would_end_its_parts() -> None:

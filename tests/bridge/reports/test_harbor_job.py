@@ -13,10 +13,10 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from bridge.cli.main import cli
-from bridge.reports.harbor_job import mean_rewards
-from bridge.results.result import Status, TaskStep, TaskTimings
-from bridge.results.trajectory import Trajectory, TrajectoryStep
+from evalrelay.bridge.cli.main import cli
+from evalrelay.bridge.reports.harbor_job import mean_rewards
+from evalrelay.bridge.results.result import Status, TaskStep, TaskTimings
+from evalrelay.bridge.results.trajectory import Trajectory, TrajectoryStep
 from tests.bridge.reports.reporting import result, write_campaign
 from tests.conftest import free_port, loopback_server
 from tests.harbor_env import harbor_bin

@@ -17,15 +17,15 @@ from urllib.parse import quote
 
 import pytest
 
-from bridge.evalfile.schema import ToolCall
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import PromptRequest
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.html import html_report
-from bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
-from bridge.reports.outcomes import Outcome, outcome
-from bridge.reports.writer import write_report
-from bridge.results.result import Result, Status, TurnResult
+from evalrelay.bridge.evalfile.schema import ToolCall
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.html import html_report
+from evalrelay.bridge.reports.html_cases import API_NOTE, PAGE_ROWS, QUESTION_NOTE
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.reports.writer import write_report
+from evalrelay.bridge.results.result import Result, Status, TurnResult
 from tests.bridge.reports.reporting import (
     CAMPAIGN,
     NEEDLE,

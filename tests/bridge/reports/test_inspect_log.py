@@ -24,14 +24,21 @@ from inspect_ai.log import (
 )
 from inspect_ai.model import ChatMessageAssistant, ChatMessageTool
 
-from bridge.errors import EvalrelayError
-from bridge.evalfile.schema import ToolCall
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import PromptRequest
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.inspect_log import write_inspect_logs
-from bridge.results.result import AttemptSummary, ErrorInfo, EvaluatorResult, Result, Status, Usage
-from bridge.results.results_file import summary_path
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.schema import ToolCall
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.inspect_log import write_inspect_logs
+from evalrelay.bridge.results.result import (
+    AttemptSummary,
+    ErrorInfo,
+    EvaluatorResult,
+    Result,
+    Status,
+    Usage,
+)
+from evalrelay.bridge.results.results_file import summary_path
 from tests.bridge.reports.reporting import CAMPAIGN, agent_run, graded, result, write_campaign
 
 FORMATS = pytest.mark.parametrize("suffix", [".eval", ".json"])

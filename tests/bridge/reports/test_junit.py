@@ -5,9 +5,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.junit import CACHED, junit_xml
-from bridge.results.result import Status
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.junit import CACHED, junit_xml
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import conversation, graded, result, write_campaign
 from tests.bridge.reports.test_reports import SCHEMA
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.errors import EvalrelayError
-from bridge.reports.campaign import CampaignResults
-from bridge.results.result import Status
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import graded, result, write_campaign
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.markdown import markdown_report
-from bridge.results.result import Status
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.markdown import markdown_report
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import conversation, graded, result, write_campaign
 
 

@@ -94,7 +94,7 @@ def run_campaign(root: Path, name: str, wrong_for_atlas: int, home: Path) -> Pat
     for target in ("atlas", "guesser", "flaky"):
         (root / "evals" / f"{target}.yaml").write_text(eval_file(target))
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals", "--name", name],
+        [sys.executable, "-m", "evalrelay", "run", "evals", "--name", name],
         cwd=root,
         env=embedded_env(home),
         capture_output=True,
@@ -466,7 +466,7 @@ def test_compare_html_lists_regressions_first(campaigns: tuple[Path, Path], tmp_
     page = tmp_path / "compare.html"
     done = subprocess.run(
         [
-            sys.executable, "-m", "bridge.cli.main", "compare", str(before), str(after),
+            sys.executable, "-m", "evalrelay", "compare", str(before), str(after),
             "--html", str(page),
         ],
         capture_output=True, text=True, timeout=60,

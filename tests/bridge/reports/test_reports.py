@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import xmlschema
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.compare import Change, compare
-from bridge.reports.html import html_report
-from bridge.reports.junit import junit_xml
-from bridge.reports.markdown import markdown_report
-from bridge.reports.outcomes import Outcome, outcome
-from bridge.reports.writer import ensure_html_beside
-from bridge.results.result import Status
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.compare import Change, compare
+from evalrelay.bridge.reports.html import html_report
+from evalrelay.bridge.reports.junit import junit_xml
+from evalrelay.bridge.reports.markdown import markdown_report
+from evalrelay.bridge.reports.outcomes import Outcome, outcome
+from evalrelay.bridge.reports.writer import ensure_html_beside
+from evalrelay.bridge.results.result import Status
 from tests.bridge.reports.reporting import (
     CAMPAIGN,
     OPEN_ALL,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.reports.campaign import CampaignResults
-from bridge.reports.writer import RENDERERS, report_path, write_report
-from bridge.results.results_file import ResultsFile
+from evalrelay.bridge.reports.campaign import CampaignResults
+from evalrelay.bridge.reports.writer import RENDERERS, report_path, write_report
+from evalrelay.bridge.results.results_file import ResultsFile
 from tests.bridge.reports.reporting import CAMPAIGN, long_answers, many_results, write_campaign
 
 

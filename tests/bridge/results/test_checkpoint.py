@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import checkpoint_key, results_stream_key
-from bridge.results import collector as collector_module
-from bridge.results.checkpoint import checkpointed
-from bridge.results.collected import results_home
-from bridge.results.collector import Collector
-from bridge.results.results_file import read_results
+from evalrelay.bridge.keys import checkpoint_key, results_stream_key
+from evalrelay.bridge.results import collector as collector_module
+from evalrelay.bridge.results.checkpoint import checkpointed
+from evalrelay.bridge.results.collected import results_home
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.results_file import read_results
 from tests.bridge.results.test_collector import add, result
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import collected_key, counts_key, results_stream_key
-from bridge.results.collected import file_here, forget_results, results_home
-from bridge.results.collector import Collector
-from bridge.results.result import Status
-from bridge.results.results_file import read_results
+from evalrelay.bridge.keys import collected_key, counts_key, results_stream_key
+from evalrelay.bridge.results.collected import file_here, forget_results, results_home
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.results_file import read_results
 from tests.bridge.results.test_collector import add, result
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import (
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import (
     COLLECTOR_GROUP,
     collected_key,
     collector_lease_key,
@@ -26,15 +26,15 @@ from bridge.keys import (
     paid_again_key,
     results_stream_key,
 )
-from bridge.planning.campaigns import plan_jobs
-from bridge.prompt.request import PromptRequest
-from bridge.queue.campaigns import CampaignInfo, announce, store_jobs
-from bridge.queue.celery_queue import JobQueue
-from bridge.results import collector as collector_module
-from bridge.results.collector import Collector, collectors_of
-from bridge.results.result import Result, Status
-from bridge.results.results_file import ResultsFile, read_results
-from bridge.results.write_errors import write_errors
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results import collector as collector_module
+from evalrelay.bridge.results.collector import Collector, collectors_of
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.results.results_file import ResultsFile, read_results
+from evalrelay.bridge.results.write_errors import write_errors
 from tests.conftest import (
     PrivateRedis,
     Processes,
@@ -507,7 +507,10 @@ def test_the_summary_is_written_while_collecting_at_most_once_a_second(
 
 
 def test_the_collector_lease_lasts_30_s_unless_told(tmp_path: Path) -> None:
-    code = "from bridge.results.collector import COLLECTOR_LEASE_MS; print(COLLECTOR_LEASE_MS)"
+    code = (
+        "from evalrelay.bridge.results.collector import COLLECTOR_LEASE_MS; "
+        "print(COLLECTOR_LEASE_MS)"
+    )
     env = {k: v for k, v in os.environ.items() if k != "EVALRELAY_COLLECTOR_LEASE_SECONDS"}
     for told, lease_ms in ((None, "30000"), ("2.5", "2500")):
         extra = {"EVALRELAY_COLLECTOR_LEASE_SECONDS": told} if told else {}

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.keys import results_stream_key
-from bridge.queue.campaigns import CampaignInfo
+from evalrelay.bridge.keys import results_stream_key
+from evalrelay.bridge.queue.campaigns import CampaignInfo
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.test_tasks import submit_campaign
 
@@ -84,7 +84,7 @@ def summary_results(out: Path, campaign_id: str) -> int | None:
 
 def status(redis_url: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "status"],
+        [sys.executable, "-m", "evalrelay", "status"],
         env={**os.environ, "EVALRELAY_REDIS_URL": redis_url, "COLUMNS": "400"},
         capture_output=True,
         text=True,

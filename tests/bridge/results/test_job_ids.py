@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bridge.contract.job import job_id
-from bridge.results import job_ids as module
-from bridge.results.job_ids import JobIds
+from evalrelay.bridge.contract.job import job_id
+from evalrelay.bridge.results import job_ids as module
+from evalrelay.bridge.results.job_ids import JobIds
 
 HEX_IDS = st.text(alphabet="0123456789abcdef", min_size=32, max_size=32)
 ANY_IDS = st.one_of(HEX_IDS, st.text(max_size=40))

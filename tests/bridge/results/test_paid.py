@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import redis
 
-from bridge.keys import paid_again_key
-from bridge.results.paid import paid_again_many, paid_again_text
+from evalrelay.bridge.keys import paid_again_key
+from evalrelay.bridge.results.paid import paid_again_many, paid_again_text
 
 
 def test_calls_paid_again_are_read_per_campaign_and_said_by_why(client: redis.Redis) -> None:

@@ -8,8 +8,8 @@ import json
 import pytest
 import redis
 
-from bridge.results.pricing import cost_of
-from bridge.results.result import Cost, Usage
+from evalrelay.bridge.results.pricing import cost_of
+from evalrelay.bridge.results.result import Cost, Usage
 from tests.bridge.cli.test_run import evalrelay, run
 from tests.conftest import Processes, WriteFiles, one_turn_cases, read_jsonl
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge.contract.job import job_id
-from bridge.results import job_ids
-from bridge.results.result import Result
-from bridge.results.results_file import ResultsFile, summary_on_disk
+from evalrelay.bridge.contract.job import job_id
+from evalrelay.bridge.results import job_ids
+from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.results_file import ResultsFile, summary_on_disk
 
 NOW = datetime.now(UTC)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import (
+from evalrelay.bridge.keys import (
     campaign_key,
     collected_key,
     compacted_key,
@@ -17,10 +17,10 @@ from bridge.keys import (
     manifest_key,
     results_home_key,
 )
-from bridge.queue.campaigns import progress, store_jobs
-from bridge.results.collector import Collector
-from bridge.results.result import Status
-from bridge.results.retention import RETENTION_SECONDS, is_compacted, reopen
+from evalrelay.bridge.queue.campaigns import progress, store_jobs
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.retention import RETENTION_SECONDS, is_compacted, reopen
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.results.test_collector import add, result
 from tests.conftest import direct_job

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import redis
 
-from bridge.keys import collected_key, counts_key
-from bridge.results.collector import Collector
-from bridge.results.result import Status
-from bridge.results.results_file import read_results
-from bridge.results.set_aside import set_aside
+from evalrelay.bridge.keys import collected_key, counts_key
+from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.results_file import read_results
+from evalrelay.bridge.results.set_aside import set_aside
 from tests.bridge.results.test_collector import add, result
 
 

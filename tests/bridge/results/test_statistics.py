@@ -16,7 +16,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from bridge.results.statistics import Observations, campaign_statistics, pass_at_k
+from evalrelay.bridge.results.statistics import Observations, campaign_statistics, pass_at_k
 
 
 def observed(scores: dict[str, list[float]], repeats: int = 1) -> Observations:
@@ -199,7 +199,7 @@ def test_thirty_cases_with_a_clear_effect_are_better_by_the_t_test() -> None:
 
 INTERRUPTED_IMPORT = """
 import os, signal, threading
-from bridge.results.statistics import Observations, campaign_statistics
+from evalrelay.bridge.results.statistics import Observations, campaign_statistics
 observations = Observations()
 observations.add("t", "d", "c", 0, 1.0, True)
 threading.Timer(float(os.environ["DELAY"]), os.kill, (os.getpid(), signal.SIGINT)).start()

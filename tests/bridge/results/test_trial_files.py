@@ -9,10 +9,10 @@ from pathlib import Path
 
 import redis
 
-from bridge.prompt.request import PromptRequest
-from bridge.queue.blobs import store_bytes
-from bridge.results.result import Result, Status
-from bridge.results.trial_files import unpack_trial_files
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.queue.blobs import store_bytes
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.results.trial_files import unpack_trial_files
 
 
 def bundle(entries: dict[str, bytes]) -> bytes:

@@ -8,8 +8,8 @@ import time
 
 import redis
 
-from bridge.keys import cannot_write_key
-from bridge.results.write_errors import can_write, cannot_write, describe, write_errors
+from evalrelay.bridge.keys import cannot_write_key
+from evalrelay.bridge.results.write_errors import can_write, cannot_write, describe, write_errors
 
 
 def test_an_error_is_said_until_the_collector_writes_again(client: redis.Redis) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.targets.cli_command import placeholders_in_scripts, shell_scripts
-from bridge.targets.targets_file import load_targets_file
+from evalrelay.bridge.targets.cli_command import placeholders_in_scripts, shell_scripts
+from evalrelay.bridge.targets.targets_file import load_targets_file
 
 
 @pytest.mark.parametrize(

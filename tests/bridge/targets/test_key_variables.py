@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
-from bridge.targets.settings import API_KEY_TARGETS, ApiTargetBase
+from evalrelay.bridge.targets.key_variables import DEFAULT_KEY_VARIABLES
+from evalrelay.bridge.targets.settings import API_KEY_TARGETS, ApiTargetBase
 
 
 def test_the_masked_variables_are_those_the_api_providers_read() -> None:

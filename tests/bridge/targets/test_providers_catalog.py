@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.cli.validate import check_file
-from bridge.errors import InvalidFileError, TargetError
-from bridge.evalfile.cases import load_eval_file
-from bridge.planning.campaigns import plan_jobs
-from bridge.targets.settings import AzureTarget, ClaudeCodeTarget, CliTarget, OpenAITarget
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.cli.validate import check_file
+from evalrelay.bridge.errors import InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.targets.settings import AzureTarget, ClaudeCodeTarget, CliTarget, OpenAITarget
+from evalrelay.bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 
 CATALOG = """\

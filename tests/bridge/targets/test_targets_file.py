@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.errors import InvalidFileError, TargetError
-from bridge.evalfile.project import Project
-from bridge.targets.settings import AnthropicTarget, ClaudeCodeTarget, OpenAITarget
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.errors import InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.targets.settings import AnthropicTarget, ClaudeCodeTarget, OpenAITarget
+from evalrelay.bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 
 TARGETS = """\

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.agents import changes as changes_module
-from worker.agents.changes import Snapshot
+from evalrelay.worker.agents import changes as changes_module
+from evalrelay.worker.agents.changes import Snapshot
 
 
 def test_text_changes_are_one_unified_diff_and_binary_ones_are_listed(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import uuid
 
-from worker.agents.docker_cli import HOST_LABEL, PID_LABEL
+from evalrelay.worker.agents.docker_cli import HOST_LABEL, PID_LABEL
 
 
 def start_container(image: str, host: str, pid: int) -> str:
@@ -37,7 +37,10 @@ def test_the_containers_of_a_dead_worker_of_this_host_are_removed(sandbox_image:
     elsewhere = start_container(sandbox_image, "another-host", gone.pid)
     names = [dead, alive, elsewhere]
     try:
-        sweep = "import worker.agents.docker_cli as d; d.remove_dead_workers_containers()"
+        sweep = (
+            "from evalrelay.worker.agents import docker_cli as d; "
+            "d.remove_dead_workers_containers()"
+        )
         subprocess.run([sys.executable, "-c", sweep], check=True, timeout=60)
         assert existing(names) == {alive, elsewhere}
     finally:

@@ -3,7 +3,7 @@ target names; nothing else of the worker's."""
 
 from __future__ import annotations
 
-from worker.agents.environment import agent_environment
+from evalrelay.worker.agents.environment import agent_environment
 
 WORKER = {
     "PATH": "/usr/bin",

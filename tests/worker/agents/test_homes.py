@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from worker.agents.homes import agent_home
+from evalrelay.worker.agents.homes import agent_home
 
 
 def test_concurrent_jobs_get_separate_homes_seeded_with_the_users_files(tmp_path: Path) -> None:
@@ -42,7 +42,7 @@ def test_a_newer_user_file_replaces_the_seeded_copy(tmp_path: Path) -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from worker.agents.homes import agent_home
+from evalrelay.worker.agents.homes import agent_home
 with agent_home("codex", Path(sys.argv[1]), ("config.toml",)) as home:
     print(home, flush=True)
     if sys.argv[2] == "hold":

@@ -3,8 +3,8 @@ the label the prompt shows it under, unless that path climbs out of `inputs/`.""
 
 from __future__ import annotations
 
-from bridge.contract.job import AttachedFile
-from worker.agents.inputs import placed
+from evalrelay.bridge.contract.job import AttachedFile
+from evalrelay.worker.agents.inputs import placed
 
 
 def attached(display: str, project: str, guideline: bool = False) -> AttachedFile:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from worker.agents.pids import pid_alive
+from evalrelay.worker.agents.pids import pid_alive
 
 
 def test_a_running_process_is_alive_and_an_ended_one_is_not() -> None:

@@ -15,19 +15,19 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from bridge.results.result import Status
-from bridge.targets.settings import Isolation
-from tests.conftest import Processes, WriteFiles, one_turn_cases
-from tests.worker.providers.agent_cases import agent_project, planned_job
-from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.sandbox import (
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import Isolation
+from evalrelay.worker.agents.sandbox import (
     Endpoint,
     SandboxUnavailable,
     chosen_engine,
     install_root,
     sandboxed,
 )
-from worker.execute import execute
+from evalrelay.worker.execute import execute
+from tests.conftest import Processes, WriteFiles, one_turn_cases
+from tests.worker.providers.agent_cases import agent_project, planned_job
+from tests.worker.test_tasks import collect_all, submit_campaign
 
 WORKER_SECRETS = {
     "OPENAI_API_KEY": "sk-test-" + secrets.token_hex(20),

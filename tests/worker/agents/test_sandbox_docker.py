@@ -16,12 +16,12 @@ import psutil
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.agents.sandbox_image import DOCKERFILE
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles, wait_for
 from tests.worker.agents.sandbox_images import containers_of_this_process
 from tests.worker.providers.agent_cases import agent_project, planned_job
-from worker.agents.sandbox_image import DOCKERFILE
-from worker.execute import execute
 
 
 def run_in_docker(

@@ -15,13 +15,13 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
-from bridge.targets.settings import SANDBOX_IMAGE
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.targets.settings import SANDBOX_IMAGE
+from evalrelay.worker.agents import docker_cli, sandbox_image
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles
 from tests.worker.agents.sandbox_images import base_image, docker_engine
 from tests.worker.providers.agent_cases import agent_project, planned_job
-from worker.agents import docker_cli, sandbox_image
-from worker.execute import execute
 
 SCRIPT = "if [ -e /.dockerenv ]; then echo in docker; else echo in bubblewrap; fi"
 """Docker puts /.dockerenv at a container's root; bubblewrap's root has no such file."""

@@ -11,12 +11,12 @@ import uuid
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles, running_with
 from tests.worker.agents.sandbox_images import containers_of_this_process
 from tests.worker.agents.test_sandbox import isolation_settings
 from tests.worker.providers.agent_cases import agent_project, planned_job
-from worker.execute import execute
 
 ENGINES = ["bubblewrap", "docker"]
 

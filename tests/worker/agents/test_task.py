@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from worker.agents.inputs import InputFile
-from worker.agents.task import read_first, render_task, strip_echo
-from worker.agents.templates import WorkspaceTemplate
+from evalrelay.worker.agents.inputs import InputFile
+from evalrelay.worker.agents.task import read_first, render_task, strip_echo
+from evalrelay.worker.agents.templates import WorkspaceTemplate
 
 TEMPLATE = WorkspaceTemplate.load("vscode").task
 

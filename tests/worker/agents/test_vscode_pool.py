@@ -11,8 +11,8 @@ from pathlib import Path
 
 import redis
 
-from worker.agents.templates import WorkspaceTemplate
-from worker.agents.vscode_pool import HOST, Claim, LockOwner, WorkspacePool
+from evalrelay.worker.agents.templates import WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import HOST, Claim, LockOwner, WorkspacePool
 
 TEMPLATE = WorkspaceTemplate.load("vscode")
 
@@ -96,7 +96,7 @@ def test_twenty_threads_on_a_pool_of_two_get_two_claims(
 CLAIM_IN_A_PROCESS = """
 import sys, time
 from pathlib import Path
-from worker.agents.vscode_pool import WorkspacePool
+from evalrelay.worker.agents.vscode_pool import WorkspacePool
 claim = WorkspacePool(Path(sys.argv[1])).claim("job", "r")
 print(claim.workspace.name if claim else "none", flush=True)
 time.sleep(5)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.evalfile.evaluators import (
     ContainsEvaluator,
     EqualsEvaluator,
     EvaluatorSpec,
@@ -21,11 +21,11 @@ from bridge.evalfile.evaluators import (
     RegexEvaluator,
     SimilarityEvaluator,
 )
+from evalrelay.worker.grading.checks import check, edit_distance, token_f1
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.grade import grade
 from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl
-from worker.grading.checks import check, edit_distance, token_f1
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.grade import grade
 
 
 @pytest.mark.parametrize(
@@ -321,7 +321,7 @@ def test_a_long_levenshtein_holds_up_no_other_job_of_a_real_run(
     )
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "run", "evals.yaml", "--target", "t"],
+        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "t"],
         cwd=root,
         env=embedded_env(private_home) | {"ANSWER": long_answer},
         capture_output=True,

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from bridge.evalfile.evaluators import CompositeEvaluator
+from evalrelay.bridge.evalfile.evaluators import CompositeEvaluator
+from evalrelay.worker.execute import execute
+from evalrelay.worker.grading.grade import grade
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from tests.worker.grading.test_judge import GOOD, judged_job, reply
 from tests.worker.providers.vendor_server import serving
-from worker.execute import execute
-from worker.grading.grade import grade
 
 MEMBERS = [
     {"type": "contains", "value": "Paris", "name": "city"},

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from bridge.evalfile.evaluators import CodeEvaluator, ContainsEvaluator, RegexEvaluator
-from bridge.queue.campaigns import progress
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator, ContainsEvaluator, RegexEvaluator
+from evalrelay.bridge.queue.campaigns import progress
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.grade import grade
 from tests.conftest import FAST_RECOVERY, Processes, WriteFiles, direct_job, read_jsonl, wait_for
 from tests.worker.test_tasks import submit_campaign
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.grade import grade
 
 RUNAWAY = r"^(a|aa)+$"
 """Backtracks exponentially on a run of `a`s that ends in something else (the `regex`

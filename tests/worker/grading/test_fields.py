@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from bridge.evalfile.evaluators import FieldAccuracyEvaluator
-from worker.grading.fields import field_accuracy, parse_date
+from evalrelay.bridge.evalfile.evaluators import FieldAccuracyEvaluator
+from evalrelay.worker.grading.fields import field_accuracy, parse_date
 
 REFERENCE = json.dumps(
     {"invoice": {"id": "A-1", "total": 100.0, "due": "2025-01-15", "lines": [{"qty": 2}]}}

@@ -5,18 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import (
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import (
     ContainsEvaluator,
     EvaluatorSpec,
     LlmJudgeEvaluator,
     SimilarityEvaluator,
     ToolTrajectoryEvaluator,
 )
-from bridge.results.result import EvaluatorResult
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.grade import combine, evaluator_names, grade, negated
+from evalrelay.worker.grading.run_facts import RunFacts
 from tests.conftest import direct_job
-from worker.grading.grade import combine, evaluator_names, grade, negated
-from worker.grading.run_facts import RunFacts
 
 
 def result(name: str, score: float, weight: float = 1.0) -> EvaluatorResult:

@@ -8,17 +8,21 @@ from typing import Any
 
 import pytest
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import ContainsEvaluator, LlmJudgeEvaluator, RubricEvaluator
-from bridge.results.result import Status
-from bridge.results.summary import CampaignSummary
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import (
+    ContainsEvaluator,
+    LlmJudgeEvaluator,
+    RubricEvaluator,
+)
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.results.summary import CampaignSummary
+from evalrelay.worker.execute import execute
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.grade import grade
+from evalrelay.worker.grading.judge import SYSTEM_PROMPT, judge
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
-from worker.execute import execute
-from worker.grading.errors import GradingError
-from worker.grading.grade import grade
-from worker.grading.judge import SYSTEM_PROMPT, judge
 
 GOOD = {"score": 0.9, "hits": ["names Paris"], "misses": [], "reasoning": "Right capital."}
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from bridge.evalfile.evaluators import EvaluatorSpec, RunMetricsSpec
-from bridge.results.result import Usage
-from worker.grading.metrics import run_metrics
-from worker.grading.run_facts import RunFacts
+from evalrelay.bridge.evalfile.evaluators import EvaluatorSpec, RunMetricsSpec
+from evalrelay.bridge.results.result import Usage
+from evalrelay.worker.grading.metrics import run_metrics
+from evalrelay.worker.grading.run_facts import RunFacts
 
 RUN = RunFacts(
     usage=Usage(input_tokens=120, output_tokens=30),

@@ -4,10 +4,10 @@ neither the score nor the pass; weights adding up to 0 score 0."""
 
 from __future__ import annotations
 
-from bridge.results.result import EvaluatorResult
+from evalrelay.bridge.results.result import EvaluatorResult
+from evalrelay.worker.grading.grade import combine_as_promptfoo, grade
+from evalrelay.worker.grading.passes import own_pass, set_passes
 from tests.conftest import direct_job
-from worker.grading.grade import combine_as_promptfoo, grade
-from worker.grading.passes import own_pass, set_passes
 
 
 def result(score: float | None, weight: float = 1.0, passed: bool | None = None,

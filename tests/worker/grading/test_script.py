@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evalfile.evaluators import CodeEvaluator
+from evalrelay.bridge.evalfile.evaluators import CodeEvaluator
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.script import run_script
 from tests.conftest import running_with
 from tests.worker.grading.test_grade import job
-from worker.grading.errors import GradingError
-from worker.grading.script import run_script
 
 SCRIPT = """\
 import json, sys

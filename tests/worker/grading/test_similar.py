@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.contract.job import Job
-from bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.evaluators import EmbeddingSimilarEvaluator
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.grade import grade
+from evalrelay.worker.grading.similar import cosine, dot, euclidean, similar
 from tests.bridge.evalfile.promptfoo.parity_model import parity_model
 from tests.conftest import target_ref
 from tests.worker.grading.test_grade import job
-from worker.grading.errors import GradingError
-from worker.grading.grade import grade
-from worker.grading.similar import cosine, dot, euclidean, similar
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bridge.evalfile.evaluators import ToolTrajectoryEvaluator
-from worker.grading.run_facts import RunFacts
-from worker.grading.trajectory import trajectory
+from evalrelay.bridge.evalfile.evaluators import ToolTrajectoryEvaluator
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.grading.trajectory import trajectory
 
 CALLS = RunFacts(
     tool_calls=[

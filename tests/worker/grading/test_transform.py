@@ -7,9 +7,9 @@ import sys
 
 from pydantic import TypeAdapter
 
-from bridge.evalfile.evaluators import EvaluatorSpec
+from evalrelay.bridge.evalfile.evaluators import EvaluatorSpec
+from evalrelay.worker.grading.grade import grade
 from tests.conftest import direct_job
-from worker.grading.grade import grade
 
 
 def step(code: str) -> dict[str, object]:

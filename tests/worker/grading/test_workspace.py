@@ -10,13 +10,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bridge.errors import EvalrelayError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
-from worker.grading.deadline import Deadline
-from worker.grading.errors import GradingError
-from worker.grading.run_facts import RunFacts
-from worker.grading.workspace import workspace_command, workspace_file
+from evalrelay.bridge.errors import EvalrelayError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.evaluators import WorkspaceCommandEvaluator, WorkspaceFileEvaluator
+from evalrelay.worker.grading.deadline import Deadline
+from evalrelay.worker.grading.errors import GradingError
+from evalrelay.worker.grading.run_facts import RunFacts
+from evalrelay.worker.grading.workspace import workspace_command, workspace_file
 
 
 def facts(folder: Path) -> RunFacts:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import redis
 
-from bridge.contract.job import Job
-from bridge.evalfile.cases import load_eval_file
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.blobs import store_blobs
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.blobs import store_blobs
 from tests.conftest import WriteFiles
 
 GUIDE = "docs/style guide.instructions.md"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.evalfile.schema import ToolCall
-from bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.evalfile.schema import ToolCall
+from evalrelay.bridge.prompt.messages import ChatMessage
 
 TOOL_CONVERSATION = [
     ChatMessage(role="system", content="Use tools."),

@@ -21,10 +21,10 @@ from typing import Any
 
 import redis
 
-from bridge.results.result import Result
+from evalrelay.bridge.results.result import Result
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles, free_port, loopback_server
 from tests.worker.providers.agent_cases import ATTACHED_TEXT, agent_project, planned_job
-from worker.execute import execute
 
 PACKAGES = {
     "@openai/codex": "0.169.0",

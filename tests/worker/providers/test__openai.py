@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.worker.providers._openai import chat_completions_body, responses_body
 from tests.worker.providers.conversation import TOOL_CONVERSATION
-from worker.providers._openai import chat_completions_body, responses_body
 
 
 def test_chat_completions_sends_tool_calls_natively() -> None:

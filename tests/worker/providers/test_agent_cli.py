@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
-from bridge.results.result import Status
+from evalrelay.bridge.results.result import Status
 from tests.conftest import WriteFiles
 from tests.worker.providers.agent_cases import ATTACHED
 from tests.worker.providers.real_agents import reading_round_trip, run_against_aimock

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.worker.providers.anthropic import anthropic_body
 from tests.worker.providers.conversation import TOOL_CONVERSATION
-from worker.providers.anthropic import anthropic_body
 
 
 def test_tool_use_and_results_with_strict_alternation() -> None:

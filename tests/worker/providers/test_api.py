@@ -14,13 +14,16 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.contract.job import Job
-from bridge.evalfile.schema import ToolCall
-from bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import PromptRequest, api_messages
-from bridge.queue.steering import pause
-from bridge.results.result import Status
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.schema import ToolCall
+from evalrelay.bridge.evalfile.tools import NamedToolChoice, ToolChoice, ToolDefinition
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import PromptRequest, api_messages
+from evalrelay.bridge.queue.steering import pause
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.execute import execute
+from evalrelay.worker.providers.base import Steered
+from evalrelay.worker.providers.call import call_provider
 from tests.bridge.cli.test_run import run
 from tests.conftest import WriteFiles, direct_job, embedded_env, read_jsonl, wait_for
 from tests.worker.providers.vendor_server import (
@@ -36,9 +39,6 @@ from tests.worker.providers.vendor_server import (
     openai_responses_tool_call,
     serving,
 )
-from worker.execute import execute
-from worker.providers.base import Steered
-from worker.providers.call import call_provider
 
 KEY = "sk-test-secret-0123456789"
 

@@ -16,10 +16,19 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.contract.job import Job
-from bridge.prompt.request import PromptRequest
-from bridge.results.result import Status
-from bridge.targets.settings import TargetSettings
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import TargetSettings
+from evalrelay.worker.providers.api import close_async_clients
+from evalrelay.worker.providers.base import (
+    Provider,
+    ProviderFailure,
+    ProviderOutput,
+    register,
+    unregister,
+)
+from evalrelay.worker.providers.call import call_provider, call_provider_async
 from tests.conftest import direct_job, free_port, loopback_server
 from tests.worker.providers.vendor_server import (
     Reply,
@@ -34,9 +43,6 @@ from tests.worker.providers.vendor_server import (
     openai_responses_tool_call,
     serving,
 )
-from worker.providers.api import close_async_clients
-from worker.providers.base import Provider, ProviderFailure, ProviderOutput, register, unregister
-from worker.providers.call import call_provider, call_provider_async
 
 KEY = "sk-test-secret-0123456789"
 QUESTION = PromptRequest(question="What is the capital of France?")

@@ -15,8 +15,11 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
-from bridge.targets.settings import ClaudeCodeTarget
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.bridge.targets.settings import ClaudeCodeTarget
+from evalrelay.worker.agents.workspace import AttemptWorkspace
+from evalrelay.worker.execute import execute
+from evalrelay.worker.providers.claude_code import ClaudeCodeProvider
 from tests.conftest import Processes, WriteFiles, running_with
 from tests.worker.providers import real_agents
 from tests.worker.providers.agent_cases import (
@@ -33,9 +36,6 @@ from tests.worker.providers.real_agents import (
     run_against_aimock,
 )
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.workspace import AttemptWorkspace
-from worker.execute import execute
-from worker.providers.claude_code import ClaudeCodeProvider
 
 
 def claude_targets(url: str, *settings: str) -> str:

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.execute import execute
 from tests.conftest import STANDINS, WriteFiles, running_with
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project, planned_job
-from worker.execute import execute
 
 AGENT = STANDINS / "echo_agent"
 

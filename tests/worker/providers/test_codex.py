@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.execute import execute
 from tests.conftest import Processes, WriteFiles, running_with
 from tests.worker.providers import real_agents
 from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, agent_project, planned_job
@@ -23,7 +24,6 @@ from tests.worker.providers.real_agents import (
     run_against_aimock,
 )
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.execute import execute
 
 
 def codex_targets(url: str) -> str:
@@ -168,7 +168,7 @@ def test_codex_jobs_run_on_an_agent_codex_worker_each_in_its_own_home(
 
 
 def test_config_values_are_written_as_toml() -> None:
-    from worker.providers.codex import toml_value
+    from evalrelay.worker.providers.codex import toml_value
 
     assert toml_value({"name": "lo", "retries": 0, "on": True, "odd key": [1, "a"]}) == (
         '{name = "lo", retries = 0, on = true, "odd key" = [1, "a"]}'

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results.result import Result, Status
+from evalrelay.bridge.results.result import Result, Status
 from tests.conftest import WriteFiles
 from tests.worker.providers import real_agents
 from tests.worker.providers.agent_cases import ATTACHED

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from bridge.masking import MASK, Detector
-from worker.providers.failures import shorten, tail
+from evalrelay.bridge.masking import MASK, Detector
+from evalrelay.worker.providers.failures import shorten, tail
 
 KEY = "sk-test-Zq81xK2v9Lm4Pw7R"
 

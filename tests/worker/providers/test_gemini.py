@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.worker.providers.gemini import gemini_body
 from tests.worker.providers.conversation import TOOL_CONVERSATION
-from worker.providers.gemini import gemini_body
 
 
 def test_function_calls_and_responses_by_name() -> None:

@@ -10,18 +10,18 @@ import time
 import pytest
 import redis
 
-from bridge.clock import now_ms
-from bridge.evalfile.cases import load_eval_file
-from bridge.keys import results_stream_key
-from bridge.planning.campaigns import plan_jobs
-from bridge.queue.celery_queue import JobQueue
-from bridge.results.result import Status
-from bridge.targets.live_limits import REFRESH_SECONDS
+from evalrelay.bridge.clock import now_ms
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.keys import results_stream_key
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.live_limits import REFRESH_SECONDS
+from evalrelay.worker.providers.failures import ProviderFailure
+from evalrelay.worker.providers.limits import RateGate
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import Processes, WriteFiles, one_turn_cases, wait_for
 from tests.worker.providers.vendor_server import Reply, openai_chat, serving
-from worker.providers.failures import ProviderFailure
-from worker.providers.limits import RateGate
 
 KEY = "sk-limits-secret-987654321"
 

@@ -11,18 +11,18 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bridge.contract.job import Job
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator
-from bridge.planning.campaigns import plan_jobs
-from bridge.prompt.request import PromptRequest
-from bridge.results.result import Status
-from bridge.targets.settings import MockTarget
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.evaluators import LlmJudgeEvaluator, RubricEvaluator
+from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.prompt.request import PromptRequest
+from evalrelay.bridge.results.result import Status
+from evalrelay.bridge.targets.settings import MockTarget
+from evalrelay.worker.execute import execute
+from evalrelay.worker.providers.base import ProviderFailure
+from evalrelay.worker.providers.mock import MockProvider
 from tests.conftest import WriteFiles, one_turn_cases, target_ref
 from tests.conftest import direct_job as job
-from worker.execute import execute
-from worker.providers.base import ProviderFailure
-from worker.providers.mock import MockProvider
 
 CASES = """\
 evalcases:

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from bridge.results.result import Status
-from worker.providers.base import ProviderFailure
-from worker.providers.retry import RetryPolicy, awith_retries, with_retries
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.providers.base import ProviderFailure
+from evalrelay.worker.providers.retry import RetryPolicy, awith_retries, with_retries
 
 
 def limited(retry_after: float) -> ProviderFailure:

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.results.result import Status
+from evalrelay.bridge.results.result import Status
+from evalrelay.worker.execute import execute
 from tests.conftest import WriteFiles
 from tests.worker.providers.agent_cases import ATTACHED, ATTACHED_TEXT, planned_job
 from tests.worker.providers.real_agents import AIMOCK_KEY, agents_bin, aimock
 from tests.worker.providers.test_claude_code import claude_targets
 from tests.worker.providers.test_codex import codex_targets
 from tests.worker.providers.test_copilot_cli import copilot_targets
-from worker.execute import execute
 
 NOTE = "chores done"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.results.trajectory import trimmed
-from worker.providers.trajectory.steps import command_kind
+from evalrelay.bridge.results.trajectory import trimmed
+from evalrelay.worker.providers.trajectory.steps import command_kind
 
 
 @pytest.mark.parametrize(

@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 import redis
 
-from bridge.contract.job import Job
-from bridge.results.result import Result, Status
+from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.results.result import Result, Status
+from evalrelay.worker.agents.templates import WorkspaceTemplate
+from evalrelay.worker.agents.vscode_pool import WorkspacePool
+from evalrelay.worker.execute import execute
+from evalrelay.worker.providers.base import NoCapacity
 from tests.conftest import FakeVSCode, Processes, WriteFiles, read_jsonl, wait_for
 from tests.worker.providers.agent_cases import ATTACHED, GUIDE, agent_project
 from tests.worker.providers.agent_cases import planned_job as agent_job
 from tests.worker.test_tasks import collect_all, submit_campaign
-from worker.agents.templates import WorkspaceTemplate
-from worker.agents.vscode_pool import WorkspacePool
-from worker.execute import execute
-from worker.providers.base import NoCapacity
 
 
 def targets(pool: Path, **extra: object) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evalfile.harbor.config import EnvironmentConfig
-from worker.providers.base import NoCapacity
-from worker.trials.capacity import CPUS_VARIABLE, MEMORY_VARIABLE, reserved
+from evalrelay.bridge.evalfile.harbor.config import EnvironmentConfig
+from evalrelay.worker.providers.base import NoCapacity
+from evalrelay.worker.trials.capacity import CPUS_VARIABLE, MEMORY_VARIABLE, reserved
 
 
 @pytest.fixture(autouse=True)

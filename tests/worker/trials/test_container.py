@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.trials.container import SHARED_VARIABLES, expanded
+from evalrelay.worker.trials.container import SHARED_VARIABLES, expanded
 
 
 def test_environment_values_read_only_the_variables_the_worker_shares(

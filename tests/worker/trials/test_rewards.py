@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.evalfile.harbor.config import StepConfig
-from worker.trials.rewards import (
+from evalrelay.bridge.evalfile.harbor.config import StepConfig
+from evalrelay.worker.trials.rewards import (
     RewardError,
     read_rewards,
     reward_of,

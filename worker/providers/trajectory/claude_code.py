@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.results.trajectory import StepKind, Trajectory, TrajectoryStep
-from worker.providers.trajectory.steps import kept, milliseconds_between, step, token_counts
+from evalrelay.bridge.results.trajectory import StepKind, Trajectory, TrajectoryStep
+from evalrelay.worker.providers.trajectory.steps import (
+    kept,
+    milliseconds_between,
+    step,
+    token_counts,
+)
 
 KINDS: dict[str, StepKind] = {
     "Read": "read",

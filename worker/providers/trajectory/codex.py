@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.results.trajectory import Trajectory, TrajectoryStep
-from worker.providers.trajectory.steps import command_kind, kept, step, token_counts
+from evalrelay.bridge.results.trajectory import Trajectory, TrajectoryStep
+from evalrelay.worker.providers.trajectory.steps import command_kind, kept, step, token_counts
 
 
 def codex_trajectory(events: list[dict[str, Any]]) -> Trajectory:

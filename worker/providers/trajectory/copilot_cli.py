@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.results.trajectory import StepKind, Trajectory, TrajectoryStep
-from worker.providers.trajectory.steps import kept, milliseconds_between, step
+from evalrelay.bridge.results.trajectory import StepKind, Trajectory, TrajectoryStep
+from evalrelay.worker.providers.trajectory.steps import kept, milliseconds_between, step
 
 KINDS: dict[str, StepKind] = {
     "view": "read",

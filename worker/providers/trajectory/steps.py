@@ -7,7 +7,7 @@ import shlex
 from datetime import datetime
 from typing import Any
 
-from bridge.results.trajectory import (
+from evalrelay.bridge.results.trajectory import (
     MOST_STEPS,
     StepKind,
     Trajectory,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli.validate import check_file
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
-from bridge.evalfile.isolated import load_isolated
-from bridge.evalfile.project import Project
-from bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.cli.validate import check_file
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import LoadedEvalFile, eval_files_under, load_eval_file
+from evalrelay.bridge.evalfile.isolated import load_isolated
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.untrusted import Untrusted
 from tests.bridge.cli.test_run import evalrelay
 from tests.conftest import WriteFiles, embedded_env, read_jsonl
 from tests.promptfoo_cli import promptfoo_bin

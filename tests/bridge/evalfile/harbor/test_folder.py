@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.errors import InvalidFileError, TargetError
-from bridge.evalfile.cases import eval_files_under, load_eval_file
-from bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.errors import InvalidFileError, TargetError
+from evalrelay.bridge.evalfile.cases import eval_files_under, load_eval_file
+from evalrelay.bridge.planning.campaigns import plan_jobs
 from tests.conftest import WriteFiles
 
 TEST_SH = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n"

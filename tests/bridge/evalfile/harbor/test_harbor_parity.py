@@ -72,7 +72,7 @@ def evalrelay_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env["EVALRELAY_HOME"] = str(root / "home")
     argv = ["run", "tasks", "--target", ",".join(AGENTS), "--out", str(root / "results")]
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", *argv],
+        [sys.executable, "-m", "evalrelay", *argv],
         cwd=root, env=env, capture_output=True, text=True, timeout=900,
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
@@ -268,7 +268,7 @@ def test_export_lays_out_the_trials_as_harbor_does(
     same_tasks.write_text("".join(x for x in lines if f'"evalrelay/{OFFLINE}"' not in x))
     out = evalrelay_results.parent.parent / "exported"
     done = subprocess.run(
-        [sys.executable, "-m", "bridge.cli.main", "export", str(same_tasks), "--harbor", str(out)],
+        [sys.executable, "-m", "evalrelay", "export", str(same_tasks), "--harbor", str(out)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bridge.evalfile.promptfoo.code_asserts import JS_RUNNER, PY_RUNNER
+from evalrelay.bridge.evalfile.promptfoo.code_asserts import JS_RUNNER, PY_RUNNER
 
 
 def verdict(language: str, code: str, threshold: float | None = None, inverse: bool = False

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.cli.validate import check_file
-from bridge.code_box import BOX_HOME
-from bridge.errors import InvalidFileError
-from bridge.evalfile.cases import load_eval_file
-from bridge.evalfile.project import Project
-from bridge.evalfile.untrusted import Untrusted
-from bridge.prompt.build import request_for
-from bridge.prompt.messages import ChatMessage
-from bridge.prompt.request import api_messages
-from bridge.targets.targets_file import Targets
+from evalrelay.bridge.cli.validate import check_file
+from evalrelay.bridge.code_box import BOX_HOME
+from evalrelay.bridge.errors import InvalidFileError
+from evalrelay.bridge.evalfile.cases import load_eval_file
+from evalrelay.bridge.evalfile.project import Project
+from evalrelay.bridge.evalfile.untrusted import Untrusted
+from evalrelay.bridge.prompt.build import request_for
+from evalrelay.bridge.prompt.messages import ChatMessage
+from evalrelay.bridge.prompt.request import api_messages
+from evalrelay.bridge.targets.targets_file import Targets
 from tests.conftest import WriteFiles
 from tests.promptfoo_cli import promptfoo_bin
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bridge.cli.validate import check_file
+from evalrelay.bridge.cli.validate import check_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from bridge.evalfile.project import searched_folders
+from evalrelay.bridge.evalfile.project import searched_folders
 
 
 def load_env_files(eval_files: Iterable[tuple[Path, Path]]) -> list[Path]:
