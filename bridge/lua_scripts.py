@@ -331,8 +331,8 @@ STORE_JOBS = """
 for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'EX', ARGV[1]) end
 """
 """Each job's stored value under its key, with the campaign's time to live (ARGV[1]): one
-command for a chunk of jobs, not one each (the client's work per command was a third of
-a large campaign's enqueueing)."""
+command for a chunk of jobs, not one each: the client's work per command would
+otherwise be a large part of a campaign's enqueueing."""
 
 
 # Admit one call of a job to its target, or say why not; reserve its estimated cost.

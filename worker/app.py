@@ -33,8 +33,9 @@ from evalrelay.bridge.queue.celery_queue import JobQueue, message_job_ids
 from evalrelay.bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
 from evalrelay.worker.agents.docker_cli import remove_dead_workers_containers
 from evalrelay.worker.agents.homes import remove_dead_homes, remove_own_homes
-from evalrelay.worker.batches import job_slots, register_batch_task
+from evalrelay.worker.batches import register_batch_task
 from evalrelay.worker.broker import use_for_redis_urls
+from evalrelay.worker.loop import job_slots
 from evalrelay.worker.stopping import on_shutting_down, released, stopping
 from evalrelay.worker.tasks import register_tasks
 

@@ -362,11 +362,3 @@ def _state(state: CaseState | None) -> str:
         return "-"
     score = "" if state.score is None else f" {state.score:.2f}"
     return f"{state.status.value}{score}"
-
-
-def _rate(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def _mean(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"

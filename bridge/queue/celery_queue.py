@@ -32,8 +32,8 @@ wait), so that a fleet's workers share them and none hoards the campaign's tail.
 
 MARK_BATCH = 1000
 """How many jobs are recorded as outstanding at a time, just before their messages go (as
-many as `submit` sends at once: each group costs a round trip and a publish batch, a
-tenth of a large campaign's enqueueing when they were 100)."""
+many as `submit` sends at once): each group costs a round trip and a publish batch, so
+groups must be large for the enqueueing of a big campaign not to be spent on them."""
 
 PERSISTENT = 2
 """AMQP's delivery mode for a message kept across broker restarts, as `send_task` sets it."""
@@ -113,7 +113,8 @@ class JobQueue:
 
         Celery builds each task message (`as_task_v2`, the same as `send_task` does) and
         kombu wraps it for its Redis transport; what is skipped is `send_task`'s
-        per-message machinery around them, which cost ten times as much as this.
+        per-message machinery around them, which costs far more than this (figures:
+        docs/performance.md).
         """
         batch = channel.create_publish_batch(max_size=len(messages) + 1)
         try:

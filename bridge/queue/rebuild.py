@@ -163,8 +163,8 @@ def replan(info: CampaignInfo) -> tuple[list[LoadedEvalFile], list[Job]]:
     plan = info.plan
     if plan is None:
         raise EvalrelayError(
-            f"campaign {info.campaign_id} was started by an older evalrelay that kept no plan "
-            "of it; run its eval files again as a new campaign"
+            f"campaign {info.campaign_id} has no plan on record to rebuild it from; run its "
+            "eval files again as a new campaign"
         )
     base = Path(plan.cwd or Path.cwd())
     files = select_cases([load_eval_file(base / s) for s in info.sources], plan.cases, plan.tags)

@@ -21,7 +21,7 @@ from evalrelay.bridge.keys import holders_key, inflight_key, results_stream_key
 from evalrelay.bridge.planning.campaigns import plan_jobs
 from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs
 from evalrelay.bridge.queue.celery_queue import JobQueue
-from evalrelay.worker.batches import run_job
+from evalrelay.worker.job_run import run_job
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,

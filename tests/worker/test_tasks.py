@@ -25,8 +25,8 @@ from evalrelay.bridge.queue.campaigns import CampaignInfo, progress, submit
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.results.result import Status
 from evalrelay.bridge.targets.settings import TargetSettings
+from evalrelay.worker.loop import worker_loop
 from evalrelay.worker.providers.base import Provider, ProviderOutput, register, unregister
-from evalrelay.worker.tasks import run_job
 from tests.conftest import (
     FAST_RECOVERY,
     Processes,
@@ -156,7 +156,7 @@ class CountingProvider(Provider):
 
 
 def test_concurrent_deliveries_call_the_provider_once(
-    project: WriteFiles, client: redis.Redis
+    project: WriteFiles, client: redis.Redis, redis_url: str
 ) -> None:
     root = project(
         {
@@ -174,7 +174,7 @@ def test_concurrent_deliveries_call_the_provider_once(
         outcomes: list[str] = []
         threads = [
             threading.Thread(
-                target=lambda name=f"w{i}": outcomes.append(run_job(client, job, name))
+                target=lambda name=f"w{i}": outcomes.append(run_one(redis_url, client, job, name))
             )
             for i in range(4)
         ]
@@ -187,7 +187,7 @@ def test_concurrent_deliveries_call_the_provider_once(
     assert CountingProvider.calls == 1
     assert sorted(outcomes).count(Status.OK.value) == 1
     assert client.xlen(results_stream_key("once")) == 1
-    assert run_job(client, job, "late") == "duplicate"
+    assert run_one(redis_url, client, job, "late") == "duplicate"
 
 
 def test_worker_cli_without_cluster_url_is_a_clear_error() -> None:
@@ -201,3 +201,8 @@ def test_worker_cli_without_cluster_url_is_a_clear_error() -> None:
     )
     assert done.returncode == 1
     assert "set EVALRELAY_REDIS_URL to the cluster's Redis" in done.stderr
+
+
+def run_one(url: str, client: redis.Redis, job: Job, worker: str) -> str:
+    """The job run as `run_case` runs it, from this thread, for a message of its own."""
+    return worker_loop().run_one(client, JobQueue.connect(url), job, worker, f"to-{worker}")
