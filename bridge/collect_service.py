@@ -72,108 +72,134 @@ def collect_campaigns(
     watcher's) until `stopping`, or the campaigns named until each is complete. A restarted
     collector with the same `consumer` name resumes its own unacknowledged entries."""
     consumer = consumer or f"collect@{socket.gethostname()}"
-    infos: dict[str, CampaignInfo] = {}
-    finished: set[str] = set()
+    service = CollectorService(runtime, view, out, list(campaign_ids), consumer, inbox_campaigns)
+    ride_out = RideOut(lambda text: log.warning("collect: %s", text), runtime.client)
+    try:
+        while not stopping() and not service.done():
+            ride_out(lambda: service.one_round(stopping))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.collector.close()
+        with contextlib.suppress(redis.RedisError):
+            runtime.client.hdel(collectors_key(), service.consumer)
 
-    recorded: set[str] = set()
-    seen: set[str] = set()
 
-    def finished_elsewhere(new: list[CampaignInfo]) -> list[str]:
+class CollectorService:
+    """One collector service's state between rounds: the campaigns it knows, has recorded
+    and has finished, and the Redis epoch it last saw (a new one: Redis lost its data)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        view: CollectView,
+        out: Path | None,
+        campaign_ids: list[str],
+        consumer: str,
+        inbox_campaigns: bool,
+    ) -> None:
+        self.runtime, self.client, self.view = runtime, runtime.client, view
+        self.out, self.campaign_ids, self.consumer = out, campaign_ids, consumer
+        self.inbox_campaigns = inbox_campaigns
+        self.infos: dict[str, CampaignInfo] = {}
+        self.finished: set[str] = set()
+        self.recorded: set[str] = set()
+        self.seen: set[str] = set()
+        self.epoch_seen: str | None = None
+        self.beat_at = 0.0  # when this collector last reported itself, for `evalrelay health`
+        self.collector = Collector(
+            self.client,
+            consumer,
+            self.out_dir_for,
+            lambda c: self.infos[c].total,
+            ensure_html_beside,
+        )
+
+    def done(self) -> bool:
+        """Every campaign it was named has every line (a service of all campaigns never is)."""
+        return bool(self.campaign_ids) and self.finished.issuperset(self.campaign_ids)
+
+    def one_round(self, stopping: Callable[[], bool]) -> None:
+        if stopping():
+            raise KeyboardInterrupt
+        found = self.campaigns()
+        if time.monotonic() - self.beat_at >= BEAT_SECONDS:
+            beat(self.client, collectors_key(), self.consumer, {"host": socket.gethostname()})
+            self.beat_at = time.monotonic()
+        self.rebuild_if_lost()
+        self.infos.update((i.campaign_id, i) for i in found)
+        new = [i for i in found if i.campaign_id not in self.seen]
+        self.finished.update(self.finished_elsewhere(new))
+        self.seen.update(i.campaign_id for i in found)
+        active = [i.campaign_id for i in found if i.campaign_id not in self.finished]
+        for campaign_id in active:
+            self.out_dir_for(campaign_id)  # its record, before Redis may lose it
+        self.collector.poll(active, block_ms=1000)
+        if self.collector.graded():  # its summaries' libraries, on a thread, once
+            import_in_background()
+        for campaign_id in active:
+            state = progress(self.client, campaign_id)
+            self.view.progress(campaign_id, state.done, state.total)
+            if state.finished:
+                self.collector.finish(campaign_id)
+                self.finished.add(campaign_id)
+                where = results_path(self.out_dir_for(campaign_id), campaign_id)
+                self.view.complete(campaign_id, state.done, where)
+
+    def campaigns(self) -> list[CampaignInfo]:
+        """The campaigns named, else every service campaign (and watcher's, if asked)."""
+        if self.campaign_ids:
+            return infos_of(self.client, self.campaign_ids)
+        wanted = {"service", "watch"} if self.inbox_campaigns else {"service"}
+        return [i for i in list_campaigns(self.client, limit=1000) if i.collector in wanted]
+
+    def rebuild_if_lost(self) -> None:
+        """A new epoch: Redis lost its data since the last round, so the campaigns this
+        service was collecting are rebuilt (they are found again next round). At its
+        first round, a service of all campaigns rebuilds those whose record is in `out`."""
+        epoch = current_epoch(self.client)
+        if self.epoch_seen not in (None, epoch):
+            self.collector.redis_lost()
+            lost = [self.infos[c] for c in sorted(set(self.infos) - self.finished)]
+            rebuild_all(self.runtime, lost, self.out_dir_for, self.consumer)
+        elif self.epoch_seen is None and self.out is not None and not self.campaign_ids:
+            kept = lost_here(self.client, self.out)
+            self.infos.update((i.campaign_id, i) for i in kept)
+            self.recorded.update(i.campaign_id for i in kept)
+            if kept:
+                rebuild_all(self.runtime, kept, self.out_dir_for, self.consumer)
+        self.epoch_seen = epoch
+
+    def finished_elsewhere(self, new: list[CampaignInfo]) -> list[str]:
         """Campaigns complete when first seen whose file is not here: another collector
         wrote them; this one neither claims them nor keeps a record of them."""
-        states = progress_many(runtime.client, [i.campaign_id for i in new])
+        states = progress_many(self.client, [i.campaign_id for i in new])
         return [
             i.campaign_id
             for i in new
             if states[i.campaign_id].finished
-            and not results_path(folder_of(i), i.campaign_id).exists()
+            and not results_path(self.folder_of(i), i.campaign_id).exists()
         ]
 
-    def folder_of(info: CampaignInfo) -> Path:
-        return Path(info.out_dir) if info.collector == "watch" else out or Path(info.out_dir)
+    def folder_of(self, info: CampaignInfo) -> Path:
+        if info.collector == "watch":
+            return Path(info.out_dir)
+        return self.out or Path(info.out_dir)
 
-    epoch_seen: str | None = None  # this Redis's mark when last looked
-
-    def out_dir_for(campaign_id: str) -> Path:
+    def out_dir_for(self, campaign_id: str) -> Path:
         """Where the campaign's results go; its record (`bridge.queue.rebuild`) is kept
         there first, to rebuild it from (here, or by `resume`) should Redis lose it."""
-        folder = folder_of(infos[campaign_id])
-        if infos[campaign_id].collector == "watch":
+        info = self.infos[campaign_id]
+        folder = self.folder_of(info)
+        if info.collector == "watch":
             # One results file per campaign: the one its watcher writes too (whichever
-            # of them holds the campaign's collector lease writes it).
+            # of them holds the campaign's collector lease writes it). A watcher keeps
+            # the record of its own: where its dropped file waits.
             return folder
-        if campaign_id not in recorded:
-            # A watcher keeps the record of its own: where its dropped file waits.
-            write_record(infos[campaign_id].model_copy(update={"out_dir": str(folder)}))
-            recorded.add(campaign_id)
+        if campaign_id not in self.recorded:
+            write_record(info.model_copy(update={"out_dir": str(folder)}))
+            self.recorded.add(campaign_id)
         return folder
-
-    collector = Collector(
-        runtime.client,
-        consumer,
-        out_dir_for,
-        lambda c: infos[c].total,
-        ensure_html_beside,
-    )
-    ride_out = RideOut(lambda text: log.warning("collect: %s", text), runtime.client)
-    beat_at = [0.0]  # when this collector last reported itself, for `evalrelay health`
-
-    def one_round() -> None:
-        nonlocal epoch_seen
-        if stopping():
-            raise KeyboardInterrupt
-        found = (
-            infos_of(runtime.client, campaign_ids)
-            if campaign_ids
-            else [
-                i
-                for i in list_campaigns(runtime.client, limit=1000)
-                if i.collector == "service" or (inbox_campaigns and i.collector == "watch")
-            ]
-        )
-        if time.monotonic() - beat_at[0] >= BEAT_SECONDS:
-            beat(runtime.client, collectors_key(), consumer, {"host": socket.gethostname()})
-            beat_at[0] = time.monotonic()
-        epoch = current_epoch(runtime.client)
-        if epoch_seen not in (None, epoch):  # the rebuilt are found again next round
-            collector.redis_lost()
-            lost = [infos[c] for c in sorted(set(infos) - finished)]
-            rebuild_all(runtime, lost, out_dir_for, consumer)
-        elif epoch_seen is None and out is not None and not campaign_ids:
-            # Started after Redis lost its data: the campaigns whose record is here.
-            kept = lost_here(runtime.client, out)
-            infos.update((i.campaign_id, i) for i in kept)
-            recorded.update(i.campaign_id for i in kept)
-            if kept:
-                rebuild_all(runtime, kept, out_dir_for, consumer)
-        epoch_seen = epoch
-        infos.update((i.campaign_id, i) for i in found)
-        finished.update(finished_elsewhere([i for i in found if i.campaign_id not in seen]))
-        seen.update(i.campaign_id for i in found)
-        active = [i.campaign_id for i in found if i.campaign_id not in finished]
-        for campaign_id in active:
-            out_dir_for(campaign_id)  # its record, before Redis may lose it
-        collector.poll(active, block_ms=1000)
-        if collector.graded():  # its summaries' libraries, on a thread, once
-            import_in_background()
-        for campaign_id in active:
-            state = progress(runtime.client, campaign_id)
-            view.progress(campaign_id, state.done, state.total)
-            if state.finished:
-                collector.finish(campaign_id)
-                finished.add(campaign_id)
-                where = results_path(out_dir_for(campaign_id), campaign_id)
-                view.complete(campaign_id, state.done, where)
-
-    try:
-        while not stopping() and not (campaign_ids and finished.issuperset(campaign_ids)):
-            ride_out(one_round)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        collector.close()
-        with contextlib.suppress(redis.RedisError):
-            runtime.client.hdel(collectors_key(), consumer)
 
 
 def lost_here(client: redis.Redis, folder: Path) -> list[CampaignInfo]:

@@ -22,11 +22,10 @@ from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.delivery.holders import let_go
 from evalrelay.bridge.delivery.holds import take_hold
 from evalrelay.bridge.delivery.lease import LeaseBegin
-from evalrelay.bridge.delivery.publish import PUBLISHED, Publication, outcome_of
-from evalrelay.bridge.delivery.publish import publish as publish_now
+from evalrelay.bridge.delivery.publish import PUBLISHED, publish
 from evalrelay.bridge.delivery.round_trips import RoundTrips
 from evalrelay.bridge.keys import holders_key
-from evalrelay.bridge.lua_scripts import BEGIN_LEASE, LET_GO, PUBLISH
+from evalrelay.bridge.lua_scripts import BEGIN_LEASE, LET_GO
 from evalrelay.bridge.queue.budget import charge
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.results.result import Result, Status
@@ -90,10 +89,7 @@ async def run_job(
     lease = begin.lease(client, outcome)
     if lease is None:
         log.info("job %s: %s; this delivery is ignored", job.job_id, outcome)
-        if outcome == "cancelled":  # rare: a campaign cancelled for good gets its line
-            await asyncio.to_thread(skipped, client, job, worker, outcome, message)
-        else:
-            await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
+        await skipped(rounds, client, job, worker, outcome, message)
         return outcome
     try:
         with lease.heartbeat():  # also while publishing waits for Redis
@@ -101,7 +97,7 @@ async def run_job(
             published = await publish(rounds, result, job.target.queue, lease.token, message)
     except NoCapacity as busy:
         await asyncio.to_thread(lease.release)
-        return await asyncio.to_thread(wait_for_capacity, client, queue, job, worker, busy, message)
+        return await wait_for_capacity(rounds, client, queue, job, worker, busy, message)
     except Steered as steered:
         await asyncio.to_thread(lease.release)
         return await asyncio.to_thread(step_aside, client, queue, job, steered, message)
@@ -114,15 +110,6 @@ async def run_job(
         await asyncio.to_thread(spend, client, result, published == PUBLISHED, worker)
     log.info("job %s: %s (%s)", job.job_id, result.status.value, published)
     return result.status.value
-
-
-async def publish(
-    rounds: RoundTrips, result: Result, queue: str, lease_token: str, message_id: str
-) -> str:
-    """`bridge.delivery.publish.publish` through the loop's round trips, tried again as long
-    as Redis is out of reach."""
-    call = Publication.of(result, queue, lease_token, message_id)
-    return outcome_of(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))
 
 
 def step_aside(
@@ -142,36 +129,48 @@ def step_aside(
     return "stepped aside"
 
 
-def skipped(client: redis.Redis, job: Job, worker: str, outcome: str, message: str) -> None:
+async def skipped(
+    rounds: RoundTrips, client: redis.Redis, job: Job, worker: str, outcome: str, message: str
+) -> None:
     """A job not run: a campaign cancelled for good gets its `cancelled` line (once, however
     many deliveries meet it); else the worker only stops holding its message."""
-    if outcome == "cancelled" and cancel_ends(client, job.campaign_id):
+    if outcome == "cancelled" and await asyncio.to_thread(cancel_ends, client, job.campaign_id):
         why = "the campaign was cancelled before this job started"
-        line = never_started(job, worker, Status.CANCELLED, why, now_seconds(client))
-        publish_now(client, line, job.target.queue, message_id=message)
-    elif message:
-        let_go(client, job.job_id, message)
+        since = await asyncio.to_thread(now_seconds, client)
+        line = never_started(job, worker, Status.CANCELLED, why, since)
+        await publish(rounds, line, job.target.queue, message_id=message)
+    else:
+        await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
 
 
-def wait_for_capacity(
-    client: redis.Redis, queue: JobQueue, job: Job, worker: str, busy: NoCapacity, message: str
+async def wait_for_capacity(
+    rounds: RoundTrips,
+    client: redis.Redis,
+    queue: JobQueue,
+    job: Job,
+    worker: str,
+    busy: NoCapacity,
+    message: str,
 ) -> str:
     """Back to the queue for a few seconds, as often as it takes, until the job's deadline.
 
     Waiting is not a failure: the job is sent again as a new message, held like any other
     (`bridge.delivery.holders`), so a worker that dies while holding it loses nothing.
     """
-    now = now_seconds(client)  # another worker, on another host, may have found it busy before
+    # Redis's clock: another worker, on another host, may have found it busy before.
+    now = await asyncio.to_thread(now_seconds, client)
     since = job.waiting_since or now
     if now - since >= job.timeout_seconds:
         why = f"nothing free to run it for {job.timeout_seconds:.0f} s: {busy}"
         timeout = never_started(job, worker, Status.TIMEOUT, why, since)
-        publish_now(client, timeout, job.target.queue, message_id=message, called=False)
+        await publish(rounds, timeout, job.target.queue, message_id=message, called=False)
         log.warning("job %s: %s", job.job_id, why)
         return Status.TIMEOUT.value
     log.info("job %s: %s; back to the queue for %.1f s", job.job_id, busy, busy.retry_in)
-    queue.send([job.model_copy(update={"waiting_since": since})], countdown=busy.retry_in)
-    let_go(client, job.job_id, message)  # after the new message went out: never unheld
+    waiting = job.model_copy(update={"waiting_since": since})
+    await asyncio.to_thread(queue.send, [waiting], countdown=busy.retry_in)
+    # after the new message went out: never unheld
+    await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
     return "waiting"
 
 

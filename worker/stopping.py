@@ -2,7 +2,7 @@
 
 Celery's warm shutdown lets the running jobs finish, but the messages the worker took and
 has not started stay with it until it exits: the ones waiting in its timer for their
-countdown (a job waiting for capacity, `worker.tasks.wait_for_capacity`) and the ones
+countdown (a job waiting for capacity, `worker.job_run.wait_for_capacity`) and the ones
 queued in its thread pool behind the running jobs. With a grace of minutes, they would
 wait minutes; here they go back to the queue as the shutdown begins, for other workers.
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import redis
-
-from evalrelay.bridge.connection import through_outage
+from evalrelay.bridge.delivery.round_trips import RoundTrips
 from evalrelay.bridge.keys import (
     compacted_key,
     done_key,
@@ -37,8 +35,8 @@ stream; or found the campaign complete and compacted, its file whole (a late cop
 _OUTCOMES = {1: PUBLISHED, 0: ALREADY_PUBLISHED, 2: LATE_COPY}
 
 
-def publish(
-    client: redis.Redis,
+async def publish(
+    rounds: RoundTrips,
     result: Result,
     queue: str,
     lease_token: str = "",
@@ -47,14 +45,11 @@ def publish(
 ) -> str:
     """Append the result unless this attempt (or a later one) is already published, or its
     campaign is compacted; say which (`PUBLISHED`...). In the same round trip, forget that
-    the worker holds `message_id` (`bridge.delivery.holders`). Tried again while Redis is out
-    of reach: the script is safe to repeat."""
+    the worker holds `message_id` (`bridge.delivery.holders`). Sent with the loop's other
+    scripts (`rounds`), and tried again while Redis is out of reach: the script is safe
+    to repeat."""
     call = Publication.of(result, queue, lease_token, message_id, called)
-
-    added = through_outage(
-        lambda: client.eval(PUBLISH, len(call.keys), *call.keys, *call.args), call.waiting
-    )
-    return outcome_of(added)
+    return outcome_of(await rounds.run_through_outage(PUBLISH, call.keys, call.args, call.waiting))
 
 
 def outcome_of(reply: object) -> str:

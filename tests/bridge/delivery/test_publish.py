@@ -4,6 +4,7 @@ and a Redis with a password, through the real CLI, worker and reports."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -19,7 +20,9 @@ import pytest
 import redis
 
 from evalrelay.bridge.delivery.lease import Lease
-from evalrelay.bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED, publish
+from evalrelay.bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED
+from evalrelay.bridge.delivery.publish import publish as publish_on_loop
+from evalrelay.bridge.delivery.round_trips import RoundTrips
 from evalrelay.bridge.keys import (
     compacted_key,
     done_key,
@@ -215,3 +218,16 @@ def test_calls_past_one_per_job_are_counted_by_why(client: redis.Redis) -> None:
     assert publish(client, a_result("paying", "p5"), "api") == LATE_COPY
     assert paid_again(client, "paying") == {"duplicate": 1, "retry": 1, "late copy": 1}
     assert client.ttl(paid_again_key("paying")) > 0  # kept with the campaign's record
+
+
+def publish(
+    client: redis.Redis,
+    result: Result,
+    queue: str,
+    lease_token: str = "",
+    message_id: str = "",
+    called: bool = True,
+) -> str:
+    """The worker's publish, awaited from this test's thread on a loop of its own."""
+    rounds = RoundTrips(client)
+    return asyncio.run(publish_on_loop(rounds, result, queue, lease_token, message_id, called))
