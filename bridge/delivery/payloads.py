@@ -49,8 +49,7 @@ def keep_stored(client: redis.Redis, pipe: Any, jobs: list[Job]) -> None:
 def job_of(client: redis.Redis, payload: dict[str, Any]) -> Job | None:
     """The job a message names, as stored, at the message's attempt and waiting time; None
     when Redis no longer has it (its campaign is complete and compacted, or expired: the
-    message is a late duplicate). A payload that is a whole job (a message sent by an
-    evalrelay before references) is that job."""
+    message is a late duplicate)."""
     return jobs_of(client, [payload])[0]
 
 
@@ -59,7 +58,7 @@ def jobs_of(client: redis.Redis, payloads: list[dict[str, Any]]) -> list[Job | N
 
     Before the jobs are held on record: an error here would leave their message taken and
     nobody to send it again while this process lives. Redis is waited for, as to publish."""
-    ids = [str(p["job_id"]) for p in payloads if "request" not in p]
+    ids = [str(p["job_id"]) for p in payloads]
 
     def waiting(error: Exception) -> None:
         log.warning("job %s: Redis out of reach to read the job (%s); retrying", ids[0], error)
@@ -68,9 +67,6 @@ def jobs_of(client: redis.Redis, payloads: list[dict[str, Any]]) -> list[Job | N
     stored = dict(zip(ids, read, strict=True))
     found: list[Job | None] = []
     for payload in payloads:
-        if "request" in payload:
-            found.append(Job.model_validate(payload))
-            continue
         job = stored[str(payload["job_id"])]
         update = {"attempt": payload["attempt"], "waiting_since": payload.get("waiting_since")}
         found.append(None if job is None else job.model_copy(update=update))

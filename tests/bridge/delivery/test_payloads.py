@@ -73,8 +73,3 @@ def test_a_job_no_longer_stored_is_none(client: redis.Redis) -> None:
     store_jobs(client, [job])
     client.delete(job_key("j"))  # its campaign was compacted: a late duplicate
     assert job_of(client, payload_of(job)) is None
-
-
-def test_a_whole_job_from_an_older_sender_is_that_job(client: redis.Redis) -> None:
-    job = direct_job(job_id="j")
-    assert job_of(client, job.model_dump(mode="json")) == job
