@@ -13,6 +13,7 @@ import click
 from evalrelay.bridge.cli.terminal import echo
 from evalrelay.bridge.errors import Diagnostic, InvalidFileError, TargetError
 from evalrelay.bridge.evalfile.cases import (
+    NO_EVAL_FILES,
     LoadedEvalFile,
     Loc,
     eval_document,
@@ -50,10 +51,7 @@ def validate_command(paths: tuple[Path, ...], untrusted: bool) -> None:
         for path in eval_files_under(paths)
     ]
     if not files:
-        raise click.ClickException(
-            "no .yaml, .yml or .eval.ts files (or task folders, holding task.toml) found in the "
-            "paths given"
-        )
+        raise click.ClickException(NO_EVAL_FILES)
     for path, untrusted_file in files:
         checked = check_file(path, untrusted_file)
         for problem in checked.problems:

@@ -304,11 +304,14 @@ def load_eval_files(paths: Sequence[Path]) -> list[LoadedEvalFile]:
     if problems:
         raise InvalidFileError(problems)
     if not files:
-        raise EvalrelayError(
-            "no .yaml, .yml or .eval.ts eval files (or task folders, holding task.toml) found "
-            "in the paths given"
-        )
+        raise EvalrelayError(NO_EVAL_FILES)
     return files
+
+
+NO_EVAL_FILES = (
+    "no .yaml, .yml or .eval.ts eval files (or task folders, holding task.toml) found in the "
+    "paths given"
+)
 
 
 def eval_files_under(paths: Sequence[Path]) -> list[Path]:

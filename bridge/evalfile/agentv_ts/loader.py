@@ -44,7 +44,7 @@ def load_typescript_eval(path: Path, project: Project) -> YamlDocument:
         fail(path, f"larger than {limits.bytes} bytes; {how_to_raise('load_limits', 'bytes')}")
     try:
         argv = node_argv(path, READ_EVAL.read_text(encoding="utf-8"), limits, "AgentV")
-        said = run_boxed(argv, path, [str(path.absolute()), str(SDK)], limits, path.name, [SDK])
+        said = run_boxed(argv, path, [str(path), str(SDK)], limits, path.name, [SDK])
     except FunctionError as exc:
         fail(written, str(exc).removeprefix(f"{path.name}: "))
     if not isinstance(said, dict) or ("config" not in said and "problem" not in said):
