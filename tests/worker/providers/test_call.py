@@ -122,6 +122,9 @@ SCENARIOS: dict[str, Callable[[Answer, ToolCall], list[Reply]]] = {
         Reply(answer("Paris")),
     ],
     "401": lambda _, __: [Reply({"error": {"message": f"bad key {KEY}"}}, status=401)],
+    "400": lambda _, __: [
+        Reply({"error": {"message": "bad request", "type": "invalid_request_error"}}, status=400)
+    ],
     "hangs": lambda answer, _: [Reply(answer("late"), delay=3)],
 }
 
@@ -190,6 +193,7 @@ def test_the_async_path_sends_and_returns_what_the_sync_path_does(
         "429 then ok": ("Paris", ["rate_limited", "ok"]),
         "500 then ok": ("Paris", ["infra_error", "ok"]),
         "401": (Status.INFRA_ERROR, ["infra_error"]),
+        "400": (Status.INVALID_INPUT, ["invalid_input"]),
         "hangs": (Status.TIMEOUT, ["timeout", "timeout"]),
     }[scenario]
     got = ended["async"]
