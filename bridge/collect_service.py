@@ -38,7 +38,7 @@ from evalrelay.bridge.queue.rebuild import (
 )
 from evalrelay.bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from evalrelay.bridge.queue.runtime import Runtime
-from evalrelay.bridge.reports.writer import ensure_html_beside
+from evalrelay.bridge.reports.writer import ensure_html_apart
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path
 from evalrelay.bridge.results.retention import RETENTION_SECONDS
@@ -112,7 +112,7 @@ class CollectorService:
             consumer,
             self.out_dir_for,
             lambda c: self.infos[c].total,
-            ensure_html_beside,
+            ensure_html_apart,
         )
 
     def done(self) -> bool:

@@ -7,6 +7,8 @@ folder of parts beside it (`html_parts`).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,3 +54,30 @@ def ensure_html_beside(results: Path) -> Path:
     if report.exists() and report.stat().st_mtime >= results.stat().st_mtime:
         return report
     return write_html_beside(results)
+
+
+REPORT_APART_SECONDS = 3600
+"""The most a child writing one campaign's HTML report may take."""
+
+
+def ensure_html_apart(results: Path) -> Path:
+    """`ensure_html_beside`, in a child process: for the services that run for days (the
+    collector, the watcher). A report passes over every line of its campaign, and the
+    memory that pass takes would stay with the service (Python seldom gives it back), so
+    its size would follow the largest campaign it ever finished. An error is raised with
+    the child's last word (its exception)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "evalrelay.bridge.reports.writer", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=REPORT_APART_SECONDS,
+        stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise RuntimeError(f"the report of {results} was not written: {said[-1]}")
+    return Path(done.stdout.strip())
+
+
+if __name__ == "__main__":
+    print(ensure_html_beside(Path(sys.argv[1])))

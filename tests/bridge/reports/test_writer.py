@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 import pytest
 
 from evalrelay.bridge.reports.campaign import CampaignResults
-from evalrelay.bridge.reports.writer import RENDERERS, report_path, write_report
+from evalrelay.bridge.reports.writer import (
+    RENDERERS,
+    ensure_html_apart,
+    report_path,
+    write_html_beside,
+    write_report,
+)
 from evalrelay.bridge.results.results_file import ResultsFile
 from tests.bridge.reports.reporting import CAMPAIGN, long_answers, many_results, write_campaign
 
@@ -63,3 +70,22 @@ def test_the_parts_of_a_big_html_report_get_those_modes_too(
         "camp.html.parts",
         "camp.jsonl",
     ]
+
+
+def test_a_report_written_apart_is_the_one_written_here(tmp_path: Path) -> None:
+    """The services' report, written by a child process, is the page this process writes
+    of the same results (but for the token each page is written with); a report that
+    cannot be written raises with why."""
+    results = write_campaign(tmp_path / "apart", many_results(30))
+    written = ensure_html_apart(results)
+    assert written == report_path(results.parent, "camp", "html")
+    apart = untokened(written.read_text())
+    written.unlink()
+    assert untokened(write_html_beside(results).read_text()) == apart
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(RuntimeError, match=r"a-file/gone\.jsonl was not written: .*Error"):
+        ensure_html_apart(tmp_path / "a-file" / "gone.jsonl")
+
+
+def untokened(page: str) -> str:
+    return re.sub(r'"token":"[0-9a-f]+"', '"token":""', page)
