@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -16,6 +15,7 @@ import redis
 
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.delivery.round_trips import RoundTrips
+from evalrelay.bridge.per_process import PerProcess
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.worker.job_run import execute_on_thread, run_job
 from evalrelay.worker.stopping import hand_back, stopping
@@ -140,15 +140,5 @@ class WorkerLoop:
         self._watcher = None
 
 
-_loops: dict[int, WorkerLoop] = {}
-_loops_lock = threading.Lock()
-
-
-def worker_loop() -> WorkerLoop:
-    """This process's loop (a forked child starts its own: threads do not survive a fork)."""
-    pid = os.getpid()
-    with _loops_lock:
-        if pid not in _loops:
-            _loops.clear()
-            _loops[pid] = WorkerLoop()
-        return _loops[pid]
+worker_loop = PerProcess(WorkerLoop)
+"""This process's loop, on a thread of its own (a forked child starts its own)."""

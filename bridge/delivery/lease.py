@@ -30,6 +30,7 @@ from evalrelay.bridge.keys import (
     paused_key,
 )
 from evalrelay.bridge.lua_scripts import BEGIN_LEASE, RELEASE_LEASE, RENEW_LEASE
+from evalrelay.bridge.per_process import PerProcess
 
 log = logging.getLogger(__name__)
 
@@ -227,15 +228,5 @@ class Renewals:
             self.remove(renewal)
 
 
-_renewals: dict[int, Renewals] = {}
-_renewals_lock = threading.Lock()
-
-
-def renewals() -> Renewals:
-    """This process's renewals (a forked child starts its own: threads do not survive a fork)."""
-    pid = os.getpid()
-    with _renewals_lock:
-        if pid not in _renewals:
-            _renewals.clear()
-            _renewals[pid] = Renewals()
-        return _renewals[pid]
+renewals = PerProcess(Renewals)
+"""This process's renewals (a forked child starts its own)."""
