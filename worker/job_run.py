@@ -19,7 +19,6 @@ import redis
 from evalrelay.bridge.clock import now_seconds
 from evalrelay.bridge.contract.campaign_state import cancel_ends
 from evalrelay.bridge.contract.job import Job
-from evalrelay.bridge.delivery.holders import let_go
 from evalrelay.bridge.delivery.holds import take_hold
 from evalrelay.bridge.delivery.lease import LeaseBegin
 from evalrelay.bridge.delivery.publish import PUBLISHED, publish
@@ -100,7 +99,7 @@ async def run_job(
         return await wait_for_capacity(rounds, client, queue, job, worker, busy, message)
     except Steered as steered:
         await asyncio.to_thread(lease.release)
-        return await asyncio.to_thread(step_aside, client, queue, job, steered, message)
+        return await step_aside(rounds, client, queue, job, steered, message)
     except BaseException:
         with contextlib.suppress(redis.RedisError):
             await asyncio.to_thread(lease.release)
@@ -112,20 +111,26 @@ async def run_job(
     return result.status.value
 
 
-def step_aside(
-    client: redis.Redis, queue: JobQueue, job: Job, steered: Steered, message: str
+async def step_aside(
+    rounds: RoundTrips,
+    client: redis.Redis,
+    queue: JobQueue,
+    job: Job,
+    steered: Steered,
+    message: str,
 ) -> str:
     """Back to the queue, unstarted, after its campaign was steered while it waited to call:
     its next delivery meets the pause (left for `unpause`) or the cancel (a `cancelled`
     line) as any queued job does. A late copy of a compacted campaign's job is dropped."""
-    give_back(client, job)
+    await asyncio.to_thread(give_back, client, job)
     if steered.late:
         log.info("job %s: late-copy (%s); dropped without its call", job.job_id, steered)
-        let_go(client, job.job_id, message)
+        await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
         return "late-copy"
     log.info("job %s: %s; back to its queue", job.job_id, steered)
-    queue.send([job])
-    let_go(client, job.job_id, message)  # after the new message went out: never unheld
+    await asyncio.to_thread(queue.send, [job])
+    # after the new message went out: never unheld
+    await rounds.run(LET_GO, (holders_key(),), (job.job_id, message))
     return "stepped aside"
 
 

@@ -72,7 +72,8 @@ def test_the_installed_package_imports_and_documents_run(wheel: Path, tmp_path: 
     )
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0] == str(target / "evalrelay" / "__init__.py")
-    assert "run(paths" in shown.stdout
+    assert "run(paths" in shown.stdout and "targets" in shown.stdout  # run's own, not a stand-in
+    assert "wait for every job's line" in shown.stdout
     command = subprocess.run(
         [sys.executable, "-m", "evalrelay", "--help"], cwd=tmp_path, env=env,
         capture_output=True, text=True, timeout=60,
