@@ -25,11 +25,12 @@ from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
 from evalrelay.bridge.delivery.holds import forget_process, note_hold, process_name
+from evalrelay.bridge.delivery.payloads import message_job_ids
 from evalrelay.bridge.delivery.reaper import Reaper
 from evalrelay.bridge.evalfile.limits import MAX_JOB_SECONDS
 from evalrelay.bridge.keys import workers_key
 from evalrelay.bridge.masking import mask_logs
-from evalrelay.bridge.queue.celery_queue import JobQueue, message_job_ids
+from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.targets.settings import DEFAULT_KEY_VARIABLES, TASK_QUEUE
 from evalrelay.worker.agents.docker_cli import remove_dead_workers_containers
 from evalrelay.worker.agents.homes import remove_dead_homes, remove_own_homes

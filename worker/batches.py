@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 import redis
 from celery import Celery, Task
@@ -23,7 +22,7 @@ from celery import Celery, Task
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import RUN_BATCH
 from evalrelay.bridge.delivery.holders import let_go
-from evalrelay.bridge.delivery.payloads import jobs_of
+from evalrelay.bridge.delivery.payloads import batch_payloads, jobs_of
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.worker.heap import settle_once
 from evalrelay.worker.job_run import JOB_TASK
@@ -34,12 +33,14 @@ log = logging.getLogger(__name__)
 
 HANDED_BACK = "handed back"
 
+
 def register_batch_task(app: Celery, client: Callable[[], redis.Redis]) -> None:
     @app.task(name=RUN_BATCH, **JOB_TASK)
-    def run_batch(self: Task, payloads: list[dict[str, Any]], job_ids: list[str]) -> str:
+    def run_batch(self: Task, argument: str) -> str:
         message: str = self.request.id
         if stopping.is_set() and message in released:
             return HANDED_BACK  # its message is on its queue again
+        payloads = batch_payloads(argument)
         jobs = []
         for payload, job in zip(payloads, jobs_of(client(), payloads), strict=True):
             if job is None:  # its campaign is complete and compacted: a late duplicate

@@ -31,7 +31,8 @@ from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import RUN_BATCH, RUN_CASE
 from evalrelay.bridge.delivery.holders import let_go
 from evalrelay.bridge.delivery.holds import take_hold
-from evalrelay.bridge.queue.celery_queue import JobQueue, message_job_ids
+from evalrelay.bridge.delivery.payloads import message_job_ids
+from evalrelay.bridge.queue.celery_queue import JobQueue
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ no live worker holds; the jobs behind them are covered by this accounting alread
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -26,6 +27,7 @@ import redis
 from evalrelay.bridge.clock import now_ms
 from evalrelay.bridge.contract.job import Job, job_id_of_message
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, messages_held
+from evalrelay.bridge.delivery.payloads import message_job_ids
 from evalrelay.bridge.keys import (
     done_key,
     holders_key,
@@ -38,9 +40,6 @@ from evalrelay.bridge.lua_scripts import MARK_SENT, UNSEEN
 
 SENT_HEADER = "evalrelay_sent_ms"
 """The message header holding when it was sent, as written in `outstanding`."""
-
-JOBS_HEADER = "evalrelay_jobs"
-"""The header of a batch message listing the ids of the jobs it carries."""
 
 ORDER_SLACK_MS = 10_000
 """Two senders may push their messages in another order than they stamped them."""
@@ -176,10 +175,19 @@ class UnackedSweep:
         raws = cast(list[str | None], client.hmget(UNACKED_KEY, tags)) if tags else []
         for tag, raw in zip(tags, raws, strict=True):
             try:
-                headers = json.loads(raw)[0]["headers"] if raw else {}
-                ours = headers.get("task") in self.task_names
-                message_id = str(headers["id"])
-                jobs = headers.get(JOBS_HEADER) or [job_id_of_message(message_id)]
-                self.messages[tag] = (message_id, [str(j) for j in jobs]) if ours else None
+                message = json.loads(raw)[0] if raw else {"headers": {}}
+                headers = message["headers"]
+                if headers.get("task") not in self.task_names:
+                    self.messages[tag] = None
+                    continue
+                jobs = carried_jobs(message) or [job_id_of_message(str(headers["id"]))]
+                self.messages[tag] = (str(headers["id"]), jobs)
             except (ValueError, KeyError, TypeError, IndexError, AttributeError):
                 self.messages[tag] = None
+
+
+def carried_jobs(message: Mapping[str, Any]) -> list[str]:
+    """The ids of the jobs a message as kombu's Redis transport keeps it carries (on a
+    queue's list, or in `unacked`): its body is JSON in base64 (its `body_encoding`)."""
+    args = json.loads(base64.b64decode(message["body"]))[0]
+    return message_job_ids(str(message["headers"].get("task")), args)

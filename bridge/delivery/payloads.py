@@ -9,19 +9,26 @@ it did: the campaign is in the stored job, and a batch of 64 jobs carried its id
 times), and the worker reads the stored job. Sending stores a job that is not stored
 yet (a job sent by hand, or by a test), so every message names a job Redis has.
 
-These two functions are the whole contract between sender and worker on a message's
-content: `payload_of` builds it, `job_of` reads it back.
+A batch message's jobs are named in one string (`batch_argument`): a list of payloads cost
+a queued job 183 bytes of Redis (its id three times: in its payload, in a list of ids for
+the worker's holds, in a header for the sweep of `unacked`; then base64), the string 64.
+
+These functions are the whole contract between sender and worker on a message's content:
+`payload_of` and `batch_argument` build it, `job_of`, `batch_payloads` and
+`message_job_ids` read it back.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import redis
 
 from evalrelay.bridge.connection import through_outage
 from evalrelay.bridge.contract.job import Job
+from evalrelay.bridge.contract.names import RUN_BATCH
 from evalrelay.bridge.contract.stored import encoded, read_jobs
 from evalrelay.bridge.keys import job_key
 from evalrelay.bridge.results.retention import RETENTION_SECONDS
@@ -36,6 +43,50 @@ def payload_of(job: Job) -> dict[str, Any]:
     if job.waiting_since is not None:
         payload["waiting_since"] = job.waiting_since
     return payload
+
+
+JOBS_APART, FIELDS_APART = " ", "/"
+"""What separates a batch argument's jobs, and each job's id from its attempt and waiting
+time. A job id holds neither (`bridge.contract.job.job_id`: hex digits)."""
+
+
+def batch_argument(jobs: Sequence[Job]) -> str:
+    """A batch message's argument: its jobs' payloads in one string, each `id`, or
+    `id/attempt` past the first attempt, or `id/attempt/waiting_since` once it waits."""
+    entries = []
+    for job in jobs:
+        if JOBS_APART in job.job_id or FIELDS_APART in job.job_id:
+            raise ValueError(f"job id {job.job_id!r} holds a space or a slash")
+        fields = [job.job_id]
+        if job.attempt != 1 or job.waiting_since is not None:
+            fields.append(str(job.attempt))
+        if job.waiting_since is not None:
+            fields.append(repr(job.waiting_since))
+        entries.append(FIELDS_APART.join(fields))
+    return JOBS_APART.join(entries)
+
+
+def batch_payloads(argument: str) -> list[dict[str, Any]]:
+    """The payloads (`payload_of`) a `batch_argument` names, in its order."""
+    payloads: list[dict[str, Any]] = []
+    for entry in argument.split(JOBS_APART):
+        job_id, *rest = entry.split(FIELDS_APART)
+        payload: dict[str, Any] = {"job_id": job_id, "attempt": int(rest[0]) if rest else 1}
+        if len(rest) > 1:
+            payload["waiting_since"] = float(rest[1])
+        payloads.append(payload)
+    return payloads
+
+
+def message_job_ids(task: str, args: Any) -> list[str]:
+    """The ids of the jobs a `run_case` or `run_batch` message carries; none when its
+    arguments are not jobs (the task says so when it runs)."""
+    try:
+        if task == RUN_BATCH:
+            return [str(payload["job_id"]) for payload in batch_payloads(args[0])]
+        return [str(args[0]["job_id"])]
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+        return []
 
 
 def keep_stored(client: redis.Redis, pipe: Any, jobs: list[Job]) -> None:

@@ -17,8 +17,8 @@ from kombu import serialization
 from evalrelay.bridge.connection import broker_url, client_for
 from evalrelay.bridge.contract.job import Job, new_batch_id, new_message_id
 from evalrelay.bridge.contract.names import RUN_BATCH, RUN_CASE
-from evalrelay.bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER, ids_by_queue, mark_sent
-from evalrelay.bridge.delivery.payloads import keep_stored, payload_of
+from evalrelay.bridge.delivery.outstanding import SENT_HEADER, ids_by_queue, mark_sent
+from evalrelay.bridge.delivery.payloads import batch_argument, keep_stored, payload_of
 from evalrelay.bridge.evalfile.limits import MAX_JOB_SECONDS
 
 BATCHED_QUEUE = "api"
@@ -139,7 +139,7 @@ class JobQueue:
             limit = min(max(j.timeout_seconds for j in jobs), MAX_JOB_SECONDS)
             limit += HARD_LIMIT_GRACE_SECONDS
             name = RUN_BATCH
-            args: list[Any] = [[payload_of(job) for job in jobs], [job.job_id for job in jobs]]
+            args: list[Any] = [batch_argument(jobs)]
             message_id = new_batch_id()
             what = f"[{len(jobs)} jobs of target {first.target.name!r} from {first.job_id}]"
         else:
@@ -160,8 +160,6 @@ class JobQueue:
             ignore_result=True,
         )
         message.headers[SENT_HEADER] = sent_ms
-        if name == RUN_BATCH:
-            message.headers[JOBS_HEADER] = [job.job_id for job in jobs]
         return message
 
 
@@ -192,14 +190,3 @@ def batch_size(waiting: int, concurrency: Any = None) -> int:
     if isinstance(concurrency, int) and concurrency > 0:
         cap = min(cap, concurrency)
     return max(1, min(cap, -(-waiting // BATCH_SPREAD)))
-
-
-def message_job_ids(task: str, args: Any) -> list[str]:
-    """The ids of the jobs a `run_case` or `run_batch` message carries; none when its
-    arguments are not jobs (the task says so when it runs)."""
-    try:
-        if task == RUN_BATCH:
-            return [str(job_id) for job_id in args[1]]
-        return [str(args[0]["job_id"])]
-    except (IndexError, KeyError, TypeError):
-        return []

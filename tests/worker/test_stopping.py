@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 import redis
 
 from evalrelay.bridge.delivery.holds import note_hold, take_hold
-from evalrelay.bridge.delivery.payloads import jobs_of
+from evalrelay.bridge.delivery.outstanding import carried_jobs
+from evalrelay.bridge.delivery.payloads import batch_payloads, jobs_of
 from evalrelay.bridge.evalfile.cases import load_eval_file
 from evalrelay.bridge.keys import holders_key, inflight_key
 from evalrelay.bridge.planning.campaigns import plan_jobs
@@ -92,9 +93,9 @@ def test_a_job_reaching_a_thread_after_the_stop_goes_back_as_a_new_message(
     (raw,) = client.lrange("api", 0, -1)
     message = json.loads(raw)
     assert message["headers"]["id"] != "old-message"
-    args = json.loads(base64.b64decode(message["body"]))[0]
-    assert args[1] == ["handed"]  # an API job goes back in a batch of one
-    assert [job.job_id for job in jobs_of(client, args[0]) if job] == ["handed"]
+    assert carried_jobs(message) == ["handed"]  # an API job goes back in a batch of one
+    (argument,) = json.loads(base64.b64decode(message["body"]))[0]
+    assert [job.job_id for job in jobs_of(client, batch_payloads(argument)) if job] == ["handed"]
     time.sleep(0.2)  # the note would have been written by now
     assert client.hget(holders_key(), "handed") is None
     assert take_hold("handed", "old-message") is None

@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from evalrelay.bridge.connection import client_for
-from evalrelay.bridge.delivery.outstanding import JOBS_HEADER
+from evalrelay.bridge.delivery.outstanding import carried_jobs
 from evalrelay.bridge.inbox.taker import Taker
 from evalrelay.bridge.inbox.watcher import InboxEvent, Watcher
 from evalrelay.bridge.keys import campaigns_key, manifest_key, outstanding_key
@@ -378,10 +378,7 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
 
 def jobs_queued(client: redis.Redis, queue: str) -> int:
     """How many jobs the messages on a queue carry (an API message carries a batch)."""
-    return sum(
-        len(json.loads(raw)["headers"].get(JOBS_HEADER) or [None])
-        for raw in client.lrange(queue, 0, -1)
-    )
+    return sum(len(carried_jobs(json.loads(raw))) for raw in client.lrange(queue, 0, -1))
 
 
 SLOW_TARGET = "targets:\n  - {name: slow, provider: mock, latency_ms: 150}\n"

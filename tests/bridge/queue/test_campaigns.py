@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from evalrelay.bridge.delivery.outstanding import JOBS_HEADER, SENT_HEADER
+from evalrelay.bridge.delivery.outstanding import SENT_HEADER, carried_jobs
 from evalrelay.bridge.errors import EvalrelayError
 from evalrelay.bridge.evalfile.cases import load_eval_file
 from evalrelay.bridge.keys import collected_key, outstanding_key
@@ -140,7 +140,7 @@ def test_submitted_jobs_messages_carry_the_time_their_jobs_were_recorded_as_sent
     while (raw := client.rpop("api")) is not None:
         message = json.loads(raw)
         stamp = message["headers"][SENT_HEADER]
-        for job_id in message["headers"][JOBS_HEADER]:
+        for job_id in carried_jobs(message):
             assert recorded[job_id] == stamp
             sent.append(job_id)
     assert sorted(sent) == sorted(recorded)
