@@ -30,6 +30,7 @@ from evalrelay.bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id
 from evalrelay.bridge.queue.following import Watcher, follow_campaign
 from evalrelay.bridge.queue.rebuild import rebuild, write_record
 from evalrelay.bridge.queue.runtime import Runtime, open_runtime
+from evalrelay.bridge.queue.starting import Starting
 from evalrelay.bridge.queue.steering import who
 from evalrelay.bridge.reports.promptfoo_json import write_promptfoo_outputs
 from evalrelay.bridge.reports.writer import ensure_html_beside
@@ -137,11 +138,14 @@ def submit_detached(planned: PlannedRun) -> str:
 
 @contextmanager
 def running(
-    planned: PlannedRun, watch: Callable[[CampaignInfo], AbstractContextManager[Watcher]]
+    planned: PlannedRun,
+    watch: Callable[[CampaignInfo], AbstractContextManager[Watcher]],
+    started: Starting | None = None,
 ) -> Iterator[FinishedRun]:
     """Send the campaign and follow it to its last line, with a worker in this process's
     child on the embedded default (or `local_worker`); the block runs while it winds down.
-    `watch` gives what shows the campaign's progress while it is followed.
+    `watch` gives what shows the campaign's progress while it is followed; `started`, what
+    the command started ahead (`bridge.queue.starting`).
 
     A KeyboardInterrupt while following cancels the campaign (its finished lines stay)
     and is raised again.
@@ -155,6 +159,7 @@ def running(
         force_local_worker=request.local_worker,
         concurrency=request.concurrency,
         await_worker=False,
+        started=started,
     ) as runtime:
         if here:
             check_targets_here(planned.files, planned.jobs)

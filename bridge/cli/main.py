@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import atexit
+import gc
 import logging
 import signal
 import sys
@@ -85,6 +87,9 @@ def main() -> None:
     # in-process worker and its entry in Redis) is stopped too. Long-running services set
     # their own handler.
     signal.signal(signal.SIGTERM, _interrupted)
+    # Run last at exit: the objects of the command's modules are left out of the
+    # interpreter's last collection, which otherwise took a tenth of a one-case `run`.
+    atexit.register(gc.freeze)
     try:
         cli.main(standalone_mode=False)
     except InvalidFileError as exc:

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 
-from evalrelay.bridge.cli.follow import ProgressBar
-from evalrelay.bridge.cli.outcome import exit_status, print_summary
 from evalrelay.bridge.cli.terminal import TerminalConsole, counted, echo
 from evalrelay.bridge.connection import configured_url
 from evalrelay.bridge.evalfile.limits import MAX_REPEATS
-from evalrelay.bridge.results.paid import paid_again_text
-from evalrelay.bridge.running import (
-    RunRequest,
-    plan_run,
-    running,
-    submit_detached,
-    write_promptfoo_results,
-    write_reports,
-)
+from evalrelay.bridge.queue.starting import Starting, starting
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from evalrelay.bridge.queue.estimate import TargetEstimate
 
 
@@ -119,22 +111,55 @@ def run_command(
     """Run the eval files (or folders of them) in PATHS as one campaign."""
     if detach and configured_url() is None:
         raise click.UsageError(DETACH_NEEDS_A_CLUSTER)
-    targets = [n.strip() for option in target_options for n in option.split(",") if n.strip()]
-    planned = plan_run(
-        RunRequest(
-            paths=list(paths),
-            targets=targets,
-            cases=list(case_patterns),
-            tags=list(tags),
-            name=name,
-            repeats=repeats,
-            out=out,
-            local_worker=local_worker,
-            cache_ttl_seconds=cache_ttl if cache else None,
-            concurrency=concurrency,
-            budget_usd=budget_usd,
+    started: contextlib.AbstractContextManager[Starting | None]
+    if detach or estimate:
+        started = contextlib.nullcontext()
+    else:  # its Redis and worker start while what runs the campaign is imported
+        started = starting(worker=True, force_local_worker=local_worker, concurrency=concurrency)
+    with started as ahead:
+        _run(
+            {
+                "paths": list(paths),
+                "targets": [n.strip() for o in target_options for n in o.split(",") if n.strip()],
+                "cases": list(case_patterns),
+                "tags": list(tags),
+                "name": name,
+                "repeats": repeats,
+                "out": out,
+                "local_worker": local_worker,
+                "cache_ttl_seconds": cache_ttl if cache else None,
+                "concurrency": concurrency,
+                "budget_usd": budget_usd,
+            },
+            ahead,
+            detach=detach,
+            estimate=estimate,
+            min_score=min_score,
         )
+
+
+def _run(
+    request: dict[str, Any],
+    started: Starting | None,
+    *,
+    detach: bool,
+    estimate: bool,
+    min_score: float | None,
+) -> None:
+    # Imported here, after `starting`: these are most of the command's start-up.
+    from evalrelay.bridge.cli.follow import ProgressBar
+    from evalrelay.bridge.cli.outcome import exit_status, print_summary
+    from evalrelay.bridge.results.paid import paid_again_text
+    from evalrelay.bridge.running import (
+        RunRequest,
+        plan_run,
+        running,
+        submit_detached,
+        write_promptfoo_results,
+        write_reports,
     )
+
+    planned = plan_run(RunRequest.model_validate(request))
     if estimate:
         from evalrelay.bridge.queue.estimate import estimate as estimate_jobs  # its price database
 
@@ -146,7 +171,8 @@ def run_command(
     console = TerminalConsole(stderr=True)
     console.print(f"campaign {planned.campaign_id}: {counted(len(planned.jobs), 'job')}")
     try:
-        with running(planned, lambda info: ProgressBar(console, info, info.total)) as finished:
+        watch = lambda info: ProgressBar(console, info, info.total)  # noqa: E731
+        with running(planned, watch, started) as finished:
             print_summary(console, finished.info, finished.summary)
             if finished.paid_again:
                 console.print(paid_again_text(finished.paid_again))

@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import redis
 
@@ -80,6 +81,21 @@ def _answers(url: str) -> bool:
         return False
 
 
+def join_users(users_lock: Path) -> IO[str]:
+    """Hold a shared lock on the private Redis's `users_lock` as one more user, until the
+    file returned is closed (or the process exits): a forked worker takes one, so that the
+    Redis outlives its command for as long as the worker finishes its jobs. Safe without
+    the start lock only while another user holds it (the server cannot be stopping)."""
+    users = users_lock.open("a+")
+    fcntl.flock(users, fcntl.LOCK_SH)
+    return users
+
+
+def users_lock(home: Path | None = None) -> Path:
+    """The file each user of the private Redis holds a shared lock on while it needs it."""
+    return (home or evalrelay_home()) / "redis" / USERS_LOCK
+
+
 @contextlib.contextmanager
 def embedded_redis(home: Path | None = None) -> Iterator[str]:
     """Yield the URL of the private Redis, starting it if no other command has.
@@ -88,9 +104,10 @@ def embedded_redis(home: Path | None = None) -> Iterator[str]:
     starting and stopping happen under an exclusive `start.lock`, so a command never
     starts using a server that another is stopping.
     """
-    data_dir = _private_dir((home or evalrelay_home()) / "redis")
+    lock = users_lock(home)
+    data_dir = _private_dir(lock.parent)
     url = f"unix://{_socket_path(data_dir)}"
-    with (data_dir / USERS_LOCK).open("a+") as users:
+    with lock.open("a+") as users:
         with exclusive(data_dir / START_LOCK):
             if not _answers(url):
                 _start(data_dir, url)

@@ -1,12 +1,12 @@
 """The local worker of `evalrelay run`: the same Celery worker as in a cluster, in a child
 process forked from the command.
 
-Forked, not started afresh: the child has every module the command imported already,
-the worker's own too (imported on a thread while the embedded Redis starts), so it is ready
-at once, while the command goes on sending (`wait=False`: the command waits for it only
-once the jobs are sent); in a process of its own it has a core of its own, where a worker
-in the command's process shared one with the collector and the progress display (a
-2,000-case run took a third longer that way).
+Forked at once, before Redis is up or the jobs are planned: the child imports the worker's
+modules on a core of its own while the command imports, loads and plans on the other
+(`bridge.queue.starting`), and waits to be told where Redis is (`ForkedWorker.serve`,
+with the command's environment as it then is: the keys its `.env` files gave). Then it
+serves while the command sends; in a process of its own it has a core of its own, where a
+worker in the command's process shared one with the collector and the progress display.
 
 This is the one place the submitting side imports `worker` (import-linter holds the rest
 of `bridge` to that).
@@ -15,112 +15,117 @@ of `bridge` to that).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import select
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from evalrelay.bridge.errors import PrerequisiteError
+from evalrelay.bridge.queue.embedded import join_users
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_SECONDS = 20.0
-STOP_WAIT_SECONDS = 0.1
+STOP_WAIT_SECONDS = 0.05
 STOP_TIMEOUT_SECONDS = 30.0
 """How long the worker may take to finish the jobs it runs once told to stop."""
 
 
-_importing: list[threading.Thread] = []
+class ServeOrder(BaseModel):
+    """What the command tells its forked worker, once, on the pipe between them."""
+
+    redis_url: str
+    users_lock: str | None
+    """The embedded Redis's users lock, which the worker holds too (`join_users`): a command
+    killed outright leaves the Redis up until its worker has finished its jobs."""
+    environment: dict[str, str]
+    """The command's environment when it sent the order: the child was forked before the
+    command read its `.env` files, and the keys its targets name come from there."""
 
 
-def import_worker_meanwhile() -> None:
-    """Start importing the worker's modules on a thread while this process waits for
-    something else (the embedded Redis to start): the child forked later has them. The
-    fork waits for the thread (forked in the middle of an import, the child could find the
-    import lock held for good)."""
-    if not _importing:
-        _importing.append(
-            threading.Thread(target=_import_worker, name="evalrelay-worker-imports", daemon=True)
+class ForkedWorker:
+    """The command's side of a forked worker: `serve` starts it, `ready` waits for it,
+    `stop` tells it to finish its jobs and exit (closing the pipe, which the command's
+    death does too: no worker outlives its command)."""
+
+    def __init__(self, order: int, ready: int) -> None:
+        self._order = order
+        self._ready = ready
+        self._started = False
+        self._stopping = False
+
+    def serve(self, redis_url: str, users_lock: Path | None = None) -> None:
+        order = ServeOrder(
+            redis_url=redis_url,
+            users_lock=None if users_lock is None else str(users_lock),
+            environment=dict(os.environ),
         )
-        _importing[0].start()
+        try:
+            os.write(self._order, order.model_dump_json().encode() + b"\n")
+        except BrokenPipeError:
+            raise PrerequisiteError("the local worker did not start; see the log above") from None
 
+    def ready(self) -> None:
+        """Returns once the worker is ready; raises when it did not start."""
+        if not self._started and not _ready(self._ready, START_TIMEOUT_SECONDS):
+            raise PrerequisiteError("the local worker did not start; see the log above")
+        self._started = True
 
-def _import_worker() -> None:
-    """The worker's modules, and the HTTP client its vendors' SDKs are built on."""
-    importlib.import_module("evalrelay.worker.app").preload_http_client()
-
-
-def worker_imported() -> None:
-    """Wait for `import_worker_meanwhile`'s thread, if one was started."""
-    for thread in _importing:
-        thread.join()
-
-
-class LocalWorker(NamedTuple):
-    ready: Callable[[], None]
-    """Returns once the worker is ready; raises when it did not start."""
-    stop: Callable[[], None]
-    """Tells it to finish the jobs it runs and exit, without waiting for it (leaving the
-    block waits)."""
+    def stop(self) -> None:
+        """Tells it to finish the jobs it runs and exit, without waiting for it (leaving the
+        block waits)."""
+        if not self._stopping:
+            self._stopping = True
+            os.close(self._order)
 
 
 @contextlib.contextmanager
-def local_worker(
-    redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
-) -> Iterator[LocalWorker]:
-    """A Celery worker (threads pool) in a child process, stopped on leaving the block.
-
-    The child stops when the pipe from this process closes: on leaving the block (or at
-    `stop`), and also when this process dies without leaving it (SIGKILL), so no worker
-    outlives it. Ctrl-C is this process's to handle (it cancels the campaign, then stops
-    the worker). `ready` is waited for before the block starts unless `wait` is False
-    (then the caller calls it, later).
-    """
-    worker_imported()
+def forked_worker(queues: list[str], concurrency: int = 16) -> Iterator[ForkedWorker]:
+    """A Celery worker (threads pool) in a child process forked now, which serves once told
+    where Redis is; stopped on leaving the block. Ctrl-C is this process's to handle (it
+    cancels the campaign, then stops the worker)."""
     hostname = f"embedded-{os.getpid()}@{os.uname().nodename}"  # named after the command
     ready_read, ready_write = os.pipe()
-    stop_read, stop_write = os.pipe()
+    order_read, order_write = os.pipe()
     child = os.fork()
     if child == 0:  # the child
         os.close(ready_read)
-        os.close(stop_write)
+        os.close(order_write)
         code = 1
         try:
-            code = _serve(redis_url, queues, concurrency, hostname, ready_write, stop_read)
+            code = _serve(queues, concurrency, hostname, ready_write, order_read)
         except BaseException:
             log.exception("the local worker failed")
         finally:
             os._exit(code)
     os.close(ready_write)
-    os.close(stop_read)
-    started = False
-    stopping = False
-
-    def ready() -> None:
-        nonlocal started
-        if not started and not _ready(ready_read, START_TIMEOUT_SECONDS):
-            raise PrerequisiteError("the local worker did not start; see the log above")
-        started = True
-
-    def stop() -> None:
-        nonlocal stopping
-        if not stopping:
-            stopping = True
-            os.close(stop_write)  # the worker finishes the jobs it runs, then exits
-
+    os.close(order_read)
+    worker = ForkedWorker(order_write, ready_read)
     try:
-        if wait:
-            ready()
-        yield LocalWorker(ready, stop)
+        yield worker
     finally:
-        stop()
+        worker.stop()
         os.close(ready_read)
         _reap(child)
+
+
+@contextlib.contextmanager
+def local_worker(
+    redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
+) -> Iterator[ForkedWorker]:
+    """`forked_worker`, serving `redis_url` at once; ready before the block starts unless
+    `wait` is False (then the caller calls `ready`, later)."""
+    with forked_worker(queues, concurrency) as worker:
+        worker.serve(redis_url)
+        if wait:
+            worker.ready()
+        yield worker
 
 
 def _ready(ready: int, seconds: float) -> bool:
@@ -130,23 +135,26 @@ def _ready(ready: int, seconds: float) -> bool:
 
 
 def _reap(child: int) -> None:
-    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-    for stop_with in (None, signal.SIGTERM, signal.SIGKILL):
-        if stop_with is not None:
-            with contextlib.suppress(ProcessLookupError):
+    """Wait for the child to exit: it finishes its jobs first (`STOP_TIMEOUT_SECONDS`), then
+    is asked to stop (SIGTERM), then made to (SIGKILL). Woken the moment it exits (a pidfd),
+    not at the next poll: every `run` waits for this before it returns."""
+    pidfd = os.pidfd_open(child)
+    try:
+        for stop_with, seconds in ((None, STOP_TIMEOUT_SECONDS), (signal.SIGTERM, 5.0)):
+            if stop_with is not None:
                 os.kill(child, stop_with)
-            deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if os.waitpid(child, os.WNOHANG) != (0, 0):
-                return
-            time.sleep(0.02)
+            if select.select([pidfd], [], [], seconds)[0]:
+                break
+        else:
+            os.kill(child, signal.SIGKILL)
+    finally:
+        os.close(pidfd)
     os.waitpid(child, 0)
 
 
-def _serve(
-    redis_url: str, queues: list[str], concurrency: int, hostname: str, ready: int, stop: int
-) -> int:
-    """The child: run the worker until the parent's pipe closes or SIGTERM comes."""
+def _serve(queues: list[str], concurrency: int, hostname: str, ready: int, order: int) -> int:
+    """The child: import the worker, wait for the order, run the worker until the parent's
+    pipe closes or SIGTERM comes."""
     from celery.worker import state as worker_state
 
     def stop_worker(*_: Any) -> None:
@@ -163,19 +171,32 @@ def _serve(
         stop_background,
     )
 
+    preload_http_client()  # the apps' worker_init, which a bare WorkController skips
+    orders = os.fdopen(order, "rb")  # one line, then nothing until the command closes it
+    line = orders.readline()
+    if not line:
+        return 0  # the command ended before it needed a worker
+    try:
+        told = ServeOrder.model_validate_json(line)
+    except ValidationError:  # not its message: pydantic's would quote the environment
+        log.error("the local worker could not read its command's order; it stops")
+        return 1
+    os.environ.update(told.environment)
+    # One more user of the embedded Redis, until the worker has finished its jobs.
+    users = None if told.users_lock is None else join_users(Path(told.users_lock))
+
     def on_ready(consumer: Any) -> None:
         start_background(consumer)
         os.write(ready, b"1")
         os.close(ready)
 
     def await_parent() -> None:
-        os.read(stop, 1)  # returns when the parent closes its end, or dies
+        orders.read()  # returns when the parent closes its end, or dies
         stop_worker()
 
-    preload_http_client()  # the apps' worker_init, which a bare WorkController skips
-    app = create_app(redis_url)
+    app = create_app(told.redis_url)
     # Stopping waits for the consumer's blocking read to return: a short one makes `run`
-    # exit at once instead of up to a second later (idle, it is 10 cheap calls a second).
+    # exit at once instead of up to a second later (idle, it is 20 cheap calls a second).
     app.conf.broker_transport_options = {
         **app.conf.broker_transport_options,
         "polling_interval": STOP_WAIT_SECONDS,
@@ -197,4 +218,6 @@ def _serve(
         controller.start()
     finally:
         stop_background(hostname)
+        if users is not None:
+            users.close()
     return 0

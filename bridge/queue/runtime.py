@@ -8,15 +8,9 @@ from typing import NamedTuple
 
 import redis
 
-from evalrelay.bridge.connection import configured_url, connect
-from evalrelay.bridge.contract.names import QUEUES
+from evalrelay.bridge.connection import connect
 from evalrelay.bridge.queue.celery_queue import JobQueue, producer_app
-from evalrelay.bridge.queue.embedded import embedded_redis
-from evalrelay.bridge.queue.local_worker import (
-    import_worker_meanwhile,
-    local_worker,
-    worker_imported,
-)
+from evalrelay.bridge.queue.starting import Starting, starting
 
 
 def _nothing() -> None:
@@ -43,27 +37,30 @@ def open_runtime(
     force_local_worker: bool = False,
     concurrency: int = 16,
     await_worker: bool = True,
+    started: Starting | None = None,
 ) -> Iterator[Runtime]:
     """The cluster's Redis when `EVALRELAY_REDIS_URL` is set, else a private one.
 
     On the embedded default, and with `force_local_worker`, a worker runs in a process
     forked from this one for as long as the block does; with `await_worker` False the
     block starts while it starts (the command calls `worker_ready` before waiting on jobs).
+    `started`: what the command started ahead (`bridge.queue.starting`), for `worker` and
+    the rest to be taken from; else they are started here.
     """
-    url = configured_url()
-    local = worker and (url is None or force_local_worker)
     with contextlib.ExitStack() as stack:
-        embedded = url is None
-        if url is None:
-            if local:
-                import_worker_meanwhile()  # while the embedded Redis starts
-            url = stack.enter_context(embedded_redis())
-            worker_imported()  # before this thread makes a Celery app of its own
-        client = connect(url)
-        runtime = Runtime(client, url, JobQueue(producer_app(url), client), embedded)
-        if local:
+        if started is None:
             started = stack.enter_context(
-                local_worker(url, list(QUEUES), concurrency, wait=await_worker)
+                starting(
+                    worker=worker, force_local_worker=force_local_worker, concurrency=concurrency
+                )
             )
-            runtime = runtime._replace(worker_ready=started.ready, stop_worker=started.stop)
+        url = started.redis_url()
+        client = connect(url)
+        runtime = Runtime(client, url, JobQueue(producer_app(url), client), started.embedded)
+        forked = started.worker
+        if forked is not None:
+            started.serve(url)
+            if await_worker:
+                forked.ready()
+            runtime = runtime._replace(worker_ready=forked.ready, stop_worker=forked.stop)
         yield runtime

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import redis
 
+from evalrelay.bridge.queue.embedded import embedded_redis
 from tests.conftest import Processes, WriteFiles, embedded_env, one_turn_cases, read_jsonl, wait_for
 
 TARGETS = """\
@@ -88,7 +89,9 @@ def test_invalid_file_is_reported_and_nothing_is_queued(
     done = run("evals/bad.yaml", env={**os.environ, "EVALRELAY_HOME": str(private_home)}, cwd=root)
     assert done.returncode == 1
     assert "evals/bad.yaml:3:5: case 'x': unknown key 'input_mesages'" in done.stderr
-    assert not (private_home / "redis").exists()
+    # The private Redis started while the file was read; it stopped with the command, empty.
+    with embedded_redis(private_home) as url:
+        assert redis.Redis.from_url(url).dbsize() == 0
 
 
 def test_retry_reruns_failures_keeping_earlier_attempts(
