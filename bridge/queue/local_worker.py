@@ -20,6 +20,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,21 +112,8 @@ def forked_worker(queues: list[str], concurrency: int = 16) -> Iterator[ForkedWo
         yield worker
     finally:
         worker.stop()
+        _reap(child, ready_read)
         os.close(ready_read)
-        _reap(child)
-
-
-@contextlib.contextmanager
-def local_worker(
-    redis_url: str, queues: list[str], concurrency: int = 16, *, wait: bool = True
-) -> Iterator[ForkedWorker]:
-    """`forked_worker`, serving `redis_url` at once; ready before the block starts unless
-    `wait` is False (then the caller calls `ready`, later)."""
-    with forked_worker(queues, concurrency) as worker:
-        worker.serve(redis_url)
-        if wait:
-            worker.ready()
-        yield worker
 
 
 def _ready(ready: int, seconds: float) -> bool:
@@ -134,22 +122,28 @@ def _ready(ready: int, seconds: float) -> bool:
     return bool(readable) and os.read(ready, 1) == b"1"
 
 
-def _reap(child: int) -> None:
+def _reap(child: int, life: int) -> None:
     """Wait for the child to exit: it finishes its jobs first (`STOP_TIMEOUT_SECONDS`), then
-    is asked to stop (SIGTERM), then made to (SIGKILL). Woken the moment it exits (a pidfd),
-    not at the next poll: every `run` waits for this before it returns."""
-    pidfd = os.pidfd_open(child)
-    try:
-        for stop_with, seconds in ((None, STOP_TIMEOUT_SECONDS), (signal.SIGTERM, 5.0)):
-            if stop_with is not None:
-                os.kill(child, stop_with)
-            if select.select([pidfd], [], [], seconds)[0]:
-                break
-        else:
-            os.kill(child, signal.SIGKILL)
-    finally:
-        os.close(pidfd)
+    is asked to stop (SIGTERM), then made to (SIGKILL). Woken the moment it exits (its end
+    of the `life` pipe closes with it), not at the next poll: every `run` waits for this."""
+    for stop_with, seconds in ((None, STOP_TIMEOUT_SECONDS), (signal.SIGTERM, 5.0)):
+        if stop_with is not None:
+            os.kill(child, stop_with)
+        if _gone(life, seconds):
+            break
+    else:
+        os.kill(child, signal.SIGKILL)
     os.waitpid(child, 0)
+
+
+def _gone(life: int, seconds: float) -> bool:
+    """Whether the child's end of the `life` pipe closed within `seconds` (a ready byte
+    not read yet is passed over)."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([life], [], [], left)[0] and os.read(life, 1) == b"":
+            return True
+    return False
 
 
 def _serve(queues: list[str], concurrency: int, hostname: str, ready: int, order: int) -> int:
@@ -187,8 +181,7 @@ def _serve(queues: list[str], concurrency: int, hostname: str, ready: int, order
 
     def on_ready(consumer: Any) -> None:
         start_background(consumer)
-        os.write(ready, b"1")
-        os.close(ready)
+        os.write(ready, b"1")  # the pipe stays open: its end is this process's exit
 
     def await_parent() -> None:
         orders.read()  # returns when the parent closes its end, or dies

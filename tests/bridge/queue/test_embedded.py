@@ -16,7 +16,7 @@ import redis
 
 from evalrelay.bridge.keys import workers_key
 from evalrelay.bridge.queue.embedded import embedded_redis
-from evalrelay.bridge.queue.local_worker import local_worker
+from evalrelay.bridge.queue.local_worker import forked_worker
 from tests.conftest import WriteFiles, embedded_env, one_turn_cases, running_with, wait_for
 
 
@@ -51,7 +51,9 @@ def test_local_worker_reports_itself_and_leaves_no_thread_behind(
     redis_url: str, client: redis.Redis
 ) -> None:
     before = {t.name for t in threading.enumerate()}
-    with local_worker(redis_url, ["api"], concurrency=2):
+    with forked_worker(["api"], concurrency=2) as worker:
+        worker.serve(redis_url)
+        worker.ready()
         wait_for(lambda: client.hlen(workers_key()) == 1, 10, "the worker's report")
         (name, report), *_ = client.hgetall(workers_key()).items()
         worker_pid = json.loads(report)["pid"]
