@@ -207,6 +207,8 @@ DETACH_NEEDS_A_CLUSTER = (
 
 
 def estimate_table(found: dict[str, TargetEstimate]) -> Table:
+    from rich.table import Table
+
     table = Table(title="estimate (nothing sent)")
     for column in ("target", "jobs", "input tokens", "output tokens", "dollars"):
         table.add_column(column, justify="left" if column == "target" else "right")
