@@ -4,13 +4,14 @@ and `evalrelay run` on the same task corpus (tests/fixtures/harbor_tasks) with H
 trial at the same `min_reward`, and record the same outcome for a timeout or a missing
 reward file.
 
-Harbor runs all its trials in one `harbor run` job (four at a time), evalrelay in one
-`evalrelay run` campaign, each once per module. The `offline` task (`network_mode =
-"no-network"`) cannot run under Harbor here: its local Docker environment enforces that
-mode through an egress sidecar it pulls from Docker Hub, and this machine has no
-registry. The test checks that Harbor does refuse it here, and holds evalrelay to the
-expectation the task documents: the oracle scores 1 only in a container with no interface
-but `lo` and no default route, and `nop` scores 0.
+Harbor runs all its trials in one `harbor run` job (four at a time), once per machine for
+the same Harbor release, tasks and base images (`tests.harbor_env.cached_harbor_job`, like
+the rest of Harbor's cache); evalrelay in one `evalrelay run` campaign, once per module.
+The `offline` task (`network_mode = "no-network"`) cannot run under Harbor here: its local
+Docker environment enforces that mode through an egress sidecar it pulls from Docker Hub,
+and this machine has no registry. The test checks that Harbor does refuse it here, and
+holds evalrelay to the expectation the task documents: the oracle scores 1 only in a
+container with no interface but `lo` and no default route, and `nop` scores 0.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import read_jsonl
-from tests.harbor_env import harbor_job, stand_in_bases
+from tests.harbor_env import cached_harbor_job, harbor_job, stand_in_bases
 
 CORPUS = Path(__file__).resolve().parents[3] / "fixtures" / "harbor_tasks"
 AGENTS = ["oracle", "nop"]
@@ -35,19 +36,19 @@ OFFLINE = "offline"
 """The no-network task, which Harbor cannot run on this machine."""
 
 pytestmark = pytest.mark.timeout(1200)
-"""The first test waits for both runs: Harbor's 12 trials take about 3 minutes here."""
+"""The first test waits for both runs: Harbor's 12 trials take about 3 minutes here when
+its results are not in the cache yet."""
 
 Trial = tuple[str, str]
 """A task's folder name and an agent."""
 
 
 @pytest.fixture(scope="module")
-def harbor_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Real Harbor's job folder: every task it can run here, with each agent."""
-    stand_in_bases()
-    jobs = tmp_path_factory.mktemp("harbor-jobs")
+def harbor_dir() -> Path:
+    """Real Harbor's job folder: every task it can run here, with each agent (run once per
+    machine for the same Harbor, tasks and base images: `cached_harbor_job`)."""
     tasks = [CORPUS / task for task in sorted({task for task, _ in PARITY_TRIALS})]
-    return harbor_job(tasks, AGENTS, jobs, "parity")
+    return cached_harbor_job(tasks, AGENTS, "parity")
 
 
 @pytest.fixture(scope="module")
