@@ -58,17 +58,8 @@ def test_the_installed_package_imports_and_documents_run(wheel: Path, tmp_path: 
     `help(evalrelay.run)` and `python -m evalrelay --help` work."""
     target = tmp_path / "site"
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
+         str(wheel)],
         check=True,
         timeout=300,
         capture_output=True,
@@ -76,11 +67,7 @@ def test_the_installed_package_imports_and_documents_run(wheel: Path, tmp_path: 
     env = os.environ | {"PYTHONPATH": str(target), "PAGER": "cat"}
     program = "import evalrelay; print(evalrelay.__file__); help(evalrelay.run)"
     shown = subprocess.run(
-        [sys.executable, "-c", program],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True,
         timeout=60,
     )
     assert shown.returncode == 0, shown.stderr
@@ -88,12 +75,8 @@ def test_the_installed_package_imports_and_documents_run(wheel: Path, tmp_path: 
     assert "run(paths" in shown.stdout and "targets" in shown.stdout  # run's own, not a stand-in
     assert "wait for every job's line" in shown.stdout
     command = subprocess.run(
-        [sys.executable, "-m", "evalrelay", "--help"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [sys.executable, "-m", "evalrelay", "--help"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=60,
     )
     assert command.returncode == 0, command.stderr
     assert "validate" in command.stdout and "run" in command.stdout
