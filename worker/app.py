@@ -59,6 +59,12 @@ nobody ever releases: the child would hang on its first command."""
 os.register_at_fork(after_in_child=_clients.clear)
 
 
+BLOCKING_READ_SECONDS = 0.25
+"""How long the worker's blocking read of its queues (BRPOP) lasts: a worker told to stop
+sees it between two reads, so it stops within this (kombu's default, 1 s, made every stop
+take a second), for four cheap calls a second while it waits for work."""
+
+
 def create_app(redis_url: str | None = None) -> Celery:
     # Also when started as `celery -A evalrelay.worker.app worker`, not through the CLI: every log
     # record of the worker and its forked pool processes is masked of the secrets it holds.
@@ -77,7 +83,10 @@ def create_app(redis_url: str | None = None) -> Celery:
         worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
-        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS},
+        broker_transport_options={
+            "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
+            "polling_interval": BLOCKING_READ_SECONDS,
+        },
         visibility_timeout=VISIBILITY_TIMEOUT_SECONDS,
         # Off unless asked (`evalrelay worker -E`): Flower turns them on by itself.
         worker_send_task_events=False,

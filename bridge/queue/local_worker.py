@@ -188,8 +188,8 @@ def _serve(queues: list[str], concurrency: int, hostname: str, ready: int, order
         stop_worker()
 
     app = create_app(told.redis_url)
-    # Stopping waits for the consumer's blocking read to return: a short one makes `run`
-    # exit at once instead of up to a second later (idle, it is 20 cheap calls a second).
+    # Stopping waits for the consumer's blocking read to return: shorter than a cluster
+    # worker's, as every `run` waits for it before it exits (20 cheap calls a second idle).
     app.conf.broker_transport_options = {
         **app.conf.broker_transport_options,
         "polling_interval": STOP_WAIT_SECONDS,
