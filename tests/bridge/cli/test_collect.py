@@ -13,7 +13,7 @@ from pathlib import Path
 
 import redis
 
-from evalrelay.bridge.keys import results_stream_key
+from evalrelay.bridge.keys import results_stream_key, watch_campaigns_key
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,
@@ -184,8 +184,8 @@ def test_collect_with_inbox_campaigns_writes_a_campaign_whose_watcher_is_down(
     watch = ("watch", str(inbox), "--target", "slow", "--out", str(results), "--name", "wt")
     watcher = processes.start(*watch, name="watch-0")
     (inbox / "dropped.yaml").write_text(one_turn_cases(12))
-    wait_for(lambda: (inbox / "queued" / "dropped.yaml").exists(), 60, "the watcher's submit")
-    os.killpg(watcher.pid, signal.SIGKILL)
+    wait_for(lambda: queued_paths(client) == ["queued/dropped.yaml"], 60, "the watcher's submit")
+    os.killpg(watcher.pid, signal.SIGKILL)  # after its record of the file in queued/
     watcher.wait()
 
     campaign_id = re.search(r"dropped\.yaml: campaign (\S+),", processes.log("watch-0"))[1]  # type: ignore[index]
@@ -213,3 +213,11 @@ def test_collect_with_inbox_campaigns_writes_a_campaign_whose_watcher_is_down(
     processes.start(*watch, name="watch-1")
     wait_for(lambda: (inbox / "done" / "dropped.yaml").exists(), 60, "the file in done/")
     assert [p.name for p in written()] == [path.name]
+
+
+def queued_paths(client: redis.Redis) -> list[str]:
+    """The files in `queued/` that the inbox's watchers follow (each campaign's, once its
+    watcher has moved it there: killed between the move and this record, the next watcher
+    finds the file only at its rescan, half a minute later)."""
+    keys = client.keys(watch_campaigns_key("*"))
+    return sorted(str(path) for key in keys for path in client.hvals(key) if path)
