@@ -15,16 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from evalrelay.bridge.connection import configured_url
 from evalrelay.bridge.contract.campaign_state import cancel
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_files
 from evalrelay.bridge.evalfile.env_files import load_env_files
-from evalrelay.bridge.evalfile.limits import MAX_REPEATS
 from evalrelay.bridge.evalfile.selection import select_cases
 from evalrelay.bridge.planning.campaigns import plan_jobs
+from evalrelay.bridge.planning.run_request import RunRequest
 from evalrelay.bridge.queue.budget import set_budget
 from evalrelay.bridge.queue.campaigns import CampaignInfo, Plan, new_campaign_id, submit
 from evalrelay.bridge.queue.following import Watcher, follow_campaign
@@ -40,31 +38,6 @@ from evalrelay.bridge.results.summary import CampaignSummary
 from evalrelay.bridge.targets.targets_file import Targets
 
 log = logging.getLogger(__name__)
-
-
-class RunRequest(BaseModel):
-    """What a run is asked for: `evalrelay run`'s options, as the Python API takes them."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    paths: list[Path] = Field(min_length=1)
-    """Eval files, or folders of them, run as one campaign."""
-    targets: list[str] = Field(default_factory=list)
-    """Every case runs on each; none: each case's own target."""
-    cases: list[str] = Field(default_factory=list)
-    """Globs of case ids to run (none: all)."""
-    tags: list[str] = Field(default_factory=list)
-    name: str | None = None
-    repeats: int | None = Field(default=None, ge=1, le=MAX_REPEATS)
-    out: Path | None = None
-    """Results folder; none: the project's `results_dir`."""
-    local_worker: bool = False
-    """With `EVALRELAY_REDIS_URL` set, run a worker in this process's child as well."""
-    cache_ttl_seconds: int | None = Field(default=None, ge=1)
-    """Answer repeated API requests from Redis's response cache, for this long."""
-    concurrency: int = Field(default=16, ge=1)
-    """Jobs at once in the in-process worker."""
-    budget_usd: float | None = Field(default=None, gt=0)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from evalrelay.bridge.evalfile.cases import LoadedEvalFile, load_eval_files
 from evalrelay.bridge.evalfile.selection import select_cases
+from evalrelay.bridge.planning.run_request import RunRequest
 from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress
 from evalrelay.bridge.queue.following import Unserved
 from evalrelay.bridge.queue.steering import Paused
@@ -40,7 +41,6 @@ from evalrelay.bridge.results.result import Result
 from evalrelay.bridge.results.statistics import CampaignStatistics
 from evalrelay.bridge.results.summary import CampaignSummary
 from evalrelay.bridge.running import (
-    RunRequest,
     plan_run,
     running,
     write_promptfoo_results,

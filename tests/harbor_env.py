@@ -216,7 +216,7 @@ def cached_harbor_job(tasks: list[Path], agents: list[str], name: str, concurren
     """`harbor_job`'s folder for these inputs, run once per machine like the rest of this
     cache: the same Harbor release, tasks (every file's bytes), agents, concurrency and
     stand-in base images (by image id) make the same job, so later runs read real Harbor's
-    results from the cache instead of running its trials again (two minutes a test run)."""
+    results from the cache instead of running its trials again."""
     stand_in_bases()
     key = hashlib.sha256()
     for part in (HARBOR_VERSION, name, str(concurrent), *agents):

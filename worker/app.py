@@ -61,8 +61,8 @@ os.register_at_fork(after_in_child=_clients.clear)
 
 BLOCKING_READ_SECONDS = 0.25
 """How long the worker's blocking read of its queues (BRPOP) lasts: a worker told to stop
-sees it between two reads, so it stops within this (kombu's default, 1 s, made every stop
-take a second), for four cheap calls a second while it waits for work."""
+sees it between two reads, so it stops within this, for four cheap calls a second while
+it waits for work (kombu's default is a second)."""
 
 
 def create_app(redis_url: str | None = None) -> Celery:

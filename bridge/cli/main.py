@@ -88,7 +88,7 @@ def main() -> None:
     # their own handler.
     signal.signal(signal.SIGTERM, _interrupted)
     # Run last at exit: the objects of the command's modules are left out of the
-    # interpreter's last collection, which otherwise took a tenth of a one-case `run`.
+    # interpreter's last collection, which would only free what the process's end frees.
     atexit.register(gc.freeze)
     try:
         cli.main(standalone_mode=False)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from evalrelay.bridge.cli.terminal import TerminalConsole, counted, echo
 from evalrelay.bridge.connection import configured_url
 from evalrelay.bridge.evalfile.limits import MAX_REPEATS
+from evalrelay.bridge.planning.run_request import RunRequest
 from evalrelay.bridge.queue.starting import Starting, starting
 
 if TYPE_CHECKING:
@@ -118,19 +119,19 @@ def run_command(
         started = starting(worker=True, force_local_worker=local_worker, concurrency=concurrency)
     with started as ahead:
         _run(
-            {
-                "paths": list(paths),
-                "targets": [n.strip() for o in target_options for n in o.split(",") if n.strip()],
-                "cases": list(case_patterns),
-                "tags": list(tags),
-                "name": name,
-                "repeats": repeats,
-                "out": out,
-                "local_worker": local_worker,
-                "cache_ttl_seconds": cache_ttl if cache else None,
-                "concurrency": concurrency,
-                "budget_usd": budget_usd,
-            },
+            RunRequest(
+                paths=list(paths),
+                targets=[n.strip() for o in target_options for n in o.split(",") if n.strip()],
+                cases=list(case_patterns),
+                tags=list(tags),
+                name=name,
+                repeats=repeats,
+                out=out,
+                local_worker=local_worker,
+                cache_ttl_seconds=cache_ttl if cache else None,
+                concurrency=concurrency,
+                budget_usd=budget_usd,
+            ),
             ahead,
             detach=detach,
             estimate=estimate,
@@ -139,7 +140,7 @@ def run_command(
 
 
 def _run(
-    request: dict[str, Any],
+    request: RunRequest,
     started: Starting | None,
     *,
     detach: bool,
@@ -151,7 +152,6 @@ def _run(
     from evalrelay.bridge.cli.outcome import exit_status, print_summary
     from evalrelay.bridge.results.paid import paid_again_text
     from evalrelay.bridge.running import (
-        RunRequest,
         plan_run,
         running,
         submit_detached,
@@ -159,7 +159,7 @@ def _run(
         write_reports,
     )
 
-    planned = plan_run(RunRequest.model_validate(request))
+    planned = plan_run(request)
     if estimate:
         from evalrelay.bridge.queue.estimate import estimate as estimate_jobs  # its price database
 

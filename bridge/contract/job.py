@@ -127,6 +127,3 @@ def new_batch_id() -> str:
     """A batch message's id: its jobs' holders name it (`bridge.delivery.holders`)."""
     return f"batch-{uuid.uuid4().hex}"
 
-
-def job_id_of_message(message_id: str) -> str:
-    return message_id.rsplit("-", 2)[0]

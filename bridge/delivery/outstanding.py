@@ -25,7 +25,7 @@ from typing import Any, cast
 import redis
 
 from evalrelay.bridge.clock import now_ms
-from evalrelay.bridge.contract.job import Job, job_id_of_message
+from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, messages_held
 from evalrelay.bridge.delivery.payloads import message_job_ids
 from evalrelay.bridge.keys import (
@@ -180,8 +180,8 @@ class UnackedSweep:
                 if headers.get("task") not in self.task_names:
                     self.messages[tag] = None
                     continue
-                jobs = carried_jobs(message) or [job_id_of_message(str(headers["id"]))]
-                self.messages[tag] = (str(headers["id"]), jobs)
+                jobs = carried_jobs(message)  # none: not jobs, which the task says itself
+                self.messages[tag] = (str(headers["id"]), jobs) if jobs else None
             except (ValueError, KeyError, TypeError, IndexError, AttributeError):
                 self.messages[tag] = None
 

@@ -9,9 +9,9 @@ it did: the campaign is in the stored job, and a batch of 64 jobs carried its id
 times), and the worker reads the stored job. Sending stores a job that is not stored
 yet (a job sent by hand, or by a test), so every message names a job Redis has.
 
-A batch message's jobs are named in one string (`batch_argument`): a list of payloads cost
-a queued job 183 bytes of Redis (its id three times: in its payload, in a list of ids for
-the worker's holds, in a header for the sweep of `unacked`; then base64), the string 64.
+A batch message names each of its jobs once, in one string (`batch_argument`): the
+worker's holds and the sweep of `unacked` read the ids from there too, so a queued job
+costs Redis its id and little else (kombu keeps the body in base64).
 
 These functions are the whole contract between sender and worker on a message's content:
 `payload_of` and `batch_argument` build it, `job_of`, `batch_payloads` and

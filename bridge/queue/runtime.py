@@ -57,9 +57,8 @@ def open_runtime(
         url = started.redis_url()
         client = connect(url)
         runtime = Runtime(client, url, JobQueue(producer_app(url), client), started.embedded)
-        forked = started.worker
+        forked = started.serve(url)
         if forked is not None:
-            started.serve(url)
             if await_worker:
                 forked.ready()
             runtime = runtime._replace(worker_ready=forked.ready, stop_worker=forked.stop)

@@ -66,11 +66,12 @@ class Starting:
     def embedded(self) -> bool:
         return self._redis is not None
 
-    def serve(self, url: str) -> None:
-        """Tell the forked worker to serve `url`, as one more user of the embedded Redis."""
+    def serve(self, url: str) -> ForkedWorker | None:
+        """Tell the forked worker, if any, to serve `url`, as one more user of the embedded
+        Redis; the worker told."""
         if self.worker is not None:
-            lock = users_lock() if self._redis is not None else None
-            self.worker.serve(url, lock)
+            self.worker.serve(url, users_lock() if self.embedded else None)
+        return self.worker
 
     def redis_url(self) -> str:
         """The Redis's URL, once it answers."""
