@@ -197,10 +197,39 @@ def embedded_env(private_home: Path, *unset: str) -> dict[str, str]:
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on right now, for a server of the test's own."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A TCP port nothing listens on, kept for a server of the test's own to bind.
+
+    The port is left in TIME_WAIT by a connection closed here: for a minute the kernel
+    hands it to no one asking for any free port (another test's `free_port` included),
+    while a server that binds it by number with SO_REUSEADDR, as redis-server, uvicorn
+    and Node do, may. A port merely found free could be taken by another test's server
+    first, which would then answer in place of this one's."""
+    with socket.socket() as listener:
+        # The connection's TIME_WAIT inherits this: it then yields only to SO_REUSEADDR.
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = int(listener.getsockname()[1])
+        with socket.create_connection(("127.0.0.1", port)):
+            accepted, _ = listener.accept()
+            accepted.close()  # the side that closes first holds the TIME_WAIT
+    return port
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid`, or one it started, listens on TCP `port`: what answers on a
+    port may be another test's server (then this one's bind failed)."""
+    try:
+        root = psutil.Process(pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for member in family:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            for connection in member.net_connections(kind="inet"):
+                if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port:
+                    return True
+    return False
 
 
 def unretried_client(url: str) -> redis.Redis:
@@ -278,7 +307,9 @@ def loopback_server(argv: list[str], ready_url: str, log: Path, seconds: float) 
         while True:
             try:
                 urllib.request.urlopen(ready_url, timeout=PROBE_SECONDS).close()
-                break
+                if listens_on(server.pid, urllib.parse.urlsplit(ready_url).port or 80):
+                    break
+                raise ConnectionRefusedError  # another's server answered: wait for ours
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     said = log.read_text(errors="replace")[-2000:]
@@ -450,6 +481,10 @@ class PrivateRedis:
             self.process.wait(20)
 
     def answers(self) -> bool:
+        """This server answers (on a TCP port, not another that took the port first)."""
+        assert self.process is not None
+        if self.port and not listens_on(self.process.pid, self.port):
+            return False
         try:
             return bool(redis.Redis.from_url(self.url, socket_connect_timeout=1).ping())
         except (redis.RedisError, OSError):

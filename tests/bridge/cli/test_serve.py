@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,20 +61,49 @@ SLOW = (
 )
 
 
+PRINTED_ADDRESS = re.compile(r"^evalrelay serve: http://\S+:(\d+)/ ", re.MULTILINE)
+
+
+def printed_port(said: str) -> int | None:
+    """The port `evalrelay serve` says it listens on, once it has said so."""
+    found = PRINTED_ADDRESS.search(said)
+    return int(found.group(1)) if found else None
+
+
+@dataclass(frozen=True)
+class Served:
+    process: subprocess.Popen[bytes]
+    port: int
+
+
 def start_serve(
-    processes: Processes, port: int, results: Path, *args: str, name: str = "serve"
-) -> subprocess.Popen[bytes]:
-    """`evalrelay serve` on `port`, once it answers."""
-    server = processes.start(
-        "serve", "--port", str(port), "--results", str(results), *args, name=name
+    processes: Processes,
+    results: Path,
+    *args: str,
+    name: str = "serve",
+    extra_env: dict[str, str] | None = None,
+) -> Served:
+    """`evalrelay serve` on a port it chose itself (`--port 0`), once it listens there.
+
+    A port picked free beforehand can be taken by another test's server before this one
+    binds it; that server would then answer in this one's place."""
+    process = processes.start(
+        "serve", "--port", "0", "--results", str(results), *args, name=name, extra_env=extra_env
     )
     wait_for(
-        lambda: server.poll() is not None or answers(port),
+        lambda: process.poll() is not None or printed_port(processes.log(name)) is not None,
         30,
-        f"serve on {port}: {processes.log(name)}",
+        f"serve: {processes.log(name)}",
     )
-    assert server.poll() is None, processes.log(name)
-    return server
+    port = printed_port(processes.log(name))
+    assert process.poll() is None and port is not None, processes.log(name)
+    return Served(process, port)
+
+
+def answers_at(log: Path) -> bool:
+    """Whether the server whose output is in `log` answers at the port it printed there."""
+    port = printed_port(log.read_text(errors="replace"))
+    return port is not None and answers(port)
 
 
 def answers(port: int) -> bool:
@@ -161,9 +191,9 @@ def test_a_running_campaign_is_watched_live_and_its_report_shown_once_finished(
     project: WriteFiles, processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
     root = project({"targets.yaml": SLOW, "evals/slow.yaml": one_turn_cases(CASES, "case-{i}")})
-    results, port, profile = tmp_path / "results", free_port(), tmp_path / "chromium"
+    results, profile = tmp_path / "results", tmp_path / "chromium"
     processes.start("collect", "--out", str(results), name="collect")
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     submitted = evalrelay(
         "run", "evals/slow.yaml", "--detach", "--target", "slow", "--out", str(results),
         env=processes.env, cwd=root,
@@ -274,10 +304,11 @@ ESCAPES = (
 def test_serve_listens_on_loopback_and_answers_only_loopback_names_and_paths_inside(
     processes: Processes, redis_url: str, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     write_campaign(results, CAMPAIGN)
-    server = start_serve(processes, port, results)
-    assert listening(server) == [("127.0.0.1", port)]
+    served = start_serve(processes, results)
+    port = served.port
+    assert listening(served.process) == [("127.0.0.1", port)]
     said = processes.log("serve")
     assert f"evalrelay serve: http://127.0.0.1:{port}/ (Ctrl-C stops)" in said
     assert "warning" not in said
@@ -330,9 +361,9 @@ def test_beyond_loopback_every_request_needs_the_token_from_its_file(
     token = secrets.token_hex(24)
     (tmp_path / "token").write_text(token + "\n")
     processes.env[f"{TOKEN_VARIABLE}_FILE"] = str(tmp_path / "token")
-    port = free_port()
-    server = start_serve(processes, port, tmp_path / "results", "--host", "0.0.0.0")
-    assert listening(server) == [("0.0.0.0", port)]
+    served = start_serve(processes, tmp_path / "results", "--host", "0.0.0.0")
+    port = served.port
+    assert listening(served.process) == [("0.0.0.0", port)]
     said = processes.log("serve")
     assert f"evalrelay serve: http://{socket.gethostname()}:{port}/" in said
     assert said.count("every request needs the serve token") == 1
@@ -354,11 +385,11 @@ def test_beyond_loopback_every_request_needs_the_token_from_its_file(
 def test_a_campaign_only_in_the_results_folder_is_listed_and_its_report_served(
     processes: Processes, redis_url: str, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     write_campaign(results, CAMPAIGN)
     write_campaign(results, CAMPAIGN[:1], name="camp.attempts")  # retry's earlier lines
     write_campaign(results, CAMPAIGN[:1], name="not a campaign id")
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     listed = CampaignsFeed.model_validate_json(get(port, "/api/campaigns")[2])
     assert [(c.campaign_id, c.state, c.done, c.total) for c in listed.campaigns] == [
         ("camp", "file only", 6, None)
@@ -398,9 +429,9 @@ def test_a_big_reports_parts_are_served_beside_its_page_and_open_in_the_browser(
 ) -> None:
     """3,000 results of 3 KB: the details are in a parts folder, which the page loads by
     relative `<script src>` as a row is opened."""
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     write_campaign(results, long_answers(many_results()), name="big")
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     status, headers, body = get(port, "/campaigns/big/")
     assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
     page = body.decode()
@@ -431,16 +462,14 @@ def test_a_big_reports_parts_are_served_beside_its_page_and_open_in_the_browser(
 def test_pages_from_the_results_folder_stay_while_redis_is_out_of_reach(
     processes: Processes, private_redis: PrivateRedis, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     client = redis.Redis.from_url(private_redis.url, decode_responses=True)
     add_campaign(client, "known", total=10, done=4, out_dir=str(results))
     write_campaign(results, CAMPAIGN, name="known")
     write_campaign(results, CAMPAIGN[:2], name="camp")
-    server = processes.start(
-        "serve", "--port", str(port), "--results", str(results), name="serve",
-        extra_env={"EVALRELAY_REDIS_URL": private_redis.url},
-    )  # fmt: skip
-    wait_for(lambda: server.poll() is not None or answers(port), 30, "serve")
+    port = start_serve(
+        processes, results, extra_env={"EVALRELAY_REDIS_URL": private_redis.url}
+    ).port
 
     def listed() -> CampaignsFeed:
         return CampaignsFeed.model_validate_json(get(port, "/api/campaigns")[2])
@@ -472,11 +501,11 @@ def test_pages_from_the_results_folder_stay_while_redis_is_out_of_reach(
 def test_a_campaign_whose_file_is_on_another_host_shows_redis_progress_and_where(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
-    campaign, port = "evals-20260301-120000-aaaa", free_port()
+    campaign = "evals-20260301-120000-aaaa"
     add_campaign(client, campaign, total=4, done=3, out_dir="/srv/results")
     home = ResultsHome(host="collector-7", path=f"/srv/results/{campaign}.jsonl", collector="c")
     client.set(results_home_key(campaign), home.model_dump_json())
-    start_serve(processes, port, tmp_path / "results")
+    port = start_serve(processes, tmp_path / "results").port
     feed = campaign_feed(port, campaign)
     assert not feed.file_here and feed.report_results is None
     assert (feed.campaign.done, feed.campaign.total) == (3, 4)
@@ -495,16 +524,16 @@ def test_a_signal_stops_the_server_and_what_it_started(
 ) -> None:
     """With no Redis configured, the embedded one serves for as long as the server does."""
     socket_path = private_home / "redis" / "redis.sock"
-    port, log = free_port(), tmp_path / "serve.log"
+    log = tmp_path / "serve.log"
     with log.open("wb") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "evalrelay", "serve", "--port", str(port),
+            [sys.executable, "-m", "evalrelay", "serve", "--port", "0",
              "--results", str(tmp_path / "results")],
             env=embedded_env(private_home), stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     try:
-        wait_for(lambda: server.poll() is not None or answers(port), 30, log.read_text())
+        wait_for(lambda: server.poll() is not None or answers_at(log), 30, log.read_text())
         assert redis_answers(socket_path)
         assert len(list((private_home / "serve-cache").iterdir())) == 1
         started = time.monotonic()
@@ -616,10 +645,10 @@ COUNTED_POLLS = """(() => {
 def test_a_page_reloads_itself_for_new_results_unless_a_row_is_open(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
-    campaign, port, results = "reload-20261123-000000-abcd", free_port(), tmp_path / "results"
+    campaign, results = "reload-20261123-000000-abcd", tmp_path / "results"
     add_campaign(client, campaign, total=100, out_dir=str(results))  # running: 0 of 100
     jsonl = write_campaign(results, CAMPAIGN, name=campaign)
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
 
     def arrive(*cases: str) -> None:
         with jsonl.open("a") as out:
@@ -672,14 +701,14 @@ def test_a_campaign_redis_lost_is_named_with_how_to_rebuild_it(
     processes: Processes, tmp_path: Path
 ) -> None:
     """Its record and part of its results are in the folder, Redis has never heard of it."""
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     info = CampaignInfo(
         campaign_id="gone-1", created_at="2026-01-01T00:00:00Z", sources=["e.yaml"],
         targets=["t"], total=5, out_dir=str(results),
     )  # type: ignore[arg-type]  # fmt: skip
     write_record(info)
     (results / "gone-1.jsonl").write_text("")
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     status, _, body = get(port, "/api/campaigns")
     assert status == 200
     assert json.loads(body)["lost"] == [

@@ -37,8 +37,7 @@ def test_metrics_follow_a_campaign_through_the_queue_workers_and_collector(
 ) -> None:
     root = project({"evalrelay.yaml": "", "targets.yaml": SLOW, "e.yaml": one_turn_cases(CASES)})
     results = root / "results"
-    port = free_port()
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     submitted = evalrelay(
         "run", "e.yaml", "--target", "slow", "--detach", env=processes.env, cwd=root
     )
@@ -90,21 +89,9 @@ def test_metrics_follow_a_campaign_through_the_queue_workers_and_collector(
 
 
 def test_metrics_say_503_while_redis_is_out_of_reach(processes: Processes, tmp_path: Path) -> None:
-    port = free_port()
     dead = free_port()
     processes.env["EVALRELAY_REDIS_URL"] = f"redis://127.0.0.1:{dead}/0"
-    server = processes.start(
-        "serve", "--port", str(port), "--results", str(tmp_path), name="serve-dead"
-    )
-    wait_for(lambda: server.poll() is not None or _answers(port), 30, "serve to answer")
+    port = start_serve(processes, tmp_path, name="serve-dead").port
     status, _, body = get(port, "/metrics")
     assert status == 503
     assert b"Redis is out of reach" in body
-
-
-def _answers(port: int) -> bool:
-    try:
-        get(port, "/")
-    except OSError:
-        return False
-    return True

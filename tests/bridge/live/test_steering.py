@@ -15,7 +15,7 @@ from tests.bridge.cli.test_serve import Browser, start_serve
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.bridge.reports.reporting import CAMPAIGN as REPORTED
 from tests.bridge.reports.reporting import write_campaign
-from tests.conftest import Processes, free_port
+from tests.conftest import Processes
 
 CAMPAIGN = "steer-20260301-120000-abcd"
 TOKEN = "serve-token-5f1c2a"
@@ -41,8 +41,7 @@ def test_on_loopback_its_own_page_pauses_and_unpauses_and_no_other_site_can(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
     add_campaign(client, CAMPAIGN)
-    port = free_port()
-    start_serve(processes, port, tmp_path / "results")
+    port = start_serve(processes, tmp_path / "results").port
     path = f"/api/campaigns/{CAMPAIGN}/pause"
     status, said = post(port, path)
     assert status == 403 and "X-Evalrelay-Steer" in said["detail"]
@@ -64,9 +63,9 @@ def test_beyond_loopback_steering_needs_the_token(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
     add_campaign(client, CAMPAIGN)
-    with_token = free_port()
     processes.env["EVALRELAY_SERVE_TOKEN"] = TOKEN
-    start_serve(processes, with_token, tmp_path / "results", "--host", "0.0.0.0", name="tok")
+    served = start_serve(processes, tmp_path / "results", "--host", "0.0.0.0", name="tok")
+    with_token = served.port
     path = f"/api/campaigns/{CAMPAIGN}/pause"
     assert post(with_token, path, Authorization="Bearer wrong", **STEER)[0] == 401
     assert paused(client, CAMPAIGN) is None
@@ -87,10 +86,10 @@ def click(action: str) -> str:
 def test_the_campaign_page_buttons_pause_and_unpause_it_and_say_a_spent_budget(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     add_campaign(client, CAMPAIGN, total=100, out_dir=str(results))  # running: 0 of 100
     write_campaign(results, REPORTED, name=CAMPAIGN)
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     browser = Browser(tmp_path / "chromium")
     try:
         page = browser.open(f"http://127.0.0.1:{port}/campaigns/{CAMPAIGN}/")
@@ -129,10 +128,10 @@ STEER_SHOWN = 'getComputedStyle(document.getElementById("evalrelay-live-steer"))
 def test_a_finished_campaign_is_not_steered_and_shows_no_buttons(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     add_campaign(client, CAMPAIGN, total=2, done=2, out_dir=str(results))
     write_campaign(results, REPORTED, name=CAMPAIGN)
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     for action in ("pause", "unpause", "cancel"):
         status, said = post(port, f"/api/campaigns/{CAMPAIGN}/{action}", **STEER)
         assert status == 409, said
@@ -153,9 +152,9 @@ def test_a_finished_campaign_is_not_steered_and_shows_no_buttons(
 def test_the_index_page_shows_a_paused_campaign_and_a_spent_budget(
     processes: Processes, client: redis.Redis, tmp_path: Path
 ) -> None:
-    results, port = tmp_path / "results", free_port()
+    results = tmp_path / "results"
     add_campaign(client, CAMPAIGN, total=100, out_dir=str(results))  # running: 0 of 100
-    start_serve(processes, port, results)
+    port = start_serve(processes, results).port
     state = f"document.querySelector('tr[data-campaign=\"{CAMPAIGN}\"] td:nth-child(3)')"
     browser = Browser(tmp_path / "chromium")
     try:
