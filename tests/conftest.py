@@ -196,14 +196,20 @@ def embedded_env(private_home: Path, *unset: str) -> dict[str, str]:
     return env | {"EVALRELAY_HOME": str(private_home)}
 
 
-def free_port() -> int:
+def free_port(reserved: bool = True) -> int:
     """A TCP port nothing listens on, kept for a server of the test's own to bind.
 
     The port is left in TIME_WAIT by a connection closed here: for a minute the kernel
     hands it to no one asking for any free port (another test's `free_port` included),
     while a server that binds it by number with SO_REUSEADDR, as redis-server, uvicorn
     and Node do, may. A port merely found free could be taken by another test's server
-    first, which would then answer in place of this one's."""
+    first, which would then answer in place of this one's. Not `reserved`: for a server
+    that first tries the port without SO_REUSEADDR (`harbor view`), which TIME_WAIT
+    refuses; `loopback_server` then still tells its server from another's."""
+    if not reserved:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return int(probe.getsockname()[1])
     with socket.socket() as listener:
         # The connection's TIME_WAIT inherits this: it then yields only to SO_REUSEADDR.
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -188,7 +188,7 @@ def test_harbor_view_serves_the_exported_job(tmp_path: Path) -> None:
     path = write_campaign(tmp_path / "results", task_results(tmp_path / "results"))
     out = tmp_path / "jobs"
     assert CliRunner().invoke(cli, ["export", str(path), "--harbor", str(out)]).exit_code == 0
-    port = free_port()
+    port = free_port(reserved=False)  # harbor view tries the port before it binds it
     url = f"http://127.0.0.1:{port}/api/jobs"
     argv = [str(harbor_bin()), "view", str(out), "--port", str(port), "--no-build", "--jobs"]
     with (
