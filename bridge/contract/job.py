@@ -126,4 +126,3 @@ def new_message_id(job: Job) -> str:
 def new_batch_id() -> str:
     """A batch message's id: its jobs' holders name it (`bridge.delivery.holders`)."""
     return f"batch-{uuid.uuid4().hex}"
-

@@ -504,33 +504,18 @@ def _case(
     metadata = _merged(suite_metadata, raw.get("metadata") or {})
     if metadata:
         case["metadata"] = metadata
-    execution: dict[str, Any] = raw["execution"] if isinstance(raw.get("execution"), dict) else {}
-    own = raw.get("assert", execution.get("assert"))
-    own_key = "assert" if "assert" in raw else "execution"
+    execution = _mapping(raw.get("execution"))
     threshold = (raw.get("run") or {}).get(
         "threshold", execution.get("threshold", raw.get("threshold"))
     )
     if threshold is not None:
         case["threshold"] = threshold
-    lists: list[tuple[Any, Loc]] = [
-        (own, (*loc, own_key) if own_key == "assert" else (*loc, "execution", "assert"))
-    ]
-    if not execution.get("skip_defaults"):
-        lists += [
-            (default_test.get("assert"), ("default_test", "assert")),
-            (t.data.get("assert"), ("assert",)),
-        ]
-    if not any(entries for entries, _ in lists) and isinstance(criteria, str):
-        lists = [([case["expected_outcome"]], (*loc, "criteria"))]
+    lists = _assert_lists(t, raw, loc, default_test, case.get("expected_outcome"))
     options = {  # promptfoo's: the test's over the default test's
         **_mapping(default_test.get("options")),
         **_mapping(raw.get("options")),
     }
-    judge = options.get("provider")
-    defaults: dict[str, Any] = (
-        t.data["defaults"] if isinstance(t.data.get("defaults"), dict) else {}
-    )
-    judge = judge or defaults.get("grader")
+    judge = options.get("provider") or _mapping(t.data.get("defaults")).get("grader")
     evaluators: list[dict[str, Any]] = []
     for entries, where in lists:
         if not entries:
@@ -550,6 +535,28 @@ def _case(
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _assert_lists(
+    t: _Translation, raw: dict[str, Any], loc: Loc, default_test: dict[str, Any], criteria: Any
+) -> list[tuple[Any, Loc]]:
+    """The assert lists a test is graded by, each with where it was written: its own
+    (`assert`, or AgentV's `execution.assert`), then, unless `execution.skip_defaults`,
+    the default test's and the suite's. A test with none of them is graded on its
+    `criteria` (as rendered) when it has them."""
+    execution = _mapping(raw.get("execution"))
+    if "assert" in raw:
+        lists: list[tuple[Any, Loc]] = [(raw["assert"], (*loc, "assert"))]
+    else:
+        lists = [(execution.get("assert"), (*loc, "execution", "assert"))]
+    if not execution.get("skip_defaults"):
+        lists += [
+            (default_test.get("assert"), ("default_test", "assert")),
+            (t.data.get("assert"), ("assert",)),
+        ]
+    if not any(entries for entries, _ in lists) and isinstance(criteria, str):
+        lists = [([criteria], (*loc, "criteria"))]
+    return lists
 
 
 def _conversation(

@@ -92,24 +92,12 @@ def build_job(
     for spec_ in judging:
         if not (getattr(spec_, "target", None) or default_judge):
             raise TargetError(f"case '{case.id}': {no_judge(spec_, target)}")
-    judge_names = {t for e in judging if (t := getattr(e, "target", None))}
-    if default_judge and (not specs or judging):
-        judge_names.add(default_judge)
-    judge_names |= {
-        e.target
-        for e in all_evaluators(specs)
-        if isinstance(e, EmbeddingSimilarEvaluator) and e.target
-    }  # the embedding targets `similar` asks travel with the judges
-    judges: dict[str, TargetRef] = {}
-    unknown: dict[str, str] = {}
-    for name in sorted(judge_names):
-        try:
-            judges[name] = target_ref((targets or Targets({})).get(name))
-        except TargetError as exc:
-            # The target's own judge_target is the targets file's error, not the case's.
-            if not judges_resolved_late or name == default_judge:
-                raise
-            unknown[name] = str(exc)
+    judges, unknown = _judges(
+        _judge_names(specs, judging, default_judge),
+        targets or Targets({}),
+        default_judge,
+        judges_resolved_late,
+    )
     return Job(
         campaign_id=campaign_id,
         job_id=job_id(campaign_id, dataset, case.id, target.name, repeat),
@@ -141,6 +129,42 @@ def build_job(
         metadata=spec.metadata,
         conversation=conversation,
     )
+
+
+def _judge_names(
+    specs: list[EvaluatorSpec], judging: list[EvaluatorSpec], default_judge: str | None
+) -> set[str]:
+    """The targets a job's grading may call: those its judging evaluators name, the
+    default judge when any evaluator judges or there is none (the outcome is then judged),
+    and the embedding targets `similar` asks."""
+    names = {t for e in judging if (t := getattr(e, "target", None))}
+    if default_judge and (not specs or judging):
+        names.add(default_judge)
+    names |= {
+        e.target
+        for e in all_evaluators(specs)
+        if isinstance(e, EmbeddingSimilarEvaluator) and e.target
+    }
+    return names
+
+
+def _judges(
+    names: set[str], targets: Targets, default_judge: str | None, resolved_late: bool
+) -> tuple[dict[str, TargetRef], dict[str, str]]:
+    """Each judge as the job carries it, and (`resolved_late`: an operator's file) the
+    error of each the targets file lacks, which the job then carries instead of the
+    campaign being refused. The default judge is always needed: it is the target's own
+    `judge_target` or the project's, so its absence is the targets file's error."""
+    judges: dict[str, TargetRef] = {}
+    unknown: dict[str, str] = {}
+    for name in sorted(names):
+        try:
+            judges[name] = target_ref(targets.get(name))
+        except TargetError as exc:
+            if not resolved_late or name == default_judge:
+                raise
+            unknown[name] = str(exc)
+    return judges, unknown
 
 
 def task_job(
