@@ -41,6 +41,10 @@ WITHIN_LEASE = LEASE_SECONDS + 3.0
 """A lease runs out at most `LEASE_SECONDS` after the cut; then a reaper's turn (0.5 s) and
 the rescuer's taking of the message."""
 
+REAPER_GRACE_SECONDS = float(RECOVERY["EVALRELAY_ALIVE_SECONDS"]) + 5.0
+"""A reaper judges nothing until Redis has been up this long (`Outages`: the liveness
+window and 5 s), as after a restart."""
+
 SLOW = "targets:\n  - {name: slow, provider: mock, latency_ms: 120000}\n"
 """A job that runs far longer than any test waits for it."""
 
@@ -86,6 +90,13 @@ def seconds_to_rescue(
     to that job running on a second worker, the only other one (and so the reaper). Each
     worker's clock is off by the seconds given; Redis starts empty and ends so."""
     client.flushdb()
+    # The test's Redis may have just started (each pytest worker starts its own): the
+    # rescue would then wait for a reaper's grace after a restart, which is not this.
+    wait_for(
+        lambda: float(client.info("server")["uptime_in_seconds"]) >= REAPER_GRACE_SECONDS,
+        REAPER_GRACE_SECONDS + 5,
+        "Redis to be up for longer than a reaper's grace",
+    )
     for clock in (victim_clock, rescuer_clock):
         assert abs(clock_offset(skewed_clock(clock)) - clock) < 2, "libfaketime does not work"
     victim = processes.worker(

@@ -21,7 +21,6 @@ from kombu import Queue  # type: ignore[attr-defined]
 
 from evalrelay.bridge.connection import broker_url, client_for, configured_url
 from evalrelay.bridge.contract.campaign_state import current_epoch
-from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, beat, declare_dead, hold, keep_alive
 from evalrelay.bridge.delivery.holds import forget_process, note_hold, process_name
@@ -185,10 +184,7 @@ def start_background(consumer: Any) -> None:
     stopping = threading.Event()
     _background[name] = (stopping, client)
 
-    def send(job: Job) -> None:
-        queue.send([job])
-
-    Reaper(client, send, owner=name, stopping=stopping).start()
+    Reaper(client, queue.send, owner=name, stopping=stopping).start()
     info: dict[str, Any] = {
         "host": socket.gethostname(),
         "pid": os.getpid(),

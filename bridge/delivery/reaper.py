@@ -118,12 +118,14 @@ message takes from Redis's list to the worker's record of it."""
 
 def reap_expired(
     client: redis.Redis,
-    send: Callable[[Job], None],
+    send: Callable[[Sequence[Job]], object],
     limit: int = 200,
     queues: Sequence[str] = QUEUES,
 ) -> list[str]:
     """Send again every job whose lease expired, whose holder died, or that was lost;
-    returns their ids."""
+    returns their ids. Each kind's jobs go in one `send`, which puts API jobs in batches:
+    a submitter killed halfway through a large campaign leaves thousands lost at once, and
+    one message each would cost every one of them a message's overhead in the worker."""
     expired = client.eval(TAKE_EXPIRED, 1, inflight_key(), limit, lease_key(""))
     resent = _resend(client, send, expired, "lease expired before it finished")
     # A job its dead holder had started still has its lease until it runs out; the
@@ -139,7 +141,7 @@ def reap_expired(
 
 def _resend(
     client: redis.Redis,
-    send: Callable[[Job], None],
+    send: Callable[[Sequence[Job]], object],
     job_ids: list[str],
     why: str,
     queues: dict[str, str] | None = None,
@@ -147,7 +149,7 @@ def _resend(
     """Send each job again unless it is interrupted, finished or no longer stored; those
     are no longer outstanding. A job of a campaign cancelled for good is sent again: the
     worker that meets it writes its `cancelled` line, which the campaign's end waits for."""
-    resent = []
+    again: list[Job] = []
     for job_id in job_ids:
         job = _stored_job(client, job_id)
         done = client.get(done_key(job_id))
@@ -162,9 +164,10 @@ def _resend(
                 mark_finished(client, queue, job_id)
             continue
         log.warning("job %s: %s; sending it again", job_id, why)
-        send(job)
-        resent.append(job_id)
-    return resent
+        again.append(job)
+    if again:
+        send(again)
+    return [job.job_id for job in again]
 
 
 def _stored_job(client: redis.Redis, job_id: str) -> Job | None:
@@ -178,7 +181,7 @@ class Reaper(threading.Thread):
     def __init__(
         self,
         client: redis.Redis,
-        send: Callable[[Job], None],
+        send: Callable[[Sequence[Job]], object],
         owner: str,
         interval: float = REAP_INTERVAL_SECONDS,
         stopping: threading.Event | None = None,

@@ -66,7 +66,7 @@ def test_a_lease_taken_by_the_reaper_cannot_be_renewed_or_released_by_its_old_ho
     assert old is not None
     wait_for(lambda: client.get(lease_key("j3")) is None, 5, "the lease to run out")
     time.sleep(0.1)
-    assert reap_expired(client, lambda job: None) == []  # not stored: nothing to send
+    assert reap_expired(client, lambda jobs: None) == []  # not stored: nothing to send
     assert client.zscore(inflight_key(), "j3") is None  # but taken off `inflight`
     new = Lease.acquire(client, "j3", "b", seconds=5)
     assert new is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 
@@ -13,11 +14,13 @@ from evalrelay.bridge.contract.campaign_state import cancel
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, hold
 from evalrelay.bridge.delivery.lease import Lease
+from evalrelay.bridge.delivery.outstanding import carried_jobs
 from evalrelay.bridge.delivery.reaper import Outages, reap_expired
 from evalrelay.bridge.evalfile.cases import load_eval_file
 from evalrelay.bridge.keys import done_key, inflight_key, unseen_key
 from evalrelay.bridge.planning.campaigns import plan_jobs
 from evalrelay.bridge.queue.campaigns import store_jobs
+from evalrelay.bridge.queue.celery_queue import JobQueue, batch_size
 from tests.clocks import SKEW, SLOW, WITHIN_LEASE, seconds_to_rescue
 from tests.conftest import PrivateRedis, Processes, WriteFiles, one_turn_cases, wait_for
 
@@ -44,10 +47,29 @@ def test_expired_lease_is_sent_again_live_and_done_ones_are_not(
     client.set(done_key(done.job_id), 1)
     wait_for(lambda: past_expiry(client, expired, done), 5, "the short leases to run out")
     sent: list[Job] = []
-    assert reap_expired(client, sent.append) == [expired.job_id]
+    assert reap_expired(client, sent.extend) == [expired.job_id]
     assert sent == [expired]
     assert client.zscore(inflight_key(), live.job_id) is not None
-    assert reap_expired(client, sent.append) == []  # taken once, not twice
+    assert reap_expired(client, sent.extend) == []  # taken once, not twice
+
+
+def test_many_expired_api_jobs_go_back_in_batches(
+    project: WriteFiles, client: redis.Redis, redis_url: str
+) -> None:
+    """A hundred jobs whose worker died go back as a few batch messages on the real queue,
+    not a message each (a worker pays a message's overhead per message)."""
+    many = jobs(project, 100)
+    store_jobs(client, many)
+    for job in many:
+        assert Lease.acquire(client, job.job_id, "dead-worker", seconds=0.1)
+    wait_for(lambda: past_expiry(client, *many), 5, "the short leases to run out")
+    client.delete("api")
+    resent = reap_expired(client, JobQueue.connect(redis_url).send)
+    assert sorted(resent) == sorted(j.job_id for j in many)
+    messages = [json.loads(raw) for raw in client.lrange("api", 0, -1)]
+    carried = [job_id for message in messages for job_id in carried_jobs(message)]
+    assert sorted(carried) == sorted(resent)
+    assert len(messages) == -(-100 // batch_size(100))
 
 
 def test_interrupted_campaign_jobs_are_not_sent_again(
@@ -60,7 +82,7 @@ def test_interrupted_campaign_jobs_are_not_sent_again(
     cancel(client, "c")
     wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
     sent: list[Job] = []
-    assert reap_expired(client, sent.append) == []
+    assert reap_expired(client, sent.extend) == []
     assert sent == []
     assert client.zscore(inflight_key(), job.job_id) is None  # taken off, not left for later
 
@@ -76,7 +98,7 @@ def test_a_job_of_a_campaign_cancelled_for_good_is_sent_again_for_its_cancelled_
     cancel(client, "c", ends=True)
     wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
     sent: list[Job] = []
-    reap_expired(client, sent.append)
+    reap_expired(client, sent.extend)
     assert [j.job_id for j in sent] == [job.job_id]
 
 
@@ -148,5 +170,5 @@ def test_a_job_whose_lease_ran_out_and_whose_holder_died_is_sent_once(
     hold(client, [job.job_id], "m1", "dead-worker/host/1/x")  # no `alive` key: dead
     wait_for(lambda: past_expiry(client, job), 5, "the lease to run out")
     sent: list[Job] = []
-    assert reap_expired(client, sent.append) == [job.job_id]
+    assert reap_expired(client, sent.extend) == [job.job_id]
     assert sent == [job]
