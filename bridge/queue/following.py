@@ -118,75 +118,110 @@ def follow_campaign(
     (the `run` collecting the campaign) writes the file. `on_complete` gets the results
     file once it is complete.
     """
-    out_dir = Path(info.out_dir)
+    following = _Following(client, info, watcher, on_complete, consumer, sent, rebuild, collect)
+    return following.to_the_end()
 
-    def new_collector() -> Collector | None:
-        if info.collector != "run" or not collect:
+
+class _Following:
+    """One campaign followed round by round (`follow_campaign`)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        info: CampaignInfo,
+        watcher: Watcher,
+        on_complete: Callable[[Path], object],
+        consumer: str | None,
+        sent: Sequence[str] | None,
+        rebuild: Callable[[set[str]], Sequence[object] | None] | None,
+        collect: bool,
+    ) -> None:
+        self.client, self.info, self.watcher = client, info, watcher
+        self.on_complete, self.consumer, self.sent = on_complete, consumer, sent
+        self.rebuild, self.collect = rebuild, collect
+        self.collector = self.new_collector()
+        self.ride_out = RideOut(watcher.outage, client)
+        self.started = time.monotonic()
+        self.warned = False
+        self.held: Paused | None = None
+        self.checked = float("-inf")
+
+    def new_collector(self) -> Collector | None:
+        if self.info.collector != "run" or not self.collect:
             return None
+        out_dir = Path(self.info.out_dir)
         return Collector(
-            client,
-            consumer or f"run-{info.campaign_id}",
+            self.client,
+            self.consumer or f"run-{self.info.campaign_id}",
             lambda _: out_dir,
-            lambda _: info.total,
-            on_complete,
+            lambda _: self.info.total,
+            self.on_complete,
         )
 
-    collector = new_collector()
-    ride_out = RideOut(watcher.outage, client)
-    started = time.monotonic()
-    warned = False
-    held: Paused | None = None
-    checked = float("-inf")
+    def to_the_end(self) -> CampaignSummary:
+        campaign_id = self.info.campaign_id
+        try:
+            while True:
+                state = self.ride_out(self.one_round)
+                rate = state.done / max(time.monotonic() - self.started, 1e-6)
+                if statistics_due(state.done, state.total, rate) and graded_so_far(
+                    self.collector, campaign_id
+                ):
+                    import_in_background()  # once; the summary waits for it
+                if time.monotonic() - self.checked >= PAUSE_CHECK_SECONDS and not state.finished:
+                    self.check_pause()
+                self.watcher.round(state, rate, self.held)
+                if not state.known:
+                    self.recover()
+                if state.finished:
+                    break
+                if not self.warned and time.monotonic() - self.started > NO_WORKER_WARNING_SECONDS:
+                    self.warn_if_unserved()
+        finally:
+            summary = self.ride_out(
+                lambda: campaign_summary(self.client, self.info, self.collector)
+            )
+            if self.collector is not None:
+                self.collector.close()
+        return summary
 
-    def one_round() -> Progress:
+    def one_round(self) -> Progress:
         polled = time.monotonic()
-        if collector is not None:
-            collector.poll([info.campaign_id], block_ms=250)
+        if self.collector is not None:
+            self.collector.poll([self.info.campaign_id], block_ms=250)
         # Results that come one by one are taken a few at a time: one fsync and
         # one progress query for several lines, a few ms later each.
-        time.sleep(max(0.0, polled + (MIN_POLL_SECONDS if collector else 0.25) - time.monotonic()))
-        return (
-            progress(client, info.campaign_id)
-            if sent is None
-            else round_progress(client, info.campaign_id, sent)
-        )
+        pause = MIN_POLL_SECONDS if self.collector else 0.25
+        time.sleep(max(0.0, polled + pause - time.monotonic()))
+        if self.sent is None:
+            return progress(self.client, self.info.campaign_id)
+        return round_progress(self.client, self.info.campaign_id, self.sent)
 
-    try:
-        while True:
-            state = ride_out(one_round)
-            rate = state.done / max(time.monotonic() - started, 1e-6)
-            if statistics_due(state.done, state.total, rate) and graded_so_far(
-                collector, info.campaign_id
-            ):
-                import_in_background()  # once; the summary waits for it
-            if time.monotonic() - checked >= PAUSE_CHECK_SECONDS and not state.finished:
-                checked = time.monotonic()
-                now_held = ride_out(lambda: paused(client, info.campaign_id))
-                if (now_held is None) != (held is None):
-                    watcher.pause_changed(now_held)
-                held = now_held
-            watcher.round(state, rate, held)
-            if not state.known and (collector is None or rebuild is None):
-                raise lost_campaign(info, campaign_summary(client, info, collector))
-            if not state.known:
-                assert collector is not None and rebuild is not None
-                kept = set(collector.results_file(info.campaign_id).job_ids)
-                collector.close()
-                again = ride_out(functools.partial(rebuild, kept))
-                watcher.rebuilt(len(kept), again)
-                collector = new_collector()
-            if state.finished:
-                break
-            if not warned and time.monotonic() - started > NO_WORKER_WARNING_SECONDS:
-                missing = ride_out(lambda: unserved_queues(client, info))
-                if missing is not None:
-                    watcher.unserved(missing)
-                warned = missing is not None
-    finally:
-        summary = ride_out(lambda: campaign_summary(client, info, collector))
-        if collector is not None:
-            collector.close()
-    return summary
+    def check_pause(self) -> None:
+        self.checked = time.monotonic()
+        now_held = self.ride_out(lambda: paused(self.client, self.info.campaign_id))
+        if (now_held is None) != (self.held is None):
+            self.watcher.pause_changed(now_held)
+        self.held = now_held
+
+    def recover(self) -> None:
+        """Redis no longer knows the campaign: rebuilt from the results file this command
+        writes, or an error saying how to rebuild it."""
+        collector, rebuild = self.collector, self.rebuild
+        if collector is None or rebuild is None:
+            summary = campaign_summary(self.client, self.info, collector)
+            raise lost_campaign(self.info, summary)
+        kept = set(collector.results_file(self.info.campaign_id).job_ids)
+        collector.close()
+        again = self.ride_out(functools.partial(rebuild, kept))
+        self.watcher.rebuilt(len(kept), again)
+        self.collector = self.new_collector()
+
+    def warn_if_unserved(self) -> None:
+        missing = self.ride_out(lambda: unserved_queues(self.client, self.info))
+        if missing is not None:
+            self.watcher.unserved(missing)
+        self.warned = missing is not None
 
 
 def campaign_summary(
