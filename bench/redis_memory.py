@@ -1,6 +1,7 @@
 """Redis memory per case: a mock campaign of N cases on a private Redis, end to end.
 
     python bench/redis_memory.py [--cases 20000] [--workers 1] [--concurrency 8] [--settle 60]
+        [--graded]
 
 A redis-server of its own (no persistence), `--workers` `evalrelay worker` processes and an
 `evalrelay collect` run a campaign of `--cases` mock cases (one system and one user message
@@ -121,8 +122,11 @@ def with_signal(process: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(process.pid, signum)
 
 
-def write_project(folder: Path, cases: int) -> list[Path]:
-    """The project (a mock target answering `ANSWER`) and its eval files."""
+def write_project(folder: Path, cases: int, graded: bool = False) -> list[Path]:
+    """The project (a mock target answering `ANSWER`) and its eval files; `graded`: each
+    case has an evaluator (`contains`), so the collector keeps every score for the
+    summary's statistics."""
+    evaluators = {"evaluators": [{"type": "contains", "value": "answer"}]} if graded else {}
     (folder / "evalrelay.yaml").write_text("default_target: mock\n")
     target = {"name": "mock", "provider": "mock", "response": ANSWER}
     (folder / "targets.yaml").write_text(f"targets:\n  - {json.dumps(target)}\n")
@@ -136,6 +140,7 @@ def write_project(folder: Path, cases: int) -> list[Path]:
                         {"role": "system", "content": SYSTEM},
                         {"role": "user", "content": f"Question number {i}: what is {i} + {i}?"},
                     ],
+                    **evaluators,
                 }
             )
             for i in range(first, min(first + FILE_CASES, cases))
@@ -202,6 +207,7 @@ def main() -> None:
         default=60.0,
         help="Seconds after the end to measure what Redis keeps.",
     )
+    parser.add_argument("--graded", action="store_true", help="Give each case an evaluator.")
     parser.add_argument("--keep", action="store_true", help="Keep the temporary folder.")
     args = parser.parse_args()
 
@@ -234,7 +240,7 @@ def main() -> None:
         os.environ.update({k: env[k] for k in ("EVALRELAY_REDIS_URL", "EVALRELAY_HOME")})
         project = folder / "project"
         project.mkdir()
-        files = write_project(project, args.cases)
+        files = write_project(project, args.cases, args.graded)
         empty = used_memory(client)
         cli = [sys.executable, "-m", "evalrelay"]
         workers = []

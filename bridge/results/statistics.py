@@ -25,6 +25,7 @@ import math
 import sys
 import threading
 import warnings
+from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -125,19 +126,42 @@ class Observed(Protocol):
 
 
 @dataclass
-class Observations:
-    """The graded results of one campaign, by target and case: a few numbers each (a
-    campaign of 100,000 results keeps them all, so a case's repeats are a list, and its
-    names one string shared by every target)."""
+class _Graded:
+    """One target's graded results in the order they came, 21 bytes each: the case (an
+    index into `Observations.cases_seen`), the repeat, the score and the pass."""
 
-    by_target: dict[str, dict[Case, list[tuple[int, float, bool]]]] = field(default_factory=dict)
+    cases: array[int] = field(default_factory=lambda: array("I"))
+    repeats: array[int] = field(default_factory=lambda: array("q"))
+    scores: array[float] = field(default_factory=lambda: array("d"))
+    passed: array[int] = field(default_factory=lambda: array("b"))
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+
+@dataclass
+class Observations:
+    """The graded results of one campaign, by target and case. A campaign of a million
+    graded results keeps them all until its summary, so they are kept as numbers in
+    arrays (a Python object per result cost some 400 bytes), and each case's name once,
+    in one string, whatever the number of its targets and repeats."""
+
+    cases_seen: dict[str, int] = field(default_factory=dict)
+    """Each case once, to its index, in the order first graded: its dataset and id in one
+    string, split at the first NUL (a dataset is named after a file: it holds none)."""
+    by_target: dict[str, _Graded] = field(default_factory=dict)
 
     def add(
         self, target: str, dataset: str, case_id: str, repeat: int, score: float, passed: bool
     ) -> None:
-        cases = self.by_target.setdefault(target, {})
-        case = (sys.intern(dataset), sys.intern(case_id))
-        cases.setdefault(case, []).append((repeat, score, passed))
+        index = self.cases_seen.setdefault(f"{dataset}\0{case_id}", len(self.cases_seen))
+        graded = self.by_target.get(target)
+        if graded is None:
+            graded = self.by_target[target] = _Graded()
+        graded.cases.append(index)
+        graded.repeats.append(repeat)
+        graded.scores.append(score)
+        graded.passed.append(passed)
 
     def observe(self, result: Observed) -> None:
         """Only graded results count, as in the mean score and pass rate."""
@@ -156,10 +180,24 @@ class Observations:
         return any(self.by_target.values())
 
     def cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
-        """Each case's graded answers of `target`, in repeat order; of a repeat listed
-        twice (a retried job), the later line."""
-        found = self.by_target.get(target, {})
-        return {case: _by_repeat(runs) for case, runs in found.items()}
+        """Each case's graded answers of `target`, in the order its cases were first
+        graded, each case's in repeat order; of a repeat listed twice (a retried job), the
+        later line."""
+        graded = self.by_target.get(target)
+        if graded is None:
+            return {}
+        runs: dict[int, list[tuple[int, float, bool]]] = {}
+        for index, repeat, score, passed in zip(
+            graded.cases, graded.repeats, graded.scores, graded.passed, strict=True
+        ):
+            runs.setdefault(index, []).append((repeat, score, bool(passed)))
+        names = list(self.cases_seen)
+        return {_case(names[index]): _by_repeat(found) for index, found in runs.items()}
+
+
+def _case(name: str) -> Case:
+    dataset, case_id = name.split("\0", 1)
+    return sys.intern(dataset), case_id
 
 
 def _by_repeat(runs: list[tuple[int, float, bool]]) -> list[tuple[float, bool]]:

@@ -233,3 +233,24 @@ def test_a_signal_during_the_first_statistics_leaves_them_whole_for_the_next() -
         out, err = run.communicate(timeout=120)
         assert run.returncode == 0, err
         assert out.split() == ["interrupted", "1.0"], out + err
+
+
+def test_cases_come_back_by_name_in_first_graded_order_a_retried_repeat_as_its_last_line() -> None:
+    """Each case comes back by (dataset, id), a NUL in an id included, in the order the
+    target's results first graded it, its repeats in order, and of a repeat graded twice
+    (a retried job) the later line."""
+    observations = Observations()
+    for target, dataset, case_id, repeat, score in [
+        ("a", "d1", "second\0half", 1, 0.5),
+        ("b", "d2", "x", 0, 1.0),
+        ("a", "d1", "first", 0, 0.0),
+        ("a", "d1", "second\0half", 0, 1.0),
+        ("a", "d1", "second\0half", 1, 0.9),  # the retried repeat's new line
+    ]:
+        observations.add(target, dataset, case_id, repeat, score, score >= 0.8)
+    assert observations.cases("a") == {
+        ("d1", "second\0half"): [(1.0, True), (0.9, True)],
+        ("d1", "first"): [(0.0, False)],
+    }
+    assert observations.cases("b") == {("d2", "x"): [(1.0, True)]}
+    assert observations.cases("c") == {}
