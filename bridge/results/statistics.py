@@ -368,7 +368,8 @@ def paired_test(differences: np.ndarray) -> PairTest:
     if n < 2:
         return PairTest(T_TEST, None, None, None)
     moved = int(np.count_nonzero(differences))
-    smallest = min(1.0, 2.0 / 2.0**moved) if moved else 1.0
+    # 2 / 2**moved, written so that past 1,023 cases it underflows to 0 instead of raising.
+    smallest = min(1.0, 2.0 ** (1 - moved)) if moved else 1.0
     if np.ptp(differences) == 0:
         # Every case moved alike: the sign test, which here is the sign-flip test.
         p_value = float(binomtest(moved, moved, 0.5).pvalue) if moved else 1.0

@@ -254,3 +254,15 @@ def test_cases_come_back_by_name_in_first_graded_order_a_retried_repeat_as_its_l
     }
     assert observations.cases("b") == {("d2", "x"): [(1.0, True)]}
     assert observations.cases("c") == {}
+
+
+@pytest.mark.parametrize("alike", [True, False], ids=["every-case-moved-alike", "mixed"])
+def test_two_targets_differing_on_thousands_of_cases_get_their_statistics(alike: bool) -> None:
+    """The smallest p-value a sign-flip test can give, 2 / 2**moved, once overflowed past
+    1,023 cases that moved, and the summary of such a campaign failed."""
+    a = [1.0] * 2000
+    b = [0.0] * 2000 if alike else [0.0] * 1500 + [1.0] * 400 + [0.5] * 100
+    (pair,) = campaign_statistics(observed({"a": a, "b": b})).pairs
+    assert pair.smallest_p_value == 0.0
+    assert pair.p_value is not None and pair.p_value < 1e-10
+    assert pair.verdict == "worse"
