@@ -31,7 +31,7 @@ from evalrelay.bridge.prompt.request import PromptRequest
 from evalrelay.bridge.queue.campaigns import CampaignInfo, announce, store_jobs
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.results import collector as collector_module
-from evalrelay.bridge.results.collector import Collector, collectors_of
+from evalrelay.bridge.results.collector import SUMMARY_SHARE, Collector, collectors_of
 from evalrelay.bridge.results.result import Result, Status
 from evalrelay.bridge.results.results_file import ResultsFile, read_results
 from evalrelay.bridge.results.write_errors import write_errors
@@ -504,6 +504,32 @@ def test_the_summary_is_written_while_collecting_at_most_once_a_second(
     collector.close()
     assert summary.read_text().startswith('{\n  "campaign_id": "c",\n')
     assert summary.read_text().endswith("}\n")
+
+
+def test_a_summary_that_takes_long_to_write_is_written_less_often(
+    client: redis.Redis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write of the running summary that takes 0.2 s (its statistics, on a large graded
+    campaign) puts the next off to 0.2 / SUMMARY_SHARE = 4 s; the end's is written whole."""
+    collector = make_collector(client, tmp_path)
+    summary = tmp_path / "c.summary.json"
+    written = ResultsFile.write_summary
+
+    def slow(file: ResultsFile) -> None:
+        time.sleep(0.2)
+        written(file)
+
+    monkeypatch.setattr(ResultsFile, "write_summary", slow)
+    add(client, result("a"))
+    assert collector.poll(["c"], block_ms=50) == 1
+    assert collector.summary_interval >= 0.2 / SUMMARY_SHARE
+    add(client, result("b"))
+    collector.summary_written = time.monotonic() - 1.5  # a second's interval would be past
+    assert collector.poll(["c"], block_ms=50) == 1
+    assert json.loads(summary.read_text())["results"] == 1  # not yet
+    collector.summary_written = time.monotonic() - 4.5
+    assert collector.poll(["c"], block_ms=50) == 0
+    assert json.loads(summary.read_text())["results"] == 2
 
 
 def test_the_collector_lease_lasts_30_s_unless_told(tmp_path: Path) -> None:
