@@ -75,9 +75,9 @@ SUMMARY_INTERVAL_SECONDS = 1.0
 """How often a campaign's `summary.json` is written while it runs, at the most often."""
 
 SUMMARY_SHARE = 0.05
-"""The share of a collector's time the running summaries may take: their statistics take
-about a second of CPU at 100,000 graded results of one target (2.5 s with two): written
-every second, they took most of a collector's time once a campaign was that large. After a write that took `d` seconds, the next waits at
+"""The share of a collector's time the running summaries may take: their statistics grow
+with the graded results (seconds of CPU for a large campaign: docs/performance.md), and
+written every second they would take most of a collector's time. After a write that took `d` seconds, the next waits at
 least `d / SUMMARY_SHARE`; the summary written at a campaign's end is always whole."""
 
 CLAIM_INTERVAL_SECONDS = 5.0

@@ -143,8 +143,8 @@ class _Graded:
 class Observations:
     """The graded results of one campaign, by target and case. A campaign of a million
     graded results keeps them all until its summary, so they are kept as numbers in
-    arrays (a Python object per result cost some 400 bytes), and each case's name once,
-    in one string, whatever the number of its targets and repeats."""
+    arrays, not a Python object each, and each case's name once, in one string, whatever
+    the number of its targets and repeats."""
 
     cases_seen: dict[str, int] = field(default_factory=dict)
     """Each case once, to its index, in the order first graded: its dataset and id in one
