@@ -77,8 +77,9 @@ SUMMARY_INTERVAL_SECONDS = 1.0
 SUMMARY_SHARE = 0.05
 """The share of a collector's time the running summaries may take: their statistics grow
 with the graded results (seconds of CPU for a large campaign: docs/performance.md), and
-written every second they would take most of a collector's time. After a write that took `d` seconds, the next waits at
-least `d / SUMMARY_SHARE`; the summary written at a campaign's end is always whole."""
+written every second they would take most of a collector's time. After a write that took
+`d` seconds, the next waits at least `d / SUMMARY_SHARE`; the summary written at a
+campaign's end is always whole."""
 
 CLAIM_INTERVAL_SECONDS = 5.0
 """How often to look for entries abandoned by dead collectors."""
