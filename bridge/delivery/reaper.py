@@ -25,7 +25,7 @@ import redis
 
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
-from evalrelay.bridge.contract.stored import read_job
+from evalrelay.bridge.contract.stored import read_jobs
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
 from evalrelay.bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
 from evalrelay.bridge.keys import (
@@ -149,11 +149,19 @@ def _resend(
     """Send each job again unless it is interrupted, finished or no longer stored; those
     are no longer outstanding. A job of a campaign cancelled for good is sent again: the
     worker that meets it writes its `cancelled` line, which the campaign's end waits for."""
+    jobs = read_jobs(client, job_ids)  # one round trip for them all, then one for the marks
+    pipe = client.pipeline(transaction=False)
+    for job_id, job in zip(job_ids, jobs, strict=True):
+        pipe.get(done_key(job_id))
+        if job is not None:
+            pipe.get(cancel_key(job.campaign_id))
+    marks = iter(pipe.execute() if job_ids else [])
     again: list[Job] = []
-    for job_id in job_ids:
-        job = _stored_job(client, job_id)
-        done = client.get(done_key(job_id))
-        cancelled = None if job is None else client.get(cancel_key(job.campaign_id))
+    for job_id, job in zip(job_ids, jobs, strict=True):
+        done = next(marks)
+        cancelled = next(marks) if job is not None else None
+        if job is None:
+            log.error("job %s: to be sent again, but the job is no longer stored", job_id)
         if (
             job is None
             or (cancelled is not None and not str(cancelled).startswith(CANCEL_ENDS))
@@ -168,13 +176,6 @@ def _resend(
     if again:
         send(again)
     return [job.job_id for job in again]
-
-
-def _stored_job(client: redis.Redis, job_id: str) -> Job | None:
-    job = read_job(client, job_id)
-    if job is None:
-        log.error("job %s: to be sent again, but the job is no longer stored", job_id)
-    return job
 
 
 class Reaper(threading.Thread):
