@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from evalrelay.bridge.delivery.reaper import OUTAGE_MARGIN_SECONDS
 from evalrelay.bridge.keys import manifest_key
 from tests.conftest import Processes, wait_for
 from tests.worker.test_tasks import holder, submit_campaign
@@ -41,9 +42,9 @@ WITHIN_LEASE = LEASE_SECONDS + 3.0
 """A lease runs out at most `LEASE_SECONDS` after the cut; then a reaper's turn (0.5 s) and
 the rescuer's taking of the message."""
 
-REAPER_GRACE_SECONDS = float(RECOVERY["EVALRELAY_ALIVE_SECONDS"]) + 5.0
-"""A reaper judges nothing until Redis has been up this long (`Outages`: the liveness
-window and 5 s), as after a restart."""
+REAPER_GRACE_SECONDS = float(RECOVERY["EVALRELAY_ALIVE_SECONDS"]) + OUTAGE_MARGIN_SECONDS
+"""A reaper of these workers judges nothing until Redis has been up this long, as after
+a restart (`bridge.delivery.reaper.Outages`)."""
 
 SLOW = "targets:\n  - {name: slow, provider: mock, latency_ms: 120000}\n"
 """A job that runs far longer than any test waits for it."""

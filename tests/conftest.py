@@ -222,20 +222,28 @@ def free_port(reserved: bool = True) -> int:
     return port
 
 
-def listens_on(pid: int, port: int) -> bool:
-    """Whether process `pid`, or one it started, listens on TCP `port`: what answers on a
-    port may be another test's server (then this one's bind failed)."""
+def listening(pid: int) -> list[tuple[str, int]]:
+    """The TCP addresses process `pid`, or a process it started, listens on."""
     try:
         root = psutil.Process(pid)
         family = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return False
+        return []
+    found = []
     for member in family:
         with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            for connection in member.net_connections(kind="inet"):
-                if connection.status == psutil.CONN_LISTEN and connection.laddr.port == port:
-                    return True
-    return False
+            found += [
+                (connection.laddr.ip, connection.laddr.port)
+                for connection in member.net_connections(kind="inet")
+                if connection.status == psutil.CONN_LISTEN
+            ]
+    return found
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid`, or one it started, listens on TCP `port`: what answers on a
+    port may be another test's server (then this one's bind failed)."""
+    return any(found == port for _, found in listening(pid))
 
 
 def unretried_client(url: str) -> redis.Redis:

@@ -44,11 +44,14 @@ log = logging.getLogger(__name__)
 REAP_INTERVAL_SECONDS = float(os.environ.get("EVALRELAY_REAP_SECONDS", "5"))
 """How often workers look for expired leases."""
 
-OUTAGE_GRACE_SECONDS = ALIVE_SECONDS + 5.0
+OUTAGE_MARGIN_SECONDS = 5.0
+"""What a reaper waits after an outage beyond an `alive` period: the clients' backoff
+between tries (2 s at most) and their reconnection."""
+
+OUTAGE_GRACE_SECONDS = ALIVE_SECONDS + OUTAGE_MARGIN_SECONDS
 """How long after Redis is back (restarted, or out of this reaper's reach) nothing is
 reaped: an `alive` period, in which every live worker beats three times and renews each
-lease three times (a lease lasts no longer than it), plus the clients' backoff between
-tries (2 s at most) and their reconnection."""
+lease three times (a lease lasts no longer than it), plus the margin."""
 
 
 class Outages:
@@ -155,7 +158,7 @@ def _resend(
         pipe.get(done_key(job_id))
         if job is not None:
             pipe.get(cancel_key(job.campaign_id))
-    marks = iter(pipe.execute() if job_ids else [])
+    marks = iter(pipe.execute())
     again: list[Job] = []
     for job_id, job in zip(job_ids, jobs, strict=True):
         done = next(marks)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import redis
 
@@ -48,6 +47,7 @@ from tests.conftest import (
     WriteFiles,
     embedded_env,
     free_port,
+    listening,
     one_turn_cases,
     read_jsonl,
     wait_for,
@@ -283,14 +283,6 @@ def test_a_running_campaign_is_watched_live_and_its_report_shown_once_finished(
     assert cases == {f"case-{i}" for i in range(CASES)}
 
 
-def listening(process: subprocess.Popen[bytes]) -> list[tuple[str, int]]:
-    return [
-        (c.laddr.ip, c.laddr.port)
-        for c in psutil.Process(process.pid).net_connections(kind="inet")
-        if c.status == psutil.CONN_LISTEN
-    ]
-
-
 ESCAPES = (
     "/campaigns/x/..%2f..%2fetc/passwd",
     "/campaigns/x/../../etc/passwd",
@@ -308,7 +300,7 @@ def test_serve_listens_on_loopback_and_answers_only_loopback_names_and_paths_ins
     write_campaign(results, CAMPAIGN)
     served = start_serve(processes, results)
     port = served.port
-    assert listening(served.process) == [("127.0.0.1", port)]
+    assert listening(served.process.pid) == [("127.0.0.1", port)]
     said = processes.log("serve")
     assert f"evalrelay serve: http://127.0.0.1:{port}/ (Ctrl-C stops)" in said
     assert "warning" not in said
@@ -363,7 +355,7 @@ def test_beyond_loopback_every_request_needs_the_token_from_its_file(
     processes.env[f"{TOKEN_VARIABLE}_FILE"] = str(tmp_path / "token")
     served = start_serve(processes, tmp_path / "results", "--host", "0.0.0.0")
     port = served.port
-    assert listening(served.process) == [("0.0.0.0", port)]
+    assert listening(served.process.pid) == [("0.0.0.0", port)]
     said = processes.log("serve")
     assert f"evalrelay serve: http://{socket.gethostname()}:{port}/" in said
     assert said.count("every request needs the serve token") == 1
