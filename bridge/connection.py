@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,13 +95,56 @@ def shown(url: str) -> str:
     return joined
 
 
+RESET_ON_CLOSE = struct.pack("ii", 1, 0)
+"""`SO_LINGER` on, for 0 s: closing the socket resets the connection and drops whatever it
+had not yet delivered."""
+
+
+class _ResetOnClose:
+    """A TCP connection to Redis that is reset when closed, never closed gracefully.
+
+    A connection is closed when a reply did not come (a network partition): the client then
+    sends the command again on a new connection. Closed gracefully, the old socket would
+    keep retransmitting the command it had not delivered, and once the partition heals
+    Redis would run it a second time, up to a minute after the client gave up on it (a
+    count such as the calls paid again then counts twice). Reset, the kernel drops it: a
+    command the client gave up on before Redis received it never runs. One whose reply
+    alone was lost has run, and runs again: every script evalrelay sends is safe to repeat.
+    """
+
+    def _connect(self) -> socket.socket:
+        sock: socket.socket = super()._connect()  # type: ignore[misc]
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, RESET_ON_CLOSE)
+        return sock
+
+
+class ResettingConnection(_ResetOnClose, redis.Connection):
+    """`redis://`: reset when closed (`_ResetOnClose`)."""
+
+
+class ResettingSSLConnection(_ResetOnClose, redis.SSLConnection):
+    """`rediss://`: reset when closed (`_ResetOnClose`)."""
+
+
+def _connection_class(url: str) -> dict[str, type[redis.Connection]]:
+    """The connection class for `url`'s scheme, as `from_url`'s keyword; none for a Unix
+    socket, which has no retransmissions to outlive its close."""
+    scheme = urlsplit(url).scheme
+    if scheme == "rediss":
+        return {"connection_class": ResettingSSLConnection}
+    return {"connection_class": ResettingConnection} if scheme == "redis" else {}
+
+
 def client_for(url: str, reply_timeout: float = REPLY_TIMEOUT_SECONDS) -> redis.Redis:
     """A client that rides out a short Redis outage (a restart) by retrying with backoff.
 
-    Every script evalrelay runs is safe to repeat: it checks before it writes.
+    Every script evalrelay runs is safe to repeat: it checks before it writes. A command
+    is sent again only when its connection failed, and the failed connection is reset
+    (`_ResetOnClose`), so an undelivered copy does not run later.
     """
     return redis.Redis.from_url(
         url,
+        **_connection_class(url),
         decode_responses=True,
         socket_connect_timeout=5,
         socket_timeout=reply_timeout,

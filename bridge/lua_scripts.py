@@ -18,6 +18,7 @@ import redis
 from redis.client import Pipeline
 
 from evalrelay.bridge.clock import NOW_MS_LUA
+from evalrelay.bridge.delivery.done_marks import DONE_ATTEMPT_LUA
 
 # Lua prelude, no KEYS or ARGV of its own: defines `let_go(holders, job_id, message_id)`,
 # which deletes `job_id` from the `holders` hash when its record (`<message_id> <process>`)
@@ -100,7 +101,7 @@ forget_gone(KEYS[1], now, tonumber(ARGV[3]))
 
 # Legend of `BEGIN_LEASE` (keys and arguments built by `LeaseBegin.of`):
 #   KEYS[1]  the campaign's cancel mark (`cancel_key`)
-#   KEYS[2]  the job's done mark (`done_key`): the attempt that finished it
+#   KEYS[2]  the job's done mark (`done_key`): the attempt that finished it, and its copy
 #   KEYS[3]  the job's lease (`lease_key`): the token of the worker running it
 #   KEYS[4]  the in-flight sorted set (`inflight_key`): job id scored by lease expiry, ms
 #   KEYS[5]  the holders hash (`holders_key`): job id -> "<message id> <process>"
@@ -116,6 +117,7 @@ forget_gone(KEYS[1], now, tonumber(ARGV[3]))
 # 'running-elsewhere'.
 BEGIN_LEASE = (
     NOW_MS_LUA
+    + DONE_ATTEMPT_LUA
     + """
 if redis.call('EXISTS', KEYS[8]) == 1 then
   if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
@@ -129,7 +131,7 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
   return 'paused'
 end
-if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[1]) then return 'duplicate' end
+if done_attempt(redis.call('GET', KEYS[2])) >= tonumber(ARGV[1]) then return 'duplicate' end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[2] then return 'running-elsewhere' end
 if not holder and redis.call('ZSCORE', KEYS[4], ARGV[4]) then return 'running-elsewhere' end
@@ -198,7 +200,7 @@ return 0
 
 
 # Legend of `PUBLISH` (keys and arguments built by `Publication.of`):
-#   KEYS[1]   the job's done mark (`done_key`): the attempt that finished it
+#   KEYS[1]   the job's done mark (`done_key`): the attempt that finished it, and its copy
 #   KEYS[2]   the campaign's results stream (`results_stream_key`)
 #   KEYS[3]   the job's lease (`lease_key`)
 #   KEYS[4]   the in-flight sorted set (`inflight_key`)
@@ -219,18 +221,24 @@ return 0
 #   ARGV[8]   the result's status
 #   ARGV[9]   the result's cost in USD, or '' when unknown
 #   ARGV[10]  '1' when making the result called the target (and it is no regrade), else '0'
-# Returns 1 (published), 0 (already published) or 2 (late copy): `_OUTCOMES`.
+#   ARGV[11]  the done mark this publication writes (`bridge.delivery.done_marks`)
+# Returns 1 (published, now or by an earlier send of this same publication), 0 (already
+# published by another) or 2 (late copy): `_OUTCOMES`.
 PUBLISH = (
     LET_GO_LUA
+    + DONE_ATTEMPT_LUA
     + """
 local added, paid_again = 0, 'duplicate'
+local mark = redis.call('GET', KEYS[1])
 if redis.call('EXISTS', KEYS[9]) == 1 then
   added, paid_again = 2, 'late copy'
   redis.call('ZREM', KEYS[5], ARGV[2])
-elseif tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+elseif mark == ARGV[11] then
+  added, paid_again = 1, nil
+elseif done_attempt(mark) < tonumber(ARGV[1]) then
   paid_again = tonumber(ARGV[1]) > 1 and 'retry' or nil
   redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
-  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
+  redis.call('SET', KEYS[1], ARGV[11], 'EX', ARGV[4])
   added = 1
   redis.call('ZREM', KEYS[5], ARGV[2])
   redis.call('SADD', KEYS[8], ARGV[7])
@@ -257,8 +265,10 @@ return added
 outstanding, and the target's tally counts it), release the lease if ours (or run out),
 and forget that this worker holds the message. A result of a compacted campaign is a late
 copy: it reaches neither the stream (nobody reads it any more) nor the tally, and leaves
-no `done` mark behind. A result that called its target (`ARGV[10]`) and is not its job's
-first is counted in the campaign's calls paid again (`bridge.results.paid`), by why."""
+no `done` mark behind. A publication sent again after its reply was lost finds its own
+done mark and is published, once. A result that called its target (`ARGV[10]`) and is
+not its job's first is counted in the campaign's calls paid again
+(`bridge.results.paid`), by why."""
 
 
 #   KEYS[1]  a queue's sent-jobs sorted set (`outstanding_key`): job id scored by send time, ms

@@ -259,13 +259,22 @@ class HoldingRelay:
     still come back). The test, not a real process's timing, decides where it is cut.
 
     With `later_pass`, connections made after that pass everything: the ones held went
-    silent with no word, as to a Redis moved to another host, and the new ones reach it."""
+    silent with no word, as to a Redis moved to another host, and the new ones reach it.
+    With `replies_lost`, a held connection passes no reply either, not even the marker's:
+    Redis ran the command, and the client never hears so."""
 
-    def __init__(self, redis_url: str, marker: bytes, later_pass: bool = False) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        marker: bytes,
+        later_pass: bool = False,
+        replies_lost: bool = False,
+    ) -> None:
         parsed = urllib.parse.urlsplit(redis_url)
         self.upstream = (parsed.hostname or "127.0.0.1", parsed.port or 6379)
         self.marker = marker
         self.later_pass = later_pass
+        self.replies_lost = replies_lost
         self.held = threading.Event()
         self._closing = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -286,17 +295,20 @@ class HoldingRelay:
             server = socket.create_connection(self.upstream)
             held = not (self.later_pass and self.held.is_set())
             threading.Thread(target=self._pass, args=(client, server, held), daemon=True).start()
-            threading.Thread(target=self._pass, args=(server, client, False), daemon=True).start()
+            replies = held and self.replies_lost
+            threading.Thread(target=self._pass, args=(server, client, replies), daemon=True).start()
 
-    def _pass(self, source: socket.socket, sink: socket.socket, commands: bool) -> None:
+    def _pass(self, source: socket.socket, sink: socket.socket, held: bool) -> None:
+        """Pass `source` on to `sink` until either closes; a `held` direction stops once
+        the marker has passed (set before the marker goes on, so its reply is held too)."""
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if commands and self.held.is_set():
+                if held and self.held.is_set():
                     self._closing.wait()  # never passed on
                     break
-                sink.sendall(data)
-                if commands and self.marker in data:
+                if held and self.marker in data:
                     self.held.set()
+                sink.sendall(data)
         for end in (source, sink):
             with contextlib.suppress(OSError):
                 end.close()

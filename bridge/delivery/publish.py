@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from evalrelay.bridge.delivery.done_marks import done_mark, new_copy
 from evalrelay.bridge.delivery.round_trips import RoundTrips
 from evalrelay.bridge.keys import (
     compacted_key,
@@ -29,8 +30,9 @@ log = logging.getLogger(__name__)
 DONE_TTL_SECONDS = 30 * 24 * 3600
 
 PUBLISHED, ALREADY_PUBLISHED, LATE_COPY = "published", "already published", "late copy"
-"""What a publication did: appended the result; found this attempt (or a later one) in the
-stream; or found the campaign complete and compacted, its file whole (a late copy, dropped)."""
+"""What a publication did: appended the result (or found it appended by an earlier send of
+itself); found this attempt (or a later one) put in the stream by another; or found the
+campaign complete and compacted, its file whole (a late copy, dropped)."""
 
 _OUTCOMES = {1: PUBLISHED, 0: ALREADY_PUBLISHED, 2: LATE_COPY}
 
@@ -99,6 +101,7 @@ class Publication:
             result.status.value,
             repr(result.cost.usd) if result.cost else "",
             "1" if called and result.regraded_from is None else "0",
+            str(done_mark(result.attempt, new_copy())),
         )
         return cls(result.job_id, keys, args)
 

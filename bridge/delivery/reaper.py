@@ -26,6 +26,7 @@ import redis
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
 from evalrelay.bridge.contract.stored import read_jobs
+from evalrelay.bridge.delivery.done_marks import marked_attempt
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
 from evalrelay.bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
 from evalrelay.bridge.keys import (
@@ -168,7 +169,7 @@ def _resend(
         if (
             job is None
             or (cancelled is not None and not str(cancelled).startswith(CANCEL_ENDS))
-            or (done is not None and int(done) >= job.attempt)
+            or (done is not None and marked_attempt(int(done)) >= job.attempt)
         ):
             queue = job.target.queue if job else (queues or {}).get(job_id)
             if queue:

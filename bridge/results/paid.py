@@ -10,8 +10,8 @@ campaign, in the same step):
 - `retry`: a later attempt, asked for (`retry`, `resume` of failed jobs).
 
 A copy whose worker died mid-call paid for a call that nobody counts (nothing is left to
-publish it). A publication sent again because its reply was lost with the connection
-counts as a `duplicate` once more.
+publish it). A publication sent again because its reply was lost with the connection is
+one call, not two: it finds the done mark its first send wrote (`bridge.delivery.done_marks`).
 """
 
 from __future__ import annotations

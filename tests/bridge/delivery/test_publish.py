@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pytest
 import redis
 
+from evalrelay.bridge.connection import client_for
 from evalrelay.bridge.delivery.lease import Lease
 from evalrelay.bridge.delivery.publish import ALREADY_PUBLISHED, LATE_COPY, PUBLISHED
 from evalrelay.bridge.delivery.publish import publish as publish_on_loop
@@ -39,7 +40,15 @@ from evalrelay.bridge.results.paid import paid_again
 from evalrelay.bridge.results.result import Result, Status
 from evalrelay.worker.execute import never_started
 from tests.bridge.cli.test_run import evalrelay
-from tests.conftest import Processes, WriteFiles, direct_job, free_port, read_jsonl, wait_for
+from tests.conftest import (
+    HoldingRelay,
+    Processes,
+    WriteFiles,
+    direct_job,
+    free_port,
+    read_jsonl,
+    wait_for,
+)
 from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
 
 KEY = f"sk-test-{secrets.token_hex(6)}-{secrets.token_hex(8)}-{secrets.token_hex(10)}"
@@ -218,6 +227,27 @@ def test_calls_past_one_per_job_are_counted_by_why(client: redis.Redis) -> None:
     assert publish(client, a_result("paying", "p5"), "api") == LATE_COPY
     assert paid_again(client, "paying") == {"duplicate": 1, "retry": 1, "late copy": 1}
     assert client.ttl(paid_again_key("paying")) > 0  # kept with the campaign's record
+
+
+def test_a_publication_whose_reply_was_lost_is_sent_again_and_published_once(
+    client: redis.Redis, redis_url: str
+) -> None:
+    """Redis ran the publication, and its reply never came back: the worker's client gives
+    the connection up after its reply timeout and sends the publication again on a new
+    one, which finds the done mark its first send wrote. Published (its budget charged
+    as such), one line in the stream, nothing paid again; another copy's publication of the
+    same attempt is a second call still."""
+    relay = HoldingRelay(redis_url, b"lost-reply-job", later_pass=True, replies_lost=True)
+    try:
+        result = a_result("lost-reply", "lost-reply-job")
+        assert publish(client_for(relay.url, reply_timeout=1.0), result, "api") == PUBLISHED
+    finally:
+        relay.close()
+    assert relay.held.is_set(), "the first send did not reach the relay"
+    assert client.xlen(results_stream_key("lost-reply")) == 1
+    assert paid_again(client, "lost-reply") == {}
+    assert publish(client, result, "api") == ALREADY_PUBLISHED
+    assert paid_again(client, "lost-reply") == {"duplicate": 1}
 
 
 def publish(
