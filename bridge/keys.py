@@ -153,7 +153,8 @@ def job_key(job_id: str) -> str:
 
 
 def done_key(job_id: str) -> str:
-    """String: the highest attempt of the job whose result is in the stream."""
+    """Integer: the job's done mark (`bridge.done_marks`), the attempt whose result is in
+    the stream and the publication that put it there."""
     return f"{PREFIX}:done:{job_id}"
 
 

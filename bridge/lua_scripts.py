@@ -18,7 +18,7 @@ import redis
 from redis.client import Pipeline
 
 from evalrelay.bridge.clock import NOW_MS_LUA
-from evalrelay.bridge.delivery.done_marks import DONE_ATTEMPT_LUA
+from evalrelay.bridge.done_marks import DONE_ATTEMPT_LUA
 
 # Lua prelude, no KEYS or ARGV of its own: defines `let_go(holders, job_id, message_id)`,
 # which deletes `job_id` from the `holders` hash when its record (`<message_id> <process>`)
@@ -221,7 +221,7 @@ return 0
 #   ARGV[8]   the result's status
 #   ARGV[9]   the result's cost in USD, or '' when unknown
 #   ARGV[10]  '1' when making the result called the target (and it is no regrade), else '0'
-#   ARGV[11]  the done mark this publication writes (`bridge.delivery.done_marks`)
+#   ARGV[11]  the done mark this publication writes (`bridge.done_marks`)
 # Returns 1 (published, now or by an earlier send of this same publication), 0 (already
 # published by another) or 2 (late copy): `_OUTCOMES`.
 PUBLISH = (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from evalrelay.bridge.delivery.done_marks import done_mark, new_copy
 from evalrelay.bridge.delivery.round_trips import RoundTrips
+from evalrelay.bridge.done_marks import done_mark, new_copy
 from evalrelay.bridge.keys import (
     compacted_key,
     done_key,

@@ -26,9 +26,9 @@ import redis
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.names import QUEUES, RUN_BATCH, RUN_CASE
 from evalrelay.bridge.contract.stored import read_jobs
-from evalrelay.bridge.delivery.done_marks import marked_attempt
 from evalrelay.bridge.delivery.holders import ALIVE_SECONDS, take_from_dead
 from evalrelay.bridge.delivery.outstanding import UnackedSweep, find_lost, mark_finished
+from evalrelay.bridge.done_marks import marked_attempt
 from evalrelay.bridge.keys import (
     CANCEL_ENDS,
     cancel_key,

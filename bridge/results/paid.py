@@ -11,7 +11,7 @@ campaign, in the same step):
 
 A copy whose worker died mid-call paid for a call that nobody counts (nothing is left to
 publish it). A publication sent again because its reply was lost with the connection is
-one call, not two: it finds the done mark its first send wrote (`bridge.delivery.done_marks`).
+one call, not two: it finds the done mark its first send wrote (`bridge.done_marks`).
 """
 
 from __future__ import annotations

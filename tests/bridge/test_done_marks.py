@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from evalrelay.bridge.delivery.done_marks import (
+from evalrelay.bridge.done_marks import (
     COPY_BITS,
     DONE_ATTEMPT_LUA,
     done_mark,
