@@ -43,7 +43,7 @@ def _comparison_statistics(
     stats: dict[str, TargetStatistics] = {}
     pairs: list[PairStatistics] = []
     for old, new in sides:
-        old_cases, new_cases = before.summary.graded_cases(old), after.summary.graded_cases(new)
+        old_cases, new_cases = before.summary.graded_answers(old), after.summary.graded_answers(new)
         for name, cases in ((label(before, old), old_cases), (label(after, new), new_cases)):
             side = target_statistics(cases)
             if side is not None:

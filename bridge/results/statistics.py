@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import sys
 import threading
 import warnings
 from array import array
@@ -50,9 +49,6 @@ ALPHA = 1 - LEVEL
 POWER = 0.8
 
 Verdict = Literal["better", "worse", "no detectable difference"]
-
-Case = tuple[str, str]
-"""Dataset and case id."""
 
 
 class TargetStatistics(BaseModel):
@@ -179,73 +175,101 @@ class Observations:
         """Whether any result was graded."""
         return any(self.by_target.values())
 
-    def cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
-        """Each case's graded answers of `target`, in the order its cases were first
-        graded, each case's in repeat order; of a repeat listed twice (a retried job), the
-        later line."""
-        graded = self.by_target.get(target)
-        if graded is None:
-            return {}
-        runs: dict[int, list[tuple[int, float, bool]]] = {}
-        for index, repeat, score, passed in zip(
-            graded.cases, graded.repeats, graded.scores, graded.passed, strict=True
-        ):
-            runs.setdefault(index, []).append((repeat, score, bool(passed)))
+    def answers(self, target: str) -> Answers:
+        """`target`'s graded answers, its cases in the order the campaign first graded them,
+        each case's repeats in order; of a repeat graded twice (a retried job), the later
+        line."""
+        _libraries()
+        import numpy as np
+
+        graded = self.by_target.get(target, _Graded())
+        seen = np.frombuffer(graded.cases, dtype=np.uint32).astype(np.int64)
+        repeats = np.frombuffer(graded.repeats, dtype=np.int64)
+        # By case, then repeat, then line; the last line of each (case, repeat) stays.
+        order = np.lexsort((np.arange(len(seen)), repeats, seen))
+        case, repeat = seen[order], repeats[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = (case[1:] != case[:-1]) | (repeat[1:] != repeat[:-1])
+        kept = order[last]
+        numbers, rows = np.unique(seen[kept], return_inverse=True)
         names = list(self.cases_seen)
-        return {_case(names[index]): _by_repeat(found) for index, found in runs.items()}
+        return Answers(
+            names=np.array([names[i] for i in numbers], dtype=object),
+            cases=rows.reshape(-1),
+            scores=np.frombuffer(graded.scores, dtype=np.float64)[kept],
+            passes=np.frombuffer(graded.passed, dtype=np.int8)[kept].astype(np.float64),
+        )
 
 
-def _case(name: str) -> Case:
-    dataset, case_id = name.split("\0", 1)
-    return sys.intern(dataset), case_id
+@dataclass(frozen=True)
+class Answers:
+    """One target's graded answers as arrays, a row per answer: its case (a number from 0,
+    `names[number]` its name), score, and pass (1.0 or 0.0). A case's name is its dataset
+    and id joined at a NUL, so that names sort as (dataset, id) pairs do: a dataset is
+    named after a file, and holds none."""
+
+    names: np.ndarray
+    cases: np.ndarray
+    scores: np.ndarray
+    passes: np.ndarray
+
+    def per_case(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each case's number of answers, mean score and number passed."""
+        import numpy as np
+
+        count = np.bincount(self.cases, minlength=len(self.names))
+        scores = np.bincount(self.cases, weights=self.scores, minlength=len(self.names))
+        passed = np.bincount(self.cases, weights=self.passes, minlength=len(self.names))
+        return count, scores / np.maximum(count, 1), passed
 
 
-def _by_repeat(runs: list[tuple[int, float, bool]]) -> list[tuple[float, bool]]:
-    if len(runs) == 1:
-        return [(runs[0][1], runs[0][2])]
-    latest = {repeat: (score, passed) for repeat, score, passed in runs}
-    return [latest[repeat] for repeat in sorted(latest)]
-
-
-def target_statistics(cases: dict[Case, list[tuple[float, bool]]]) -> TargetStatistics | None:
+def target_statistics(answers: Answers) -> TargetStatistics | None:
     """None when the target has no graded result."""
     _libraries()
     import numpy as np
 
-    answers = [
-        (score, passed, index)
-        for index, runs in enumerate(cases.values())
-        for score, passed in runs
-    ]
-    if not answers:
+    if not len(answers.scores):
         return None
-    scores = np.array([a[0] for a in answers], dtype=float)
-    passes = np.array([a[1] for a in answers], dtype=float)
-    groups = np.array([a[2] for a in answers])
+    count, _, passed = answers.per_case()
+    cases = len(answers.names)
     return TargetStatistics(
-        n=len(cases),
-        results=len(answers),
-        pass_rate=float(passes.mean()),
-        pass_rate_ci=_wilson(passes, groups),
-        mean_score=float(scores.mean()),
-        mean_score_ci=_clustered_ci(scores, groups),
-        pass_at_k=pass_at_k([[p for _, p in runs] for runs in cases.values()]),
+        n=cases,
+        results=len(answers.scores),
+        pass_rate=float(answers.passes.mean()),
+        pass_rate_ci=_wilson(answers.passes, answers.cases, cases),
+        mean_score=float(answers.scores.mean()),
+        mean_score_ci=_clustered_ci(answers.scores, answers.cases, cases),
+        pass_at_k=_pass_at_k(count, passed.astype(np.int64)),
     )
 
 
 def pass_at_k(cases: Sequence[Sequence[bool]]) -> dict[int, float]:
     """The mean over cases of 1 - C(n-c, k) / C(n, k), n answers of which c passed."""
     _libraries()
+    import numpy as np
+
+    return _pass_at_k(
+        np.array([len(runs) for runs in cases], dtype=np.int64),
+        np.array([sum(runs) for runs in cases], dtype=np.int64),
+    )
+
+
+def _pass_at_k(count: np.ndarray, passed: np.ndarray) -> dict[int, float]:
+    """`pass_at_k` from each case's number of answers and number passed, computed once
+    for each (answers, passed) pair that occurs (a campaign has few), in exact integers."""
+    import numpy as np
     from scipy.special import comb
 
-    fewest = min((len(runs) for runs in cases), default=0)
+    if not len(count):
+        return {}
+    pairs, times = np.unique(np.stack([count, passed]), axis=1, return_counts=True)
     values = {}
-    for k in range(1, fewest + 1):
-        chances = [
-            1.0 - comb(len(runs) - sum(runs), k, exact=True) / comb(len(runs), k, exact=True)
-            for runs in cases
-        ]
-        values[k] = sum(chances) / len(chances)
+    for k in range(1, int(count.min()) + 1):
+        chances = sum(
+            int(many) * (1.0 - comb(int(n) - int(c), k, exact=True) / comb(int(n), k, exact=True))
+            for (n, c), many in zip(pairs.T, times, strict=True)
+        )
+        values[k] = chances / len(count)
     return values
 
 
@@ -258,8 +282,8 @@ def _clustered(values: np.ndarray, groups: np.ndarray) -> RegressionResults:
     return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, use_t=True)
 
 
-def _clustered_ci(values: np.ndarray, groups: np.ndarray) -> tuple[float, float] | None:
-    if len(set(groups.tolist())) < 2:
+def _clustered_ci(values: np.ndarray, groups: np.ndarray, cases: int) -> tuple[float, float] | None:
+    if cases < 2:
         return None
     low, high = _clustered(values, groups).conf_int(ALPHA)[0]
     return _within(low, high, 0.0, 1.0)
@@ -271,7 +295,7 @@ def _within(low: float, high: float, least: float, most: float) -> tuple[float, 
     return min(max(float(low), least), most), max(min(float(high), most), least)
 
 
-def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
+def _wilson(passes: np.ndarray, groups: np.ndarray, cases: int) -> tuple[float, float]:
     """Wilson's interval on the effective number of results (Kish): as many as would give
     the binomial variance p(1-p)/n the variance clustered by case has (CR0: the binomial
     variance has no small-sample factor, so neither has this), so that one result per case
@@ -281,8 +305,7 @@ def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     from statsmodels.regression.linear_model import OLS
     from statsmodels.stats.proportion import proportion_confint
 
-    rate, cases = float(passes.mean()), len(set(groups.tolist()))
-    nobs = float(cases)
+    rate, nobs = float(passes.mean()), float(cases)
     if cases < len(passes) and 0 < rate < 1:
         fit = OLS(passes, np.ones_like(passes)).fit(
             cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False}
@@ -295,32 +318,32 @@ def _wilson(passes: np.ndarray, groups: np.ndarray) -> tuple[float, float]:
     return _within(low, high, 0.0, 1.0)
 
 
-def pair_statistics(
-    a: str,
-    b: str,
-    a_cases: dict[Case, list[tuple[float, bool]]],
-    b_cases: dict[Case, list[tuple[float, bool]]],
-) -> PairStatistics:
+def pair_statistics(a: str, b: str, a_answers: Answers, b_answers: Answers) -> PairStatistics:
     """`b` against `a` on their shared cases, before the Holm correction (see `corrected`)."""
     _libraries()
     import numpy as np
 
-    shared = sorted(a_cases.keys() & b_cases.keys())
-    a_means = np.array([_mean_score(a_cases[c]) for c in shared], dtype=float)
-    b_means = np.array([_mean_score(b_cases[c]) for c in shared], dtype=float)
-    differences = b_means - a_means
+    # In name order, as the sampled sign-flip test's fixed patterns of signs need to give
+    # the same p-value from one report to the next.
+    shared, in_a, in_b = np.intersect1d(
+        a_answers.names, b_answers.names, assume_unique=True, return_indices=True
+    )
+    a_count, a_means, a_passed = a_answers.per_case()
+    b_count, b_means, b_passed = b_answers.per_case()
+    differences = b_means[in_b] - a_means[in_a]
     tested = paired_test(differences)
+    once = bool(len(shared)) and bool((a_count[in_a] == 1).all() and (b_count[in_b] == 1).all())
     return PairStatistics(
         a=a,
         b=b,
         n_paired=len(shared),
-        difference=float(differences.mean()) if shared else None,
+        difference=float(differences.mean()) if len(shared) else None,
         difference_ci=tested.ci,
         test=tested.name,
         p_value=tested.p_value,
         smallest_p_value=tested.smallest_p_value,
         p_value_holm=None,
-        p_value_mcnemar=_mcnemar([a_cases[c] for c in shared], [b_cases[c] for c in shared]),
+        p_value_mcnemar=_mcnemar(a_passed[in_a] > 0, b_passed[in_b] > 0) if once else None,
         verdict="no detectable difference",
         cases_for_80_power=_cases_for_power(differences),
     )
@@ -430,21 +453,14 @@ class SignFlips:
         return inside
 
 
-def _mean_score(runs: list[tuple[float, bool]]) -> float:
-    return sum(score for score, _ in runs) / len(runs)
-
-
-def _mcnemar(
-    a_runs: Sequence[list[tuple[float, bool]]], b_runs: Sequence[list[tuple[float, bool]]]
-) -> float | None:
-    """Exact McNemar: of the cases where one passed and the other did not, is the split
-    further from half and half than chance makes it? (A binomial test on the discordant.)"""
+def _mcnemar(a_passed: np.ndarray, b_passed: np.ndarray) -> float:
+    """Exact McNemar on cases graded once by each: of the cases where one passed and the
+    other did not, is the split further from half and half than chance makes it? (A
+    binomial test on the discordant.)"""
     from scipy.stats import binomtest
 
-    if not a_runs or any(len(r) != 1 for r in (*a_runs, *b_runs)):
-        return None
-    only_b = sum(b[0][1] and not a[0][1] for a, b in zip(a_runs, b_runs, strict=True))
-    only_a = sum(a[0][1] and not b[0][1] for a, b in zip(a_runs, b_runs, strict=True))
+    only_b = int((b_passed & ~a_passed).sum())
+    only_a = int((a_passed & ~b_passed).sum())
     if only_a + only_b == 0:
         return 1.0
     return float(binomtest(only_b, only_a + only_b, 0.5).pvalue)
@@ -561,11 +577,13 @@ def quiet() -> Iterator[None]:
 
 
 def _campaign_statistics(observations: Observations) -> CampaignStatistics:
-    cases = {name: observations.cases(name) for name in sorted(observations.by_target)}
+    answers = {name: observations.answers(name) for name in sorted(observations.by_target)}
     targets = {}
-    for name, graded in cases.items():
+    for name, graded in answers.items():
         stats = target_statistics(graded)
         if stats is not None:
             targets[name] = stats
-    pairs = [pair_statistics(a, b, cases[a], cases[b]) for a, b in combinations(sorted(targets), 2)]
+    pairs = [
+        pair_statistics(a, b, answers[a], answers[b]) for a, b in combinations(sorted(targets), 2)
+    ]
     return CampaignStatistics(targets=targets, pairs=corrected(pairs))

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evalrelay.bridge.results.result import Cost, ErrorInfo, Status, Usage
 from evalrelay.bridge.results.statistics import (
+    Answers,
     CampaignStatistics,
-    Case,
     Observations,
     Observed,
     campaign_statistics,
@@ -173,9 +173,9 @@ class CampaignSummary(BaseModel):
         a refused request): the run failed them, not the model."""
         return sum(n for status, n in self.counts.items() if not Status(status).is_scored)
 
-    def graded_cases(self, target: str) -> dict[Case, list[tuple[float, bool]]]:
-        """`target`'s graded answers (score, passed) by case, in repeat order."""
-        return self._observations.cases(target)
+    def graded_answers(self, target: str) -> Answers:
+        """`target`'s graded answers, as arrays (`statistics.Answers`)."""
+        return self._observations.answers(target)
 
     def statistics(self) -> CampaignStatistics:
         """Each target's intervals, and each pair of targets set side by side."""

@@ -235,9 +235,11 @@ def test_a_signal_during_the_first_statistics_leaves_them_whole_for_the_next() -
         assert out.split() == ["interrupted", "1.0"], out + err
 
 
-def test_cases_come_back_by_name_in_first_graded_order_a_retried_repeat_as_its_last_line() -> None:
-    """Each case comes back by (dataset, id), a NUL in an id included, in the order the
-    target's results first graded it, its repeats in order, and of a repeat graded twice
+def test_answers_come_back_by_case_in_first_graded_order_a_retried_repeat_as_its_last_line() -> (
+    None
+):
+    """Each case is named by dataset and id (a NUL in an id included), numbered in the order
+    the campaign first graded it; its repeats come in order, and of a repeat graded twice
     (a retried job) the later line."""
     observations = Observations()
     for target, dataset, case_id, repeat, score in [
@@ -248,12 +250,26 @@ def test_cases_come_back_by_name_in_first_graded_order_a_retried_repeat_as_its_l
         ("a", "d1", "second\0half", 1, 0.9),  # the retried repeat's new line
     ]:
         observations.add(target, dataset, case_id, repeat, score, score >= 0.8)
-    assert observations.cases("a") == {
-        ("d1", "second\0half"): [(1.0, True), (0.9, True)],
-        ("d1", "first"): [(0.0, False)],
-    }
-    assert observations.cases("b") == {("d2", "x"): [(1.0, True)]}
-    assert observations.cases("c") == {}
+
+    def rows(target: str) -> list[tuple[str, float, float]]:
+        answers = observations.answers(target)
+        return [
+            (answers.names[case], score, passed)
+            for case, score, passed in zip(
+                answers.cases.tolist(),
+                answers.scores.tolist(),
+                answers.passes.tolist(),
+                strict=True,
+            )
+        ]
+
+    assert rows("a") == [
+        ("d1\0second\0half", 1.0, 1.0),
+        ("d1\0second\0half", 0.9, 1.0),
+        ("d1\0first", 0.0, 0.0),
+    ]
+    assert rows("b") == [("d2\0x", 1.0, 1.0)]
+    assert rows("c") == []
 
 
 @pytest.mark.parametrize("alike", [True, False], ids=["every-case-moved-alike", "mixed"])
