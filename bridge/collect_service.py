@@ -38,7 +38,7 @@ from evalrelay.bridge.queue.rebuild import (
 )
 from evalrelay.bridge.queue.rebuilt_apart import eval_files_here, restore_from_results
 from evalrelay.bridge.queue.runtime import Runtime
-from evalrelay.bridge.reports.writer import ensure_html_apart
+from evalrelay.bridge.reports.writer import ReportsApart
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path
 from evalrelay.bridge.results.retention import RETENTION_SECONDS
@@ -81,6 +81,7 @@ def collect_campaigns(
         pass
     finally:
         service.collector.close()
+        service.reports.close()
         with contextlib.suppress(redis.RedisError):
             runtime.client.hdel(collectors_key(), service.consumer)
 
@@ -107,12 +108,13 @@ class CollectorService:
         self.seen: set[str] = set()
         self.epoch_seen: str | None = None
         self.beat_at = 0.0  # when this collector last reported itself, for `evalrelay health`
+        self.reports = ReportsApart()
         self.collector = Collector(
             self.client,
             consumer,
             self.out_dir_for,
             lambda c: self.infos[c].total,
-            ensure_html_apart,
+            self.reports,
         )
 
     def done(self) -> bool:

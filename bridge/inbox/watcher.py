@@ -53,7 +53,7 @@ from evalrelay.bridge.keys import watch_campaigns_key, watchers_key
 from evalrelay.bridge.queue.campaigns import CampaignInfo, Progress, load_info, progress_many
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.queue.rebuild import CampaignRecord, records_in, restore
-from evalrelay.bridge.reports.writer import ensure_html_apart
+from evalrelay.bridge.reports.writer import ReportsApart
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path, summary_path
 from evalrelay.bridge.results.statistics import import_in_background
@@ -173,12 +173,13 @@ class Watcher:
         """The campaigns collected, as Redis had them (or their records, once Redis lost
         them): their results folder and size, which a file being finished still needs."""
         import_in_background()  # a service: its summaries' libraries at once, on a thread
+        self.reports = ReportsApart()
         self.collector = Collector(
             client,
             f"watch-{self.inbox_id}@{socket.gethostname()}",
             lambda c: Path(self._info(c).out_dir),
             lambda c: self._info(c).total,
-            ensure_html_apart,
+            self.reports,
         )
         self.last_scan = 0.0
         self.followed_at = 0.0
@@ -206,6 +207,7 @@ class Watcher:
             observer.stop()
             observer.join(10)
             self.collector.close()
+            self.reports.close()
 
     def step(self) -> None:
         """One turn: take events, rescan when due, submit complete files, follow campaigns."""

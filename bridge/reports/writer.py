@@ -7,11 +7,14 @@ folder of parts beside it (`html_parts`).
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import multiprocessing
+import time
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
+from evalrelay.bridge.private import keep_private
 from evalrelay.bridge.reports.campaign import CampaignResults
 from evalrelay.bridge.reports.html import html_report, write_html
 from evalrelay.bridge.reports.junit import junit_chunks, junit_xml
@@ -59,25 +62,105 @@ def ensure_html_beside(results: Path) -> Path:
 REPORT_APART_SECONDS = 3600
 """The most a child writing one campaign's HTML report may take."""
 
+REPORTS_PER_CHILD = 50
+"""How many reports one child writes before it ends and the next report starts another."""
 
-def ensure_html_apart(results: Path) -> Path:
-    """`ensure_html_beside`, in a child process: for the services that run for days (the
-    collector, the watcher). A report passes over every line of its campaign, and the
-    memory that pass takes would stay with the service (Python seldom gives it back), so
-    its size would follow the largest campaign it ever finished. An error is raised with
-    the child's last word (its exception)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "evalrelay.bridge.reports.writer", str(results)],
-        capture_output=True,
-        text=True,
-        timeout=REPORT_APART_SECONDS,
-        stdin=subprocess.DEVNULL,
-    )
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        raise RuntimeError(f"the report of {results} was not written: {said[-1]}")
-    return Path(done.stdout.strip())
+BIG_RESULTS_BYTES = 64 * 1024 * 1024
+"""A results file this large ends the child that wrote its report, right after it."""
+
+_spawn = multiprocessing.get_context("spawn")  # the services have threads: no plain fork
 
 
-if __name__ == "__main__":
-    print(ensure_html_beside(Path(sys.argv[1])))
+class ReportsApart:
+    """`ensure_html_beside` in a child process, for the services that run for days (the
+    collector, the watcher).
+
+    A report passes over every line of its campaign, and the memory that pass takes would
+    stay with the service (Python seldom gives it back), so its size would follow the
+    largest campaign it ever finished. A child starts in about two seconds (its imports,
+    the statistics' libraries among them), which a service finishing many small campaigns
+    would pay for each: so one child writes the reports one after another, and ends after
+    `REPORTS_PER_CHILD` of them, or after the report of a file over `BIG_RESULTS_BYTES`,
+    taking what it held with it. A report that fails raises with the child's exception;
+    one that takes over `REPORT_APART_SECONDS`, or whose child dies, ends the child."""
+
+    def __init__(self) -> None:
+        self._child: BaseProcess | None = None
+        self._pipe: Connection | None = None
+        self._written = 0
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, while one is running."""
+        return self._child.pid if self._child is not None else None
+
+    def __call__(self, results: Path) -> Path:
+        if self._child is not None and not self._child.is_alive():
+            self.close()  # it died between two reports: the next child writes this one
+        pipe = self._pipe or self._start()
+        try:
+            pipe.send(str(results))
+            written, said = self._reply(pipe, results)
+        except BaseException:
+            self.close()
+            raise
+        self._written += 1
+        big = results.exists() and results.stat().st_size >= BIG_RESULTS_BYTES
+        if self._written >= REPORTS_PER_CHILD or big:
+            self.close()
+        if not written:
+            raise RuntimeError(f"the report of {results} was not written: {said}")
+        return Path(said)
+
+    def _start(self) -> Connection:
+        mine, theirs = _spawn.Pipe()
+        self._child = _spawn.Process(
+            target=_write_reports, args=(theirs,), name="evalrelay-reports", daemon=True
+        )
+        self._child.start()
+        theirs.close()
+        self._pipe, self._written = mine, 0
+        return mine
+
+    def _reply(self, pipe: Connection, results: Path) -> tuple[bool, str]:
+        deadline = time.monotonic() + REPORT_APART_SECONDS
+        while not pipe.poll(1.0):
+            assert self._child is not None
+            if not self._child.is_alive():
+                return False, f"the process writing it ended (exit status {self._child.exitcode})"
+            if time.monotonic() > deadline:
+                self.close()
+                return False, f"it took over {REPORT_APART_SECONDS} s"
+        try:
+            written, said = pipe.recv()
+        except (EOFError, OSError):  # it ended as it was writing
+            assert self._child is not None
+            self._child.join(5)
+            return False, f"the process writing it ended (exit status {self._child.exitcode})"
+        return bool(written), str(said)
+
+    def close(self) -> None:
+        """End the child, if any; the next report starts another."""
+        child, pipe, self._child, self._pipe = self._child, self._pipe, None, None
+        if pipe is not None:
+            pipe.close()  # the child's next read ends it
+        if child is not None:
+            child.join(5)
+            if child.is_alive():
+                child.kill()
+                child.join(5)
+
+
+def _write_reports(pipe: Connection) -> None:
+    """The child: each results path it is sent, its report written, until the pipe closes."""
+    keep_private()  # it holds the service's environment: no other program may read it
+    while True:
+        try:
+            path = pipe.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply: tuple[bool, str] = (True, str(ensure_html_beside(Path(path))))
+        except Exception as exc:  # said to the service, which logs it
+            reply = (False, f"{type(exc).__name__}: {exc}")
+        pipe.send(reply)

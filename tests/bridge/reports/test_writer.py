@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
+from evalrelay.bridge.reports import writer
 from evalrelay.bridge.reports.campaign import CampaignResults
 from evalrelay.bridge.reports.writer import (
     RENDERERS,
-    ensure_html_apart,
+    ReportsApart,
     report_path,
     write_html_beside,
     write_report,
 )
 from evalrelay.bridge.results.results_file import ResultsFile
 from tests.bridge.reports.reporting import CAMPAIGN, long_answers, many_results, write_campaign
+from tests.conftest import wait_for
 
 
 @pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600)])
@@ -77,14 +81,85 @@ def test_a_report_written_apart_is_the_one_written_here(tmp_path: Path) -> None:
     of the same results (but for the token each page is written with); a report that
     cannot be written raises with why."""
     results = write_campaign(tmp_path / "apart", many_results(30))
-    written = ensure_html_apart(results)
-    assert written == report_path(results.parent, "camp", "html")
-    apart = untokened(written.read_text())
-    written.unlink()
-    assert untokened(write_html_beside(results).read_text()) == apart
-    (tmp_path / "a-file").write_text("")
-    with pytest.raises(RuntimeError, match=r"a-file/gone\.jsonl was not written: .*Error"):
-        ensure_html_apart(tmp_path / "a-file" / "gone.jsonl")
+    reports = ReportsApart()
+    try:
+        written = reports(results)
+        assert written == report_path(results.parent, "camp", "html")
+        apart = untokened(written.read_text())
+        written.unlink()
+        assert untokened(write_html_beside(results).read_text()) == apart
+        (tmp_path / "a-file").write_text("")
+        with pytest.raises(RuntimeError, match=r"a-file/gone\.jsonl was not written: .*Error"):
+            reports(tmp_path / "a-file" / "gone.jsonl")
+    finally:
+        reports.close()
+
+
+def test_one_child_writes_report_after_report_until_it_has_written_its_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child stays for the next report (its imports are paid once), and a new one
+    takes its place after `REPORTS_PER_CHILD` reports, after a big file's report, and
+    after it died between two reports."""
+    monkeypatch.setattr(writer, "REPORTS_PER_CHILD", 3)
+    files = [write_campaign(tmp_path / f"c{i}", many_results(3)) for i in range(6)]
+    reports = ReportsApart()
+    try:
+        reports(files[0])
+        first = reports.pid
+        reports(files[1])
+        assert first is not None and reports.pid == first  # the same child
+        reports(files[2])
+        assert reports.pid is None  # its third: it ended
+        reports(files[3])
+        second = reports.pid
+        assert second not in (None, first)
+        os.kill(second, signal.SIGKILL)
+        os.waitid(os.P_PID, second, os.WEXITED | os.WNOWAIT)  # ended; its owner reaps it
+        reports(files[4])  # a new child writes it
+        assert reports.pid not in (None, second)
+        monkeypatch.setattr(writer, "BIG_RESULTS_BYTES", 1)
+        reports(files[5])
+        assert reports.pid is None  # a big file's report: its child ended after it
+        assert all(report_path(f.parent, "camp", "html").exists() for f in files)
+    finally:
+        reports.close()
+
+
+def test_a_child_that_dies_mid_report_is_an_error_and_the_next_report_gets_a_new_one(
+    tmp_path: Path,
+) -> None:
+    """Its child blocks reading a results file that is a FIFO and is killed there: the
+    report raises saying so, and the next report is written by a new child."""
+    stuck = tmp_path / "stuck"
+    stuck.mkdir()
+    fifo = stuck / "camp.jsonl"
+    os.mkfifo(fifo)
+    reports = ReportsApart()
+    raised: list[BaseException] = []
+
+    def report() -> None:
+        try:
+            reports(fifo)
+        except RuntimeError as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=report)
+    try:
+        thread.start()
+        wait_for(lambda: reports.pid is not None, 30, "the child")
+        pid = reports.pid
+        assert pid is not None
+        with fifo.open("w"):  # returns once the child opened it to read; it gets no line
+            os.kill(pid, signal.SIGKILL)
+        thread.join(30)
+        assert not thread.is_alive()
+        assert len(raised) == 1 and "ended (exit status -9)" in str(raised[0]), raised
+        fine = write_campaign(tmp_path / "fine", many_results(3))
+        assert reports(fine) == report_path(fine.parent, "camp", "html")
+        assert reports.pid not in (None, pid)
+    finally:
+        reports.close()
 
 
 def untokened(page: str) -> str:
