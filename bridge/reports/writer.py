@@ -8,6 +8,7 @@ folder of parts beside it (`html_parts`).
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
@@ -152,7 +153,10 @@ class ReportsApart:
 
 
 def _write_reports(pipe: Connection) -> None:
-    """The child: each results path it is sent, its report written, until the pipe closes."""
+    """The child: each results path it is sent, its report written, until the pipe closes.
+    A Ctrl-C reaches the whole process group: the service decides when its child ends (it
+    closes the pipe), so the child ignores it rather than die with a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     keep_private()  # it holds the service's environment: no other program may read it
     while True:
         try:

@@ -98,17 +98,19 @@ def test_a_report_written_apart_is_the_one_written_here(tmp_path: Path) -> None:
 def test_one_child_writes_report_after_report_until_it_has_written_its_share(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The child stays for the next report (its imports are paid once), and a new one
-    takes its place after `REPORTS_PER_CHILD` reports, after a big file's report, and
-    after it died between two reports."""
+    """The child stays for the next report (its imports are paid once; a Ctrl-C does not
+    end it), and a new one takes its place after `REPORTS_PER_CHILD` reports, after a big
+    file's report, and after it died between two reports."""
     monkeypatch.setattr(writer, "REPORTS_PER_CHILD", 3)
     files = [write_campaign(tmp_path / f"c{i}", many_results(3)) for i in range(6)]
     reports = ReportsApart()
     try:
         reports(files[0])
         first = reports.pid
+        assert first is not None
+        os.kill(first, signal.SIGINT)  # a Ctrl-C to the service's group: the child stays
         reports(files[1])
-        assert first is not None and reports.pid == first  # the same child
+        assert reports.pid == first  # the same child
         reports(files[2])
         assert reports.pid is None  # its third: it ended
         reports(files[3])
