@@ -161,8 +161,8 @@ def test_a_bad_mock_judge_rule_is_refused_saying_why(rule: dict[str, object], me
 
 
 def test_on_an_event_loop_the_latency_is_a_wait_of_the_loop(two_jobs: list[Job]) -> None:
-    """`arun`: 100 calls of 300 ms latency at once on one loop end in about 300 ms, with no
-    thread each, and answer as `run` does."""
+    """`arun`: 100 calls of 300 ms latency at once on one loop wait together (about
+    300 ms, not 30 s), with no thread each, and answer as `run` does."""
     provider = mock(latency_ms=300, echo=True)
 
     async def hundred() -> tuple[list[str], float, int]:
@@ -183,7 +183,8 @@ def test_on_an_event_loop_the_latency_is_a_wait_of_the_loop(two_jobs: list[Job])
         == ["last turn"] * 100
         == [provider.run(two_jobs[1], time.monotonic() + 5).answer] * 100
     )
-    assert took < 0.6
+    # Together, not one after another (30 s): a loaded CI machine took 0.84 s.
+    assert took < 3.0
     assert more_threads == 0
 
 
