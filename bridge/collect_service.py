@@ -129,6 +129,7 @@ class CollectorService:
             beat(self.client, collectors_key(), self.consumer, {"host": socket.gethostname()})
             self.beat_at = time.monotonic()
         self.rebuild_if_lost()
+        self.reports.end_if_idle()
         self.infos.update((i.campaign_id, i) for i in found)
         new = [i for i in found if i.campaign_id not in self.seen]
         self.finished.update(self.finished_elsewhere(new))

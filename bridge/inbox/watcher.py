@@ -210,12 +210,14 @@ class Watcher:
             self.reports.close()
 
     def step(self) -> None:
-        """One turn: take events, rescan when due, submit complete files, follow campaigns."""
+        """One turn: take events, rescan when due, submit complete files, follow campaigns,
+        end the reports' child if it is idle."""
         self._take_events()
         if time.monotonic() - self.last_scan >= RESCAN_SECONDS or not self.last_scan:
             self.scan()
         self.taker.take(self.settler.complete())
         self._follow_when_due()
+        self.reports.end_if_idle()
 
     def scan(self) -> None:
         for path in self.inbox.scan():

@@ -69,6 +69,9 @@ REPORTS_PER_CHILD = 50
 BIG_RESULTS_BYTES = 64 * 1024 * 1024
 """A results file this large ends the child that wrote its report, right after it."""
 
+IDLE_SECONDS = 60.0
+"""A child that has written no report for this long ends at the service's next turn."""
+
 _spawn = multiprocessing.get_context("spawn")  # the services have threads: no plain fork
 
 
@@ -82,13 +85,15 @@ class ReportsApart:
     the statistics' libraries among them), which a service finishing many small campaigns
     would pay for each: so one child writes the reports one after another, and ends after
     `REPORTS_PER_CHILD` of them, or after the report of a file over `BIG_RESULTS_BYTES`,
-    taking what it held with it. A report that fails raises with the child's exception;
+    taking what it held with it; an idle one ends too (`end_if_idle`), so a service at
+    rest holds no second process. A report that fails raises with the child's exception;
     one that takes over `REPORT_APART_SECONDS`, or whose child dies, ends the child."""
 
     def __init__(self) -> None:
         self._child: BaseProcess | None = None
         self._pipe: Connection | None = None
         self._written = 0
+        self._last = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -105,7 +110,7 @@ class ReportsApart:
         except BaseException:
             self.close()
             raise
-        self._written += 1
+        self._written, self._last = self._written + 1, time.monotonic()
         big = results.exists() and results.stat().st_size >= BIG_RESULTS_BYTES
         if self._written >= REPORTS_PER_CHILD or big:
             self.close()
@@ -120,7 +125,7 @@ class ReportsApart:
         )
         self._child.start()
         theirs.close()
-        self._pipe, self._written = mine, 0
+        self._pipe, self._written, self._last = mine, 0, time.monotonic()
         return mine
 
     def _reply(self, pipe: Connection, results: Path) -> tuple[bool, str]:
@@ -139,6 +144,12 @@ class ReportsApart:
             self._child.join(5)
             return False, f"the process writing it ended (exit status {self._child.exitcode})"
         return bool(written), str(said)
+
+    def end_if_idle(self) -> None:
+        """End the child if it has written no report for `IDLE_SECONDS`: the services call
+        this at each turn of their loop."""
+        if self._child is not None and time.monotonic() - self._last >= IDLE_SECONDS:
+            self.close()
 
     def close(self) -> None:
         """End the child, if any; the next report starts another."""

@@ -7,8 +7,10 @@ import re
 import signal
 import stat
 import threading
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from evalrelay.bridge.reports import writer
@@ -124,6 +126,27 @@ def test_one_child_writes_report_after_report_until_it_has_written_its_share(
         reports(files[5])
         assert reports.pid is None  # a big file's report: its child ended after it
         assert all(report_path(f.parent, "camp", "html").exists() for f in files)
+    finally:
+        reports.close()
+
+
+def test_an_idle_child_ends_at_the_services_next_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service at rest holds no second process: its child ends once it has been idle
+    `IDLE_SECONDS`, and not before."""
+    results = write_campaign(tmp_path / "idle", many_results(3))
+    reports = ReportsApart()
+    try:
+        reports(results)
+        child = reports.pid
+        reports.end_if_idle()
+        assert child is not None and reports.pid == child  # written just now: it stays
+        monkeypatch.setattr(writer, "IDLE_SECONDS", 0.2)
+        time.sleep(0.3)
+        reports.end_if_idle()
+        assert reports.pid is None
+        assert not psutil.pid_exists(child)  # ended, and reaped
     finally:
         reports.close()
 
