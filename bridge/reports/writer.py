@@ -11,7 +11,7 @@ import multiprocessing
 import signal
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 
@@ -101,12 +101,12 @@ class ReportsApart:
         return self._child.pid if self._child is not None else None
 
     def __call__(self, results: Path) -> Path:
-        if self._child is not None and not self._child.is_alive():
+        if self._child is not None and wait([self._child.sentinel], 0):
             self.close()  # it died between two reports: the next child writes this one
         pipe = self._pipe or self._start()
         try:
             pipe.send(str(results))
-            written, said = self._reply(pipe, results)
+            written, said = self._reply()
         except BaseException:
             self.close()
             raise
@@ -128,22 +128,25 @@ class ReportsApart:
         self._pipe, self._written, self._last = mine, 0, time.monotonic()
         return mine
 
-    def _reply(self, pipe: Connection, results: Path) -> tuple[bool, str]:
+    def _reply(self) -> tuple[bool, str]:
+        """The child's reply; else, once it ended or overran (then it is ended), why not.
+        A dead child's pipe reads as ready, as its sentinel does."""
+        child, pipe = self._child, self._pipe
+        assert child is not None and pipe is not None
         deadline = time.monotonic() + REPORT_APART_SECONDS
-        while not pipe.poll(1.0):
-            assert self._child is not None
-            if not self._child.is_alive():
-                return False, f"the process writing it ended (exit status {self._child.exitcode})"
-            if time.monotonic() > deadline:
+        while not (ready := wait([pipe, child.sentinel], max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
                 self.close()
                 return False, f"it took over {REPORT_APART_SECONDS} s"
-        try:
-            written, said = pipe.recv()
-        except (EOFError, OSError):  # it ended as it was writing
-            assert self._child is not None
-            self._child.join(5)
-            return False, f"the process writing it ended (exit status {self._child.exitcode})"
-        return bool(written), str(said)
+        if pipe in ready:
+            try:
+                written, said = pipe.recv()
+                return bool(written), str(said)
+            except (EOFError, OSError):
+                pass  # it died before replying: say so below
+        child.join(5)
+        self.close()
+        return False, f"the process writing it ended (exit status {child.exitcode})"
 
     def end_if_idle(self) -> None:
         """End the child if it has written no report for `IDLE_SECONDS`: the services call
