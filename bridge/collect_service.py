@@ -42,7 +42,6 @@ from evalrelay.bridge.reports.writer import ReportsApart
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path
 from evalrelay.bridge.results.retention import RETENTION_SECONDS
-from evalrelay.bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,7 @@ class CollectorService:
             self.out_dir_for,
             lambda c: self.infos[c].total,
             self.reports,
+            counting=True,
         )
 
     def done(self) -> bool:
@@ -138,8 +138,6 @@ class CollectorService:
         for campaign_id in active:
             self.out_dir_for(campaign_id)  # its record, before Redis may lose it
         self.collector.poll(active, block_ms=1000)
-        if self.collector.graded():  # its summaries' libraries, on a thread, once
-            import_in_background()
         for campaign_id in active:
             state = progress(self.client, campaign_id)
             self.view.progress(campaign_id, state.done, state.total)

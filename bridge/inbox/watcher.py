@@ -56,7 +56,6 @@ from evalrelay.bridge.queue.rebuild import CampaignRecord, records_in, restore
 from evalrelay.bridge.reports.writer import ReportsApart
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.results_file import job_ids_on_disk, results_path, summary_path
-from evalrelay.bridge.results.statistics import import_in_background
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +171,6 @@ class Watcher:
         self.infos: dict[str, CampaignInfo] = {}
         """The campaigns collected, as Redis had them (or their records, once Redis lost
         them): their results folder and size, which a file being finished still needs."""
-        import_in_background()  # a service: its summaries' libraries at once, on a thread
         self.reports = ReportsApart()
         self.collector = Collector(
             client,
@@ -180,6 +178,7 @@ class Watcher:
             lambda c: Path(self._info(c).out_dir),
             lambda c: self._info(c).total,
             self.reports,
+            counting=True,
         )
         self.last_scan = 0.0
         self.followed_at = 0.0

@@ -20,6 +20,7 @@ from evalrelay.bridge.reports.campaign import CampaignResults
 from evalrelay.bridge.reports.html import html_report, write_html
 from evalrelay.bridge.reports.junit import junit_chunks, junit_xml
 from evalrelay.bridge.reports.markdown import markdown_chunks, markdown_report
+from evalrelay.bridge.results.results_file import complete_summary
 from evalrelay.bridge.results.summary import write_chunks_atomically
 
 RENDERERS: dict[str, Callable[[CampaignResults], str]] = {
@@ -76,10 +77,11 @@ _spawn = multiprocessing.get_context("spawn")  # the services have threads: no p
 
 
 class ReportsApart:
-    """`ensure_html_beside` in a child process, for the services that run for days (the
-    collector, the watcher).
+    """`complete_summary` and `ensure_html_beside` in a child process, for the services
+    that run for days (the collector, the watcher), whose collectors only count.
 
-    A report passes over every line of its campaign, and the memory that pass takes would
+    A report, as the statistics of a summary, passes over every line of its campaign and
+    loads the statistics' libraries (a hundred MB), and the memory that pass takes would
     stay with the service (Python seldom gives it back), so its size would follow the
     largest campaign it ever finished. A child starts in about two seconds (its imports,
     the statistics' libraries among them), which a service finishing many small campaigns
@@ -167,7 +169,8 @@ class ReportsApart:
 
 
 def _write_reports(pipe: Connection) -> None:
-    """The child: each results path it is sent, its report written, until the pipe closes.
+    """The child: each results path it is sent, its summary completed with its statistics
+    (the services' collectors only count) and its report written, until the pipe closes.
     A Ctrl-C reaches the whole process group: the service decides when its child ends (it
     closes the pipe), so the child ignores it rather than die with a traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -178,6 +181,7 @@ def _write_reports(pipe: Connection) -> None:
         except (EOFError, OSError):
             return
         try:
+            complete_summary(Path(path))
             reply: tuple[bool, str] = (True, str(ensure_html_beside(Path(path))))
         except Exception as exc:  # said to the service, which logs it
             reply = (False, f"{type(exc).__name__}: {exc}")

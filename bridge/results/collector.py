@@ -120,13 +120,20 @@ class Collector:
         out_dir_for: Callable[[str], Path],
         expected_for: Callable[[str], int | None] = lambda _: None,
         on_complete: Callable[[Path], object] = lambda _: None,
+        counting: bool = False,
     ) -> None:
         """`on_complete` gets the JSONL path of each complete campaign this collector finishes,
         maybe more than once (the commands pass the HTML report writer, which writes only a
         missing or stale report; results know nothing of reports). Its summaries import
         the statistics' libraries on a thread when first needed; the commands start that
-        import earlier, each when it suits them (`import_in_background`)."""
+        import earlier, each when it suits them (`import_in_background`).
+
+        A `counting` collector (the services', which run for days) keeps no answers: its
+        summaries, running and final, have counts and no statistics, so its memory does not
+        grow with the graded results nor hold the statistics' libraries; its `on_complete`
+        completes the final one (`results_file.complete_summary`), apart from it."""
         self.client = client
+        self.counting = counting
         self.consumer = consumer
         self.out_dir_for = out_dir_for
         self.expected_for = expected_for
@@ -147,12 +154,6 @@ class Collector:
         self.acknowledged: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
         """Each campaign's entries acknowledged and still in its stream, with their result
         JSON, until there are enough to move into its checkpoint."""
-
-    def graded(self) -> bool:
-        """Whether a campaign open here has a graded result: its summaries will compute
-        statistics (and load their libraries, a hundred MB a process never loads for
-        campaigns without evaluators)."""
-        return any(file.summary.scored for file in self.files.values())
 
     def poll(self, campaigns: list[str], block_ms: int = 1000) -> int:
         """One round over the campaigns' streams; returns how many lines it wrote."""
@@ -281,7 +282,7 @@ class Collector:
                 self._complete(path)
             return
         expected = self.expected_for(campaign_id)
-        summary = summary_on_disk(path, campaign_id, expected)
+        summary = summary_on_disk(path, campaign_id, expected, self.counting)
         summary.paid_again = paid_again(self.client, campaign_id)
         text = json.dumps(summary.as_json(), indent=2) + "\n"
         write_atomically(summary_path(path.parent, campaign_id), text)
@@ -390,7 +391,10 @@ class Collector:
     def results_file(self, campaign_id: str) -> ResultsFile:
         if campaign_id not in self.files:
             file = ResultsFile(
-                self.out_dir_for(campaign_id), campaign_id, self.expected_for(campaign_id)
+                self.out_dir_for(campaign_id),
+                campaign_id,
+                self.expected_for(campaign_id),
+                self.counting,
             )
             try:
                 make_home(self.client, campaign_id, file, self.consumer)

@@ -34,11 +34,14 @@ class ResultsFile:
     ever what an fsync has made durable, so a disk error (ENOSPC, EFBIG, EIO, a failing
     fsync) leaves nothing counted, acknowledged or trimmed that the disk does not hold."""
 
-    def __init__(self, out_dir: Path, campaign_id: str, expected: int | None = None) -> None:
+    def __init__(
+        self, out_dir: Path, campaign_id: str, expected: int | None = None, counting: bool = False
+    ) -> None:
+        """`counting`: its summary keeps no answers (`CampaignSummary.counting`)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.path = results_path(out_dir, campaign_id)
         self.summary_path = summary_path(out_dir, campaign_id)
-        self.summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
+        self.summary = _summary(campaign_id, expected, counting)
         self.job_ids = JobIds()
         """The jobs with a line in the file (16 bytes each: a campaign may have millions)."""
         self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
@@ -107,16 +110,43 @@ class ResultsFile:
                 os.close(fd)
 
 
-def summary_on_disk(path: Path, campaign_id: str, expected: int | None) -> CampaignSummary:
+def summary_on_disk(
+    path: Path, campaign_id: str, expected: int | None, counting: bool = False, sync: bool = True
+) -> CampaignSummary:
     """The summary of the whole lines the file holds on disk, each job once: what
-    `summary.json` says at the end, never what a collector believes it wrote."""
-    summary = CampaignSummary(campaign_id=campaign_id, expected=expected)
+    `summary.json` says at the end, never what a collector believes it wrote (`sync`: the
+    file is fsynced first, unless its collector did once it was complete)."""
+    summary = _summary(campaign_id, expected, counting)
     seen = JobIds()
-    for result in _whole_lines(path, sync=True):
+    for result in _whole_lines(path, sync=sync):
         if result.job_id not in seen:
             seen.add(result.job_id)
             summary.add(result)
     return summary
+
+
+def _summary(campaign_id: str, expected: int | None, counting: bool) -> CampaignSummary:
+    if counting:
+        return CampaignSummary.counting(campaign_id, expected)
+    return CampaignSummary(campaign_id=campaign_id, expected=expected)
+
+
+def complete_summary(results: Path) -> Path:
+    """The campaign's `summary.json` with its statistics: a counting summary (a service's
+    collector writes no statistics) is written again from the file on disk, keeping what
+    only the collector knew (`expected`, `paid_again`); one with statistics is left as is."""
+    campaign_id = results.name.removesuffix(".jsonl")
+    path = summary_path(results.parent, campaign_id)
+    try:
+        written = json.loads(path.read_text())
+    except FileNotFoundError:
+        written = {}
+    if "statistics" in written:
+        return path
+    summary = summary_on_disk(results, campaign_id, written.get("expected"), sync=False)
+    summary.paid_again = written.get("paid_again", {})
+    write_atomically(path, json.dumps(summary.as_json(), indent=2) + "\n")
+    return path
 
 
 def job_ids_on_disk(path: Path) -> set[str]:

@@ -118,12 +118,27 @@ class CampaignSummary(BaseModel):
     paid_again: dict[str, int] = Field(default_factory=dict)
     """Target calls past one per job, by why (`bridge.results.paid`), as Redis counted them
     when the campaign's last line was written; `status` shows any counted after."""
-    _observations: Observations = PrivateAttr(default_factory=Observations)
-    """Each graded result's score and pass, by target and case, for `statistics()`."""
+    _observations: Observations | None = PrivateAttr(default_factory=Observations)
+    """Each graded result's score and pass, by target and case, for `statistics()`; None
+    in a summary that only counts (`counting`)."""
+
+    @classmethod
+    def counting(cls, campaign_id: str, expected: int | None = None) -> CampaignSummary:
+        """A summary that keeps no answers: counts, means and pass rates, no statistics.
+        What a service's collector keeps of a campaign running for days: the statistics'
+        answers grow with every graded result, and their libraries weigh a hundred MB."""
+        summary = cls(campaign_id=campaign_id, expected=expected)
+        summary._observations = None
+        return summary
+
+    @property
+    def has_statistics(self) -> bool:
+        return self._observations is not None
 
     def add(self, result: Counted) -> None:
         self._count(result)
-        self._observations.observe(result)
+        if self._observations is not None:
+            self._observations.observe(result)
         if result.status is not Status.OK or result.passed is False:
             self.failed += 1
             if len(self.failures) < MAX_LISTED_FAILURES:
@@ -175,11 +190,16 @@ class CampaignSummary(BaseModel):
 
     def graded_answers(self, target: str) -> Answers:
         """`target`'s graded answers, as arrays (`statistics.Answers`)."""
-        return self._observations.answers(target)
+        return self._kept().answers(target)
 
     def statistics(self) -> CampaignStatistics:
         """Each target's intervals, and each pair of targets set side by side."""
-        return campaign_statistics(self._observations)
+        return campaign_statistics(self._kept())
+
+    def _kept(self) -> Observations:
+        if self._observations is None:
+            raise ValueError(f"the summary of campaign {self.campaign_id} keeps no answers")
+        return self._observations
 
     def as_json(self) -> dict[str, object]:
         data = self.model_dump(mode="json")
@@ -189,7 +209,8 @@ class CampaignSummary(BaseModel):
             data["targets"][name]["pass_rate"] = target.pass_rate
             data["targets"][name]["passed_per_dollar"] = target.passed_per_dollar
         data["cost_usd"] = self.cost_usd()
-        data["statistics"] = self.statistics().model_dump(mode="json")
+        if self.has_statistics:  # a counting summary's file has none until it is completed
+            data["statistics"] = self.statistics().model_dump(mode="json")
         return data
 
 

@@ -3,6 +3,7 @@ one is complete, and where its results are, and rebuilds those Redis lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 import redis
 
 from evalrelay.bridge.keys import results_stream_key, watch_campaigns_key
+from evalrelay.bridge.results.results_file import summary_on_disk, summary_path
 from tests.conftest import (
     FAST_RECOVERY,
     PrivateRedis,
@@ -55,6 +57,44 @@ def test_collect_says_when_a_campaign_is_complete_and_where(
     line = f"campaign {campaign} complete: 3 results in {results}"
     wait_for(lambda: line in processes.log("collect"), 60, "collect to say it is complete")
     assert len(read_jsonl(results)) == 3
+
+
+GRADED_TARGETS = (
+    "targets:\n"
+    "  - {name: right, provider: mock, response: 'the answer is four'}\n"
+    "  - {name: wrong, provider: mock, response: 'no idea'}\n"
+)
+
+
+def test_the_collect_service_keeps_no_answers_and_its_report_child_writes_the_statistics(
+    project: WriteFiles, processes: Processes, client: redis.Redis, tmp_path: Path
+) -> None:
+    """A graded campaign through the service: the collector process never loads the
+    statistics' libraries (it only counts, so its memory does not grow with the graded
+    results), and the campaign's final `summary.json` has the statistics its lines give."""
+    cases = one_turn_cases(12).replace("}]}", "}], evaluators: [{type: contains, value: four}]}")
+    root = project({"evals.yaml": cases, "targets.yaml": GRADED_TARGETS})
+    out = tmp_path / "out"
+    processes.worker(client, "w@test")
+    collect = processes.start("collect", "--out", str(out), name="collect")
+    submitted = subprocess.run(
+        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "right",
+         "--target", "wrong", "--detach"],
+        env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    campaign = submitted.stdout.strip()
+    results = out / f"{campaign}.jsonl"
+    line = f"campaign {campaign} complete: 24 results in {results}"
+    wait_for(lambda: line in processes.log("collect"), 60, "collect to say it is complete")
+    written = json.loads(summary_path(out, campaign).read_text())
+    expected = summary_on_disk(results, campaign, 24)
+    assert written["statistics"] == expected.as_json()["statistics"]
+    assert set(written["statistics"]["targets"]) == {"right", "wrong"}
+    assert written["targets"]["right"]["pass_rate"] == 1.0
+    assert written["targets"]["wrong"]["pass_rate"] == 0.0
+    mapped = Path(f"/proc/{collect.pid}/maps").read_text()
+    assert "numpy" in Path(f"/proc/{os.getpid()}/maps").read_text()  # what it would show
+    assert "scipy" not in mapped and "statsmodels" not in mapped and "numpy" not in mapped
 
 
 def test_a_fresh_collector_leaves_alone_a_campaign_another_one_finished(

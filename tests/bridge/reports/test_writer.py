@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -22,7 +23,7 @@ from evalrelay.bridge.reports.writer import (
     write_html_beside,
     write_report,
 )
-from evalrelay.bridge.results.results_file import ResultsFile
+from evalrelay.bridge.results.results_file import ResultsFile, summary_on_disk, summary_path
 from tests.bridge.reports.reporting import CAMPAIGN, long_answers, many_results, write_campaign
 from tests.conftest import wait_for
 
@@ -80,13 +81,19 @@ def test_the_parts_of_a_big_html_report_get_those_modes_too(
 
 def test_a_report_written_apart_is_the_one_written_here(tmp_path: Path) -> None:
     """The services' report, written by a child process, is the page this process writes
-    of the same results (but for the token each page is written with); a report that
-    cannot be written raises with why."""
+    of the same results (but for the token each page is written with), and the child
+    completes the counting summary with its statistics first; a report that cannot be
+    written raises with why."""
     results = write_campaign(tmp_path / "apart", many_results(30))
     reports = ReportsApart()
     try:
+        summary = summary_path(results.parent, "camp")
+        summary.write_text(json.dumps({"expected": 30, "paid_again": {"late copy": 1}}))
         written = reports(results)
         assert written == report_path(results.parent, "camp", "html")
+        completed = summary_on_disk(results, "camp", 30)  # what the collector counted: kept
+        completed.paid_again = {"late copy": 1}
+        assert json.loads(summary.read_text()) == completed.as_json()
         apart = untokened(written.read_text())
         written.unlink()
         assert untokened(write_html_beside(results).read_text()) == apart
