@@ -148,7 +148,8 @@ def job_dictionary_key(campaign_id: str) -> str:
 
 def job_key(job_id: str) -> str:
     """String: the job's JSON, which its messages name (`bridge.delivery.payloads`), kept so
-    the reaper and resume can send it again; removed once its campaign is complete."""
+    the reaper, `resume` and `retry` can send it again; removed once its line is collected
+    `ok` (`bridge.results.collected.count`) or its campaign is compacted."""
     return f"{PREFIX}:job:{job_id}"
 
 

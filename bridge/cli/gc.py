@@ -13,8 +13,9 @@ from evalrelay.bridge.results.retention import RETENTION_SECONDS
 @click.command("gc")
 def gc_command() -> None:
     """Remove campaigns older than the retention (EVALRELAY_RETENTION_DAYS, default 30),
-    compact complete campaigns no collector compacted, and remove stored jobs and `done`
-    marks whose campaign is gone. Results files are never touched."""
+    compact complete campaigns no collector compacted, and remove stored jobs whose campaign
+    is gone (a lone `done` mark expires with its time to live). Results files are never
+    touched."""
     with open_runtime(worker=False) as runtime:
         removed = collect_garbage(runtime.client)
     echo(

@@ -33,7 +33,7 @@ from evalrelay.bridge.results.collected import file_here, results_home
 from evalrelay.bridge.results.collector import collectors_of, hold_lease, release_lease
 from evalrelay.bridge.results.paid import paid_again, paid_again_text
 from evalrelay.bridge.results.result import AttemptSummary, Status
-from evalrelay.bridge.results.results_file import read_results, results_path
+from evalrelay.bridge.results.results_file import results_path, whole_results
 from evalrelay.bridge.results.retention import is_compacted, reopen
 from evalrelay.bridge.results.retry_request import (
     RetryAnswer,
@@ -80,7 +80,7 @@ def retry_command(campaign: str, statuses: str, local_worker: bool) -> None:
         campaign = resolve_campaign(runtime.client, campaign)
         info = load_info(runtime.client, campaign)
         path = results_path(Path(info.out_dir), campaign)
-        planned = list(_jobs_of(runtime.client, info, path))  # before any line moves
+        planned = list(_jobs_of(runtime.client, info, path, wanted))  # before any line moves
         earlier, collector = _set_aside(runtime.client, campaign, path, wanted)
         jobs = [job.retried(earlier[job.job_id]) for job in planned if job.job_id in earlier]
         store_jobs(runtime.client, jobs)
@@ -179,11 +179,17 @@ def _wait_for_answer(
         time.sleep(ANSWER_POLL_SECONDS)
 
 
-def _jobs_of(client: redis.Redis, info: CampaignInfo, path: Path) -> Iterable[Job]:
-    """The campaign's jobs: stored while it runs; once it is compacted, planned again from
-    its eval files as a rebuild plans them (attached files stored again), each carrying the
-    earlier attempts its line lists, and the file's record per job made again in Redis."""
-    if not is_compacted(client, info.campaign_id):
+def _jobs_of(
+    client: redis.Redis, info: CampaignInfo, path: Path, wanted: list[Status]
+) -> Iterable[Job]:
+    """The campaign's jobs: stored while it runs, but for those collected `ok`, whose
+    stored copy went with their line (`bridge.results.collected.count`); once it is
+    compacted, or when `ok` lines are to run again, planned again from its eval files as
+    a rebuild plans them (attached files stored again), each carrying the earlier
+    attempts its line lists, a compacted campaign's record per job made again in Redis.
+    An error (the files are gone, the campaign is a watcher's) comes before any line moves."""
+    compacted = is_compacted(client, info.campaign_id)
+    if not compacted and Status.OK not in wanted:
         return stored_jobs(client, info.campaign_id)
     files, jobs = replan(info)
     store_blobs(client, (f for loaded in files for case in loaded.cases for f in case.files()))
@@ -194,5 +200,7 @@ def _jobs_of(client: redis.Redis, info: CampaignInfo, path: Path) -> Iterable[Jo
             f"{results_home(client, info.campaign_id)}; run `evalrelay retry` on that host"
         )
     reopen(client, info.campaign_id, here)
-    attempts = {r.job_id: r.attempts for r in read_results(here)}
-    return [j.model_copy(update={"previous_attempts": attempts.get(j.job_id, [])}) for j in jobs]
+    stored = {} if compacted else {j.job_id: j for j in stored_jobs(client, info.campaign_id)}
+    attempts = {r.job_id: r.attempts for r in whole_results(here)}
+    planned = (j.model_copy(update={"previous_attempts": attempts.get(j.job_id, [])}) for j in jobs)
+    return [stored.get(j.job_id, j) for j in planned]

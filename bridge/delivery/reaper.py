@@ -164,7 +164,7 @@ def _resend(
     for job_id, job in zip(job_ids, jobs, strict=True):
         done = next(marks)
         cancelled = next(marks) if job is not None else None
-        if job is None:
+        if job is None and done is None:  # with a `done` mark: collected, finished for good
             log.error("job %s: to be sent again, but the job is no longer stored", job_id)
         if (
             job is None

@@ -23,7 +23,6 @@ from evalrelay.bridge.keys import (
     campaigns_key,
     checkpoint_key,
     collected_key,
-    done_key,
     job_dictionary_key,
     job_key,
     manifest_key,
@@ -98,8 +97,9 @@ to live set) more recently than this are left alone."""
 
 def remove_orphans(client: redis.Redis) -> int:
     """Stored jobs, job lists and job dictionaries of campaigns Redis does not know (their
-    submitter killed while storing them, or their campaign gone), and `done` marks of jobs
-    no longer stored (a job is stored before it is sent, so before it can be done)."""
+    submitter killed while storing them, or their campaign gone). A `done` mark is left to
+    its time to live: one whose job is no longer stored may be a job collected `ok` in a
+    running campaign (`bridge.results.collected.count`), which it keeps from running again."""
     removed = 0
     jobs = client.scan_iter(match=job_key("*"), count=DELETE_CHUNK)
     for chunk in _chunked(jobs):
@@ -112,16 +112,6 @@ def remove_orphans(client: redis.Redis) -> int:
             client.delete(*gone)
             removed += len(gone)
     removed += _remove_job_lists(client)
-    marks = client.scan_iter(match=done_key("*"), count=DELETE_CHUNK)
-    for chunk in _chunked(marks):
-        prefix = len(done_key(""))
-        pipe = client.pipeline(transaction=False)
-        for key in chunk:
-            pipe.exists(job_key(key[prefix:]))
-        gone = [k for k, stored in zip(chunk, pipe.execute(), strict=True) if not stored]
-        if gone:
-            client.delete(*gone)
-            removed += len(gone)
     return removed
 
 

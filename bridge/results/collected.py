@@ -26,11 +26,12 @@ from evalrelay.bridge.keys import (
     checkpoint_key,
     collected_key,
     counts_key,
+    job_key,
     results_home_key,
     results_stream_key,
 )
 from evalrelay.bridge.results.checkpoint import checkpointed
-from evalrelay.bridge.results.result import Result
+from evalrelay.bridge.results.result import Result, Status
 from evalrelay.bridge.results.results_file import ResultsFile, summary_path
 from evalrelay.bridge.results.retention import RETENTION_SECONDS
 
@@ -162,7 +163,14 @@ def record_lines(client: redis.Redis, campaign_id: str, file: ResultsFile) -> No
 def count(
     client: redis.Redis, campaign_id: str, statuses: dict[str, str], sign: int, pipe: Any = None
 ) -> None:
-    """Add (`sign` 1) or take out (-1) jobs, each with its status, of Redis's record."""
+    """Add (`sign` 1) or take out (-1) jobs, each with its status, of Redis's record.
+
+    A job added `ok` is finished for good, and its stored copy goes with it: at a
+    campaign's peak the stored jobs of the finished ones were most of what Redis held
+    (docs/performance.md). Nothing sends such a job again but `retry --status ok`, which
+    plans it again from its files; a late copy of it is ignored by the worker that meets
+    it (its `done` mark stays, for a copy already running). A job that ended otherwise
+    keeps its stored copy for `retry` until its campaign is compacted."""
     if not statuses:
         return
     own = pipe is None
@@ -171,6 +179,9 @@ def count(
         pipe.hincrby(counts_key(campaign_id), status, sign * number)
     ids = list(statuses)
     (pipe.sadd if sign > 0 else pipe.srem)(collected_key(campaign_id), *ids)
+    finished = [job_key(i) for i, status in statuses.items() if status == Status.OK.value]
+    if sign > 0 and finished:
+        pipe.delete(*finished)
     if own:
         pipe.execute()
 

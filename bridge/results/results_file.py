@@ -152,7 +152,12 @@ def complete_summary(results: Path) -> Path:
 def job_ids_on_disk(path: Path) -> set[str]:
     """The jobs with a whole line in the file, read without opening it for writing (a
     collector may be appending to it): what a campaign Redis lost keeps when rebuilt."""
-    return {result.job_id for result in _whole_lines(path, sync=False)}
+    return {result.job_id for result in whole_results(path)}
+
+
+def whole_results(path: Path) -> Iterator[Result]:
+    """The results of the file's whole lines, read while a collector may append to it."""
+    return _whole_lines(path, sync=False)
 
 
 def _whole_lines(path: Path, *, sync: bool) -> Iterator[Result]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from evalrelay.bridge.keys import collector_lease_key, retry_request_key
+from evalrelay.bridge.keys import collector_lease_key, job_key, retry_request_key
 from evalrelay.bridge.queue.steering import audit
 from tests.bridge.cli.test_run import cases, evalrelay, run
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -156,3 +156,50 @@ def test_retry_whose_collector_lets_go_sets_the_lines_aside_itself(
     said = " ".join(again.stderr.split())
     assert f"campaign {campaign}: 0 jobs sent again" in said and "set aside by" not in said, said
     assert client.get(retry_request_key(campaign)) is None
+
+
+def test_retry_of_ok_lines_while_the_campaign_runs_plans_them_again_from_its_files(
+    project: WriteFiles, processes: Processes, client: redis.Redis
+) -> None:
+    """A job collected `ok` has no stored copy any more (Redis keeps only what may still
+    run): `retry --status ok` during the run plans those jobs again from the eval files,
+    and `run` ends with one line per job, the retried ones at their second attempt."""
+    retried = threading.Event()
+
+    def hold(seen: Seen) -> None:  # the last case keeps the campaign running until the
+        if f"#{JOBS - 1}#" in json.dumps(seen.body):  # retry has ended
+            wait_for(retried.is_set, 90, "the retry")
+
+    with serving(Reply(openai_chat(), hold=hold)) as server:
+        root = project(
+            {
+                "targets.yaml": f"""\
+                targets:
+                  - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
+                      base_url: "{server.url}/v1", max_retries: 0}}
+                """,
+                "evals/e.yaml": one_turn_cases(JOBS, question="ask #{i}#"),
+            }
+        )
+        processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
+        evals, out = str(root / "evals/e.yaml"), str(root / "out")
+        running = processes.start("run", evals, "--target", "mini", "--out", out, name="run")
+        wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
+        (jsonl,) = (root / "out").glob("*.jsonl")
+        wait_for(lambda: len(read_jsonl(jsonl)) == JOBS - 1, 60, "every line but the held one")
+        assert not any(client.exists(job_key(str(line["job_id"]))) for line in read_jsonl(jsonl))
+        again = evalrelay("retry", jsonl.stem, "--status", "ok", env=processes.env, cwd=root)
+        retried.set()
+        said = " ".join(again.stderr.split())
+        assert again.returncode == 0, said
+        assert f"{JOBS - 1} jobs sent again" in said
+        assert running.wait(60) == 0, processes.log("run")
+        assert len(server.seen) == 2 * JOBS - 1  # each ok job asked once more, no more
+    lines = read_jsonl(jsonl)
+    assert len({line["job_id"] for line in lines}) == len(lines) == JOBS
+    assert all(line["status"] == "ok" for line in lines)
+    again_lines = [line for line in lines if line["attempt"] == 2]
+    assert len(again_lines) == JOBS - 1
+    assert all(len(line["attempts"]) == 1 for line in again_lines)  # type: ignore[arg-type]
+    moved = read_jsonl(jsonl.with_name(f"{jsonl.stem}.attempts.jsonl"))
+    assert {line["job_id"] for line in moved} == {line["job_id"] for line in again_lines}

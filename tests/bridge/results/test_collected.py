@@ -8,12 +8,15 @@ from pathlib import Path
 
 import redis
 
-from evalrelay.bridge.keys import collected_key, counts_key, results_stream_key
+from evalrelay.bridge.delivery.payloads import jobs_of
+from evalrelay.bridge.keys import collected_key, counts_key, done_key, job_key, results_stream_key
+from evalrelay.bridge.queue.campaigns import store_jobs
 from evalrelay.bridge.results.collected import file_here, forget_results, results_home
 from evalrelay.bridge.results.collector import Collector
 from evalrelay.bridge.results.result import Status
 from evalrelay.bridge.results.results_file import read_results
 from tests.bridge.results.test_collector import add, result
+from tests.conftest import direct_job
 
 
 def collector(client: redis.Redis, out: Path, name: str, expected: int | None = None) -> Collector:
@@ -83,3 +86,22 @@ def test_forgetting_results_takes_them_out_of_the_record(
     forget_results(client, "c", [result("b", Status.TIMEOUT)])
     assert client.smembers(collected_key("c")) == {"a"}
     assert client.hgetall(counts_key("c")) == {"ok": "1", "timeout": "0"}
+
+
+def test_a_job_collected_ok_loses_its_stored_copy_and_keeps_its_done_mark(
+    client: redis.Redis, tmp_path: Path
+) -> None:
+    """What may still run keeps its stored copy (a failure, for `retry`); a job collected
+    `ok` is finished: a late copy of it finds nothing to run, and its `done` mark stays
+    for a copy already running."""
+    store_jobs(client, [direct_job(campaign_id="c", job_id=j) for j in ("a", "b", "q")])
+    client.set(done_key("a"), 1)
+    client.set(done_key("b"), 1)
+    first = collector(client, tmp_path, "first")
+    add(client, result("a"), result("b", Status.TIMEOUT))
+    first.poll(["c"], block_ms=100)
+    first.close()
+    assert not client.exists(job_key("a"))
+    assert client.exists(job_key("b"), job_key("q"), done_key("a"), done_key("b")) == 4
+    late, failed, waiting = jobs_of(client, [{"job_id": j, "attempt": 1} for j in "abq"])
+    assert late is None and failed is not None and waiting is not None
