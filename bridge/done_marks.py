@@ -10,9 +10,9 @@ call of the same attempt (`bridge.results.paid`). The attempt is the mark's high
 mark below `1 << COPY_BITS` is a bare attempt number (written by an evalrelay before
 this rule, or by hand), which names no copy.
 
-An integer, the mark is stored as one (no string of digits); it costs a few bytes a job
-more than a bare attempt, which Redis stores as a small integer shared by all
-(docs/performance.md).
+The marks are fields of a few thousand hashes per campaign (`bridge.keys.done_key`), which
+Redis keeps packed while small; an integer, a mark is stored as one there (no string of
+digits).
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ forget_gone(KEYS[1], now, tonumber(ARGV[3]))
 
 # Legend of `BEGIN_LEASE` (keys and arguments built by `LeaseBegin.of`):
 #   KEYS[1]  the campaign's cancel mark (`cancel_key`)
-#   KEYS[2]  the job's done mark (`done_key`): the attempt that finished it, and its copy
+#   KEYS[2]  the hash of the job's done mark (`done_key`), field job id: the attempt that
+#            finished it, and its copy
 #   KEYS[3]  the job's lease (`lease_key`): the token of the worker running it
 #   KEYS[4]  the in-flight sorted set (`inflight_key`): job id scored by lease expiry, ms
 #   KEYS[5]  the holders hash (`holders_key`): job id -> "<message id> <process>"
@@ -131,7 +132,9 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
   if KEYS[7] ~= '' then redis.call('ZREM', KEYS[7], ARGV[4]) end
   return 'paused'
 end
-if done_attempt(redis.call('GET', KEYS[2])) >= tonumber(ARGV[1]) then return 'duplicate' end
+if done_attempt(redis.call('HGET', KEYS[2], ARGV[4])) >= tonumber(ARGV[1]) then
+  return 'duplicate'
+end
 local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[2] then return 'running-elsewhere' end
 if not holder and redis.call('ZSCORE', KEYS[4], ARGV[4]) then return 'running-elsewhere' end
@@ -200,7 +203,8 @@ return 0
 
 
 # Legend of `PUBLISH` (keys and arguments built by `Publication.of`):
-#   KEYS[1]   the job's done mark (`done_key`): the attempt that finished it, and its copy
+#   KEYS[1]   the hash of the job's done mark (`done_key`), field job id: the attempt that
+#             finished it, and its copy
 #   KEYS[2]   the campaign's results stream (`results_stream_key`)
 #   KEYS[3]   the job's lease (`lease_key`)
 #   KEYS[4]   the in-flight sorted set (`inflight_key`)
@@ -214,7 +218,7 @@ return 0
 #   ARGV[1]   the result's attempt number
 #   ARGV[2]   the job id
 #   ARGV[3]   the result, JSON with its secrets masked
-#   ARGV[4]   the done mark's (and the paid-again hash's) time to live, seconds
+#   ARGV[4]   the done marks' (and the paid-again hash's) time to live, seconds
 #   ARGV[5]   the worker's lease token, or '' for none to release
 #   ARGV[6]   the message id the worker let go of, or '' for none
 #   ARGV[7]   the target's name
@@ -229,7 +233,7 @@ PUBLISH = (
     + DONE_ATTEMPT_LUA
     + """
 local added, paid_again = 0, 'duplicate'
-local mark = redis.call('GET', KEYS[1])
+local mark = redis.call('HGET', KEYS[1], ARGV[2])
 if redis.call('EXISTS', KEYS[9]) == 1 then
   added, paid_again = 2, 'late copy'
   redis.call('ZREM', KEYS[5], ARGV[2])
@@ -238,7 +242,8 @@ elseif mark == ARGV[11] then
 elseif done_attempt(mark) < tonumber(ARGV[1]) then
   paid_again = tonumber(ARGV[1]) > 1 and 'retry' or nil
   redis.call('XADD', KEYS[2], '*', 'job_id', ARGV[2], 'result', ARGV[3])
-  redis.call('SET', KEYS[1], ARGV[11], 'EX', ARGV[4])
+  redis.call('HSET', KEYS[1], ARGV[2], ARGV[11])
+  redis.call('EXPIRE', KEYS[1], ARGV[4])
   added = 1
   redis.call('ZREM', KEYS[5], ARGV[2])
   redis.call('SADD', KEYS[8], ARGV[7])

@@ -63,7 +63,7 @@ class LeaseBegin:
         token = f"{owner}:{uuid.uuid4().hex}"
         keys = (
             cancel_key(campaign_id),
-            done_key(job_id),
+            done_key(campaign_id, job_id),
             lease_key(job_id),
             inflight_key(),
             holders_key(),

@@ -77,7 +77,7 @@ def not_sent(client: redis.Redis, jobs: Sequence[Job]) -> list[Job]:
     pipe = client.pipeline(transaction=False)
     for job in jobs:
         pipe.zscore(outstanding_key(job.target.queue), job.job_id)
-        pipe.exists(done_key(job.job_id))
+        pipe.hexists(done_key(job.campaign_id, job.job_id), job.job_id)
     replies = pipe.execute()
     return [
         job

@@ -79,7 +79,7 @@ class Publication:
         """`called`: whether making the result called the target (a job that never started
         did not; nor does a regrade, which grades a recorded answer)."""
         keys = (
-            done_key(result.job_id),
+            done_key(result.campaign_id, result.job_id),
             results_stream_key(result.campaign_id),
             lease_key(result.job_id),
             inflight_key(),

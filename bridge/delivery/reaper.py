@@ -155,25 +155,24 @@ def _resend(
     worker that meets it writes its `cancelled` line, which the campaign's end waits for."""
     jobs = read_jobs(client, job_ids)  # one round trip for them all, then one for the marks
     pipe = client.pipeline(transaction=False)
-    for job_id, job in zip(job_ids, jobs, strict=True):
-        pipe.get(done_key(job_id))
+    for job in jobs:
         if job is not None:
+            pipe.hget(done_key(job.campaign_id, job.job_id), job.job_id)
             pipe.get(cancel_key(job.campaign_id))
     marks = iter(pipe.execute())
     again: list[Job] = []
     for job_id, job in zip(job_ids, jobs, strict=True):
-        done = next(marks)
-        cancelled = next(marks) if job is not None else None
-        if job is None and done is None:  # with a `done` mark: collected, finished for good
-            log.error("job %s: to be sent again, but the job is no longer stored", job_id)
-        if (
-            job is None
-            or (cancelled is not None and not str(cancelled).startswith(CANCEL_ENDS))
-            or (done is not None and marked_attempt(int(done)) >= job.attempt)
-        ):
-            queue = job.target.queue if job else (queues or {}).get(job_id)
+        if job is None:  # collected `ok`, its campaign compacted, or gone: nothing to send
+            log.warning("job %s: to be sent again, but the job is no longer stored", job_id)
+            queue = (queues or {}).get(job_id)
             if queue:
                 mark_finished(client, queue, job_id)
+            continue
+        done, cancelled = next(marks), next(marks)
+        if (cancelled is not None and not str(cancelled).startswith(CANCEL_ENDS)) or (
+            done is not None and marked_attempt(int(done)) >= job.attempt
+        ):
+            mark_finished(client, job.target.queue, job_id)
             continue
         log.warning("job %s: %s; sending it again", job_id, why)
         again.append(job)

@@ -77,7 +77,9 @@ def collect_garbage(client: redis.Redis, retention_seconds: int = RETENTION_SECO
 
 
 def remove_campaign(client: redis.Redis, campaign_id: str) -> None:
-    remove_jobs(client, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK))
+    remove_jobs(
+        client, campaign_id, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK)
+    )
     client.delete(
         *record_keys(campaign_id),
         manifest_key(campaign_id),

@@ -96,27 +96,30 @@ def compact(client: redis.Redis, campaign_id: str, counts: dict[str, int] | None
         pipe.expire(key, RETENTION_SECONDS)
     pipe.delete(checkpoint_key(campaign_id))
     pipe.execute()
-    removed = remove_jobs(client, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK))
+    removed = remove_jobs(
+        client, campaign_id, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK)
+    )
     client.delete(
         manifest_key(campaign_id), collected_key(campaign_id), job_dictionary_key(campaign_id)
     )
     return removed
 
 
-def remove_jobs(client: redis.Redis, job_ids: Iterable[str]) -> int:
-    """Each job's stored JSON and its `done` mark."""
+def remove_jobs(client: redis.Redis, campaign_id: str, job_ids: Iterable[str]) -> int:
+    """Each of the campaign's jobs' stored JSON and its `done` mark (the hashes of them)."""
     removed, chunk = 0, []
     for job_id in job_ids:
         chunk.append(job_id)
         if len(chunk) >= DELETE_CHUNK:
-            removed += _remove(client, chunk)
+            removed += _remove(client, campaign_id, chunk)
             chunk = []
-    return removed + _remove(client, chunk)
+    return removed + _remove(client, campaign_id, chunk)
 
 
-def _remove(client: redis.Redis, job_ids: list[str]) -> int:
+def _remove(client: redis.Redis, campaign_id: str, job_ids: list[str]) -> int:
     if job_ids:
-        client.delete(*[job_key(j) for j in job_ids], *[done_key(j) for j in job_ids])
+        marks = {done_key(campaign_id, j) for j in job_ids}
+        client.delete(*[job_key(j) for j in job_ids], *marks)
     return len(job_ids)
 
 

@@ -34,8 +34,10 @@ def test_a_task_takes_its_own_note_and_writes_it_with_its_lease(client: redis.Re
 
 
 def test_a_job_that_does_not_run_writes_no_hold(client: redis.Redis) -> None:
-    client.set(done_key("job-c"), 1)
-    outcome, lease = Lease.begin(client, "job-c", "w3@test", holder="msg-c w3/host/1/x")
+    client.hset(done_key("c", "job-c"), "job-c", 1)
+    outcome, lease = Lease.begin(
+        client, "job-c", "w3@test", campaign_id="c", holder="msg-c w3/host/1/x"
+    )
     assert outcome == "duplicate" and lease is None
     assert client.hget(holders_key(), "job-c") is None
 

@@ -191,12 +191,15 @@ def test_a_job_of_a_paused_campaign_is_not_leased_and_leaves_the_jobs_sent(
 def test_a_published_attempt_is_a_duplicate_and_a_later_attempt_runs(
     client: redis.Redis,
 ) -> None:
-    client.set(done_key("d1"), 2)  # attempt 2 published its result
+    client.hset(done_key("c", "d1"), "d1", 2)  # attempt 2 published its result
     for attempt in (1, 2):
-        assert Lease.begin(client, "d1", "w1", attempt=attempt) == ("duplicate", None)
-    client.set(done_key("d2"), 1)
-    assert Lease.acquire(client, "d2", "w1") is None  # a first attempt, unless told
-    outcome, lease = Lease.begin(client, "d1", "w1", attempt=3)  # `retry` sends attempt 3
+        assert Lease.begin(client, "d1", "w1", campaign_id="c", attempt=attempt) == (
+            "duplicate",
+            None,
+        )
+    client.hset(done_key("c", "d2"), "d2", 1)
+    assert Lease.begin(client, "d2", "w1", campaign_id="c")[0] == "duplicate"  # attempt 1
+    outcome, lease = Lease.begin(client, "d1", "w1", campaign_id="c", attempt=3)  # a `retry`'s
     assert outcome == "leased" and lease is not None
 
 

@@ -204,7 +204,7 @@ def test_a_late_copy_of_a_compacted_campaign_reaches_no_stream_no_tally_no_mark(
     client.zadd(outstanding_key("api"), {"p2": 1})
     assert publish(client, result, "api", lease.token, "m1") == LATE_COPY
     assert not client.exists(results_stream_key("whole"))
-    assert client.get(done_key("p2")) is None
+    assert not client.exists(done_key("whole", "p2"))
     assert not client.exists(target_tally_key(result.target))
     assert client.get(lease_key("p2")) is None and client.zscore(inflight_key(), "p2") is None
     assert client.hget(holders_key(), "p2") is None

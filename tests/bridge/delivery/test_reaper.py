@@ -44,7 +44,7 @@ def test_expired_lease_is_sent_again_live_and_done_ones_are_not(
     store_jobs(client, [expired, live, done])
     for job, seconds in ((expired, 0.1), (live, 30), (done, 0.1)):
         assert Lease.acquire(client, job.job_id, "dead-worker", seconds=seconds)
-    client.set(done_key(done.job_id), 1)
+    client.hset(done_key(done.campaign_id, done.job_id), done.job_id, 1)
     wait_for(lambda: past_expiry(client, expired, done), 5, "the short leases to run out")
     sent: list[Job] = []
     assert reap_expired(client, sent.extend) == [expired.job_id]

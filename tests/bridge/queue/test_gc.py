@@ -60,12 +60,14 @@ def test_per_job_keys_of_a_gone_campaign_go(client: redis.Redis) -> None:
     written_long_ago = RETENTION_SECONDS - STORING_SECONDS - 60
     for key in (job_key("orphan"), manifest_key("forgotten"), job_dictionary_key("forgotten")):
         client.expire(key, written_long_ago)
-    client.set(done_key("kept"), "1")
-    client.set(done_key("collected"), "1", ex=3600)  # a job collected `ok`: not stored
+    client.hset(done_key("known", "kept"), "kept", 1)
+    client.hset(done_key("known", "collected"), "collected", 1)  # collected `ok`: not stored
+    client.expire(done_key("known", "collected"), 3600)
     removed = collect_garbage(client, retention_seconds=10**10)
     # the orphan job, the job list and the dictionary; a done mark expires on its own
     assert removed.jobs == 3
-    assert client.exists(job_key("kept"), done_key("kept"), done_key("collected")) == 3
+    assert client.exists(job_key("kept"), done_key("known", "kept")) == 2
+    assert client.hkeys(done_key("known", "collected")) == ["collected"]
     assert not client.exists(job_key("orphan"))
     assert not client.exists(manifest_key("forgotten"), job_dictionary_key("forgotten"))
     storing = (job_key("soon"), manifest_key("storing"), job_dictionary_key("storing"))

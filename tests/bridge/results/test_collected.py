@@ -95,13 +95,14 @@ def test_a_job_collected_ok_loses_its_stored_copy_and_keeps_its_done_mark(
     `ok` is finished: a late copy of it finds nothing to run, and its `done` mark stays
     for a copy already running."""
     store_jobs(client, [direct_job(campaign_id="c", job_id=j) for j in ("a", "b", "q")])
-    client.set(done_key("a"), 1)
-    client.set(done_key("b"), 1)
+    client.hset(done_key("c", "a"), "a", 1)
+    client.hset(done_key("c", "b"), "b", 1)
     first = collector(client, tmp_path, "first")
     add(client, result("a"), result("b", Status.TIMEOUT))
     first.poll(["c"], block_ms=100)
     first.close()
     assert not client.exists(job_key("a"))
-    assert client.exists(job_key("b"), job_key("q"), done_key("a"), done_key("b")) == 4
+    assert client.exists(job_key("b"), job_key("q")) == 2
+    assert client.hget(done_key("c", "a"), "a") == client.hget(done_key("c", "b"), "b") == "1"
     late, failed, waiting = jobs_of(client, [{"job_id": j, "attempt": 1} for j in "abq"])
     assert late is None and failed is not None and waiting is not None

@@ -31,7 +31,7 @@ def complete_campaign(client: redis.Redis, out: Path) -> Collector:
     add_campaign(client, "c", total=3, out_dir=str(out))
     store_jobs(client, [direct_job(job_id=j) for j in ("a", "b", "d")])
     for job_id in ("a", "b", "d"):
-        client.set(done_key(job_id), "1")
+        client.hset(done_key("c", job_id), job_id, "1")
     collector = Collector(client, "first", lambda _: out, lambda _: 3)
     add(client, result("a"), result("b", Status.TIMEOUT), result("d"))
     collector.poll(["c"], block_ms=100)
@@ -43,7 +43,7 @@ def test_a_complete_campaign_keeps_only_its_record(client: redis.Redis, tmp_path
     complete_campaign(client, tmp_path)
     assert is_compacted(client, "c")
     for job_id in ("a", "b", "d"):
-        assert not client.exists(job_key(job_id), done_key(job_id))
+        assert not client.exists(job_key(job_id), done_key("c", job_id))
     assert not client.exists(manifest_key("c"), collected_key("c"))
     assert client.hgetall(counts_key("c")) == {"ok": "2", "timeout": "1"}
     for key in (campaign_key("c"), compacted_key("c"), counts_key("c"), results_home_key("c")):
