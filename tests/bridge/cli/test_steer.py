@@ -8,7 +8,7 @@ from pathlib import Path
 
 import redis
 
-from evalrelay.bridge.keys import inflight_key
+from evalrelay.bridge.keys import done_key, inflight_key
 from evalrelay.bridge.queue.campaigns import list_campaigns
 from evalrelay.bridge.queue.steering import paused
 from tests.bridge.cli.test_run import evalrelay
@@ -25,8 +25,10 @@ campaign running."""
 
 
 def published(client: redis.Redis) -> int:
-    """Jobs whose result a worker has published (each has its done mark)."""
-    return sum(1 for _ in client.scan_iter("evalrelay:done:*", count=1000))
+    """Jobs whose result a worker has published (each has its done mark, a field of one of
+    its campaign's hashes of marks)."""
+    hashes = client.scan_iter(done_key("*", "*"), count=1000)
+    return sum(client.hlen(key) for key in hashes)
 
 
 def test_pause_stops_new_jobs_within_seconds_and_unpause_finishes_with_one_line_per_job(
