@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 PREFIX = "evalrelay"
 
 
@@ -25,9 +27,39 @@ def campaign_key(campaign_id: str) -> str:
     return f"{PREFIX}:campaign:{campaign_id}"
 
 
-def manifest_key(campaign_id: str) -> str:
-    """Set: the ids of every job the campaign expects a result for."""
-    return f"{PREFIX}:campaign:{campaign_id}:jobs"
+JOB_BUCKETS = 4096
+"""A campaign's per-job records kept as fields of hashes (its manifest, its `done` marks)
+are spread over this many hashes by `job_bucket`: up to some hundred thousand jobs a
+campaign, a hash holds under 128 fields, which Redis keeps packed (a listpack, up to
+`hash-max-listpack-entries`, 128 by default), at a third of the memory of a set member or
+of a key each (docs/performance.md)."""
+
+
+def job_bucket(job_id: str) -> str:
+    """The hash (of `JOB_BUCKETS`, three hex digits) a job's records are fields of."""
+    return f"{zlib.crc32(job_id.encode()) % JOB_BUCKETS:03x}"
+
+
+def manifest_prefix(campaign_id: str) -> str:
+    """What the names of the campaign's manifest hashes start with: their bucket follows."""
+    return f"{PREFIX}:campaign:{campaign_id}:jobs:"
+
+
+def manifest_key(campaign_id: str, job_id: str) -> str:
+    """Hash: the ids of the campaign's jobs in the job's bucket (`job_bucket`), each a field
+    with an empty value: a part of its manifest, every job it expects a result for
+    (`bridge.results.manifest`)."""
+    return manifest_prefix(campaign_id) + job_bucket(job_id)
+
+
+def manifest_keys(campaign_id: str) -> list[str]:
+    """Every part of the campaign's manifest (`manifest_key`), whether it exists or not."""
+    return [f"{manifest_prefix(campaign_id)}{n:03x}" for n in range(JOB_BUCKETS)]
+
+
+def listed_key(campaign_id: str) -> str:
+    """Integer: how many jobs the campaign's manifest lists."""
+    return f"{PREFIX}:campaign:{campaign_id}:listed"
 
 
 def counts_key(campaign_id: str) -> str:
@@ -153,19 +185,19 @@ def job_key(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
 
 
-DONE_BUCKET_CHARACTERS = 3
-"""A campaign's `done` marks are kept in hashes by the first characters of their job's id
-(hex digits: 4,096 hashes at most)."""
+def done_prefix(campaign_id: str) -> str:
+    """What the names of the campaign's hashes of `done` marks start with: their bucket
+    follows."""
+    return f"{PREFIX}:campaign:{campaign_id}:done:"
 
 
 def done_key(campaign_id: str, job_id: str) -> str:
-    """Hash: the `done` marks (`bridge.done_marks`) of the campaign's jobs whose ids start
-    with the same `DONE_BUCKET_CHARACTERS`, job id to mark: the attempt whose result is in
-    the stream and the publication that put it there. Up to some hundred thousand jobs a
-    campaign, a hash holds under 128 marks, which Redis keeps packed (a listpack, up to
-    `hash-max-listpack-entries`, 128 by default): about 50 B a mark, against 165 B for a
-    key of its own (docs/performance.md)."""
-    return f"{PREFIX}:campaign:{campaign_id}:done:{job_id[:DONE_BUCKET_CHARACTERS]}"
+    """Hash: the `done` marks (`bridge.done_marks`) of the campaign's jobs in the job's
+    bucket (`job_bucket`), job id to mark: the attempt whose result is in the stream and
+    the publication that put it there. About 55 B a mark, against 165 B for a key of its
+    own."""
+    return done_prefix(campaign_id) + job_bucket(job_id)
+
 
 
 def lease_key(job_id: str) -> str:

@@ -338,6 +338,27 @@ return taken
 """The jobs whose lease expired, by Redis's clock (the one the leases were written on)."""
 
 
+#   KEYS[1]     the campaign's count of listed jobs (`listed_key`)
+#   KEYS[2..n]  hashes of the campaign's manifest (`manifest_key`)
+#   ARGV[1]     the time to live, seconds
+#   ARGV[2..]   for each hash in order, a count c, then c job ids
+# Returns how many ids were new.
+LIST_JOBS = """
+local at, new = 2, 0
+for i = 2, #KEYS do
+  local count = tonumber(ARGV[at])
+  for j = at + 1, at + count do new = new + redis.call('HSETNX', KEYS[i], ARGV[j], '') end
+  redis.call('EXPIRE', KEYS[i], ARGV[1])
+  at = at + count + 1
+end
+redis.call('INCRBY', KEYS[1], new)
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+return new
+"""
+"""List job ids in a campaign's manifest (`bridge.results.manifest`), each once, and count
+the new ones: the count and the ids move together."""
+
+
 #   KEYS[1..n]  the jobs' stored-value keys (`job_key`)
 #   ARGV[1]     the time to live, seconds
 #   ARGV[2..]   the stored values, ARGV[i + 1] for KEYS[i]

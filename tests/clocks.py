@@ -21,7 +21,7 @@ import pytest
 import redis
 
 from evalrelay.bridge.delivery.reaper import OUTAGE_MARGIN_SECONDS
-from evalrelay.bridge.keys import manifest_key
+from evalrelay.bridge.results.manifest import listed_ids
 from tests.conftest import Processes, wait_for
 from tests.worker.test_tasks import holder, submit_campaign
 
@@ -104,7 +104,7 @@ def seconds_to_rescue(
         client, "victim@test", "-c", "1", extra_env=RECOVERY | skewed_clock(victim_clock)
     )
     info = submit_campaign(redis_url, root, 1, target="slow")
-    (job_id,) = client.smembers(manifest_key(info.campaign_id))
+    (job_id,) = listed_ids(client, info.campaign_id)
     wait_for(lambda: holder(client, job_id) == "victim@test", 30, "the victim to run the job")
     rescuer = processes.worker(
         client, "rescuer@test", "-c", "1", extra_env=RECOVERY | skewed_clock(rescuer_clock)

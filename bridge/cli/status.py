@@ -30,7 +30,6 @@ from evalrelay.bridge.evalfile.project import Project
 from evalrelay.bridge.keys import (
     collected_key,
     inflight_key,
-    manifest_key,
     watchers_key,
     workers_key,
 )
@@ -54,6 +53,7 @@ from evalrelay.bridge.results.collected import (
     where_results_are,
 )
 from evalrelay.bridge.results.collector import collectors_of
+from evalrelay.bridge.results.manifest import listed_ids
 from evalrelay.bridge.results.paid import paid_again, paid_again_many, paid_again_text
 from evalrelay.bridge.results.write_errors import write_errors
 from evalrelay.bridge.targets.live_limits import limit_changes
@@ -282,7 +282,7 @@ def rebuilt_text(rebuilt: Rebuilt) -> str:
 def count_missing(client: redis.Redis, campaign_id: str) -> int:
     """The campaign's jobs with no result yet, counted by id in Redis: reading every job
     back, as `resume` must to send them again, takes seconds at 100,000 jobs."""
-    ids = client.sscan_iter(manifest_key(campaign_id), count=ID_BATCH)
+    ids = listed_ids(client, campaign_id)
     missing = 0
     while batch := list(islice(ids, ID_BATCH)):
         collected = client.smismember(collected_key(campaign_id), batch)

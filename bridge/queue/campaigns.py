@@ -35,11 +35,13 @@ from evalrelay.bridge.keys import (
     counts_key,
     epoch_key,
     job_key,
-    manifest_key,
+    listed_key,
 )
 from evalrelay.bridge.lua_scripts import STORE_JOBS
 from evalrelay.bridge.queue.blobs import store_blobs, store_task_files
 from evalrelay.bridge.queue.celery_queue import JobQueue
+from evalrelay.bridge.results.manifest import list_jobs, listed_ids
+from evalrelay.bridge.results.manifest import listed as listed_count
 from evalrelay.bridge.results.retention import compact_record
 
 WRITE_CHUNK = 1000
@@ -255,8 +257,7 @@ def store_jobs(client: redis.Redis, jobs: Sequence[Job]) -> None:
     keys = [job_key(job.job_id) for job in jobs]
     stored = [values[job.job_id] for job in jobs]
     pipe.eval(STORE_JOBS, len(keys), *keys, JOB_TTL_SECONDS, *stored)
-    pipe.sadd(manifest_key(campaign_id), *[job.job_id for job in jobs])
-    pipe.expire(manifest_key(campaign_id), JOB_TTL_SECONDS)
+    list_jobs(pipe, campaign_id, (job.job_id for job in jobs), JOB_TTL_SECONDS)
     pipe.execute()
 
 
@@ -352,14 +353,15 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
     pipe = client.pipeline(transaction=False)
     for campaign_id in campaign_ids:
         pipe.get(campaign_key(campaign_id))
-        pipe.scard(manifest_key(campaign_id))
+        pipe.get(listed_key(campaign_id))
         pipe.scard(collected_key(campaign_id))
         pipe.hgetall(counts_key(campaign_id))
         pipe.get(compacted_key(campaign_id))
     replies = pipe.execute()
     found = {}
     for i, campaign_id in enumerate(campaign_ids):
-        raw, listed, done, counts, compacted = replies[5 * i : 5 * i + 5]
+        raw, count, done, counts, compacted = replies[5 * i : 5 * i + 5]
+        listed = listed_count(count)
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
         record = compact_record(compacted)
         counted = record.counts if record else {k: int(v) for k, v in counts.items()}
@@ -390,7 +392,7 @@ def round_progress(client: redis.Redis, campaign_id: str, job_ids: Sequence[str]
 
 
 def stored_jobs(client: redis.Redis, campaign_id: str) -> Iterator[Job]:
-    ids = sorted(str(i) for i in client.smembers(manifest_key(campaign_id)))
+    ids = sorted(listed_ids(client, campaign_id))
     for chunk in _chunks(ids, WRITE_CHUNK):
         yield from (job for job in read_jobs(client, chunk) if job is not None)
 

@@ -25,12 +25,14 @@ from evalrelay.bridge.keys import (
     collected_key,
     job_dictionary_key,
     job_key,
-    manifest_key,
+    listed_key,
+    manifest_prefix,
     rebuild_lock_key,
 )
 from evalrelay.bridge.queue.campaigns import progress_many
 from evalrelay.bridge.results.collected import empty_stream
 from evalrelay.bridge.results.collector import collectors_of
+from evalrelay.bridge.results.manifest import listed_ids, manifest_record
 from evalrelay.bridge.results.retention import (
     DELETE_CHUNK,
     RETENTION_SECONDS,
@@ -65,7 +67,7 @@ def collect_garbage(client: redis.Redis, retention_seconds: int = RETENTION_SECO
             kept.append(campaign_id)
     for campaign_id in kept:
         if is_compacted(client, campaign_id):  # a late acknowledgement may have made these
-            client.delete(collected_key(campaign_id), manifest_key(campaign_id))
+            client.delete(collected_key(campaign_id), *manifest_record(campaign_id))
     finished = [c for c, p in progress_many(client, kept).items() if p.finished]
     for campaign_id, holder in collectors_of(client, finished).items():
         if holder is None and not is_compacted(client, campaign_id):
@@ -77,12 +79,10 @@ def collect_garbage(client: redis.Redis, retention_seconds: int = RETENTION_SECO
 
 
 def remove_campaign(client: redis.Redis, campaign_id: str) -> None:
-    remove_jobs(
-        client, campaign_id, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK)
-    )
+    remove_jobs(client, campaign_id, listed_ids(client, campaign_id))
     client.delete(
         *record_keys(campaign_id),
-        manifest_key(campaign_id),
+        *manifest_record(campaign_id),
         collected_key(campaign_id),
         checkpoint_key(campaign_id),
         rebuild_lock_key(campaign_id),
@@ -118,12 +118,15 @@ def remove_orphans(client: redis.Redis) -> int:
 
 
 def _remove_job_lists(client: redis.Redis) -> int:
-    """The job lists and job dictionaries of campaigns Redis does not know."""
+    """The manifests (their hashes and count) and job dictionaries of campaigns Redis does
+    not know."""
     removed = 0
-    for key_of in (manifest_key, job_dictionary_key):
+    kinds = ((manifest_prefix, "*"), (listed_key, ""), (job_dictionary_key, ""))
+    for key_of, bucket in kinds:
         start, end = key_of("\0").split("\0")
-        keys = [str(k) for k in client.scan_iter(match=key_of("*"), count=DELETE_CHUNK)]
-        campaigns = {k: k[len(start) : len(k) - len(end)] for k in keys}
+        match = key_of("*") + bucket
+        keys = [str(k) for k in client.scan_iter(match=match, count=DELETE_CHUNK)]
+        campaigns = {k: k[len(start) : k.rindex(end)] for k in keys}
         known = _known(client, set(campaigns.values()))
         gone = _settled(client, [k for k, c in campaigns.items() if c not in known])
         if gone:

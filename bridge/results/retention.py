@@ -35,12 +35,12 @@ from evalrelay.bridge.keys import (
     done_key,
     job_dictionary_key,
     job_key,
-    manifest_key,
     paid_again_key,
     paused_key,
     results_home_key,
     results_stream_key,
 )
+from evalrelay.bridge.results.manifest import listed_ids, manifest_record
 from evalrelay.bridge.results.results_file import read_results
 
 RETENTION_SECONDS = int(float(os.environ.get("EVALRELAY_RETENTION_DAYS", "30")) * 86400)
@@ -96,11 +96,9 @@ def compact(client: redis.Redis, campaign_id: str, counts: dict[str, int] | None
         pipe.expire(key, RETENTION_SECONDS)
     pipe.delete(checkpoint_key(campaign_id))
     pipe.execute()
-    removed = remove_jobs(
-        client, campaign_id, client.sscan_iter(manifest_key(campaign_id), count=DELETE_CHUNK)
-    )
+    removed = remove_jobs(client, campaign_id, listed_ids(client, campaign_id))
     client.delete(
-        manifest_key(campaign_id), collected_key(campaign_id), job_dictionary_key(campaign_id)
+        *manifest_record(campaign_id), collected_key(campaign_id), job_dictionary_key(campaign_id)
     )
     return removed
 

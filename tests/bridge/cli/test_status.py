@@ -15,11 +15,11 @@ import redis
 from evalrelay.bridge.delivery.holders import GONE_SECONDS
 from evalrelay.bridge.keys import (
     collected_key,
-    manifest_key,
     paid_again_key,
     watchers_key,
     workers_key,
 )
+from evalrelay.bridge.results.manifest import list_jobs
 from evalrelay.worker.app import WORKER_HEARTBEAT_SECONDS
 from tests.bridge.cli.test_run import evalrelay
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -107,7 +107,9 @@ def test_status_of_one_campaign_counts_its_jobs_without_a_result(
     the campaign does not list is none of its jobs."""
     campaign = "geo-20260301-120000-aaaa"
     add_campaign(client, campaign, 0, total=2500)
-    client.sadd(manifest_key(campaign), *[f"job-{i}" for i in range(2500)])
+    pipe = client.pipeline()
+    list_jobs(pipe, campaign, [f"job-{i}" for i in range(2500)], 3600)
+    pipe.execute()
     client.sadd(collected_key(campaign), *[f"job-{i}" for i in range(0, 2500, 2)], "job-other")
     shown = status(redis_url, tmp_path, campaign).stdout
     assert "(1250 without a result)" in shown

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import redis
 
-from evalrelay.bridge.keys import done_key, inflight_key
+from evalrelay.bridge.keys import done_prefix, inflight_key
 from evalrelay.bridge.queue.campaigns import list_campaigns
 from evalrelay.bridge.queue.steering import paused
 from tests.bridge.cli.test_run import evalrelay
@@ -27,7 +27,7 @@ campaign running."""
 def published(client: redis.Redis) -> int:
     """Jobs whose result a worker has published (each has its done mark, a field of one of
     its campaign's hashes of marks)."""
-    hashes = client.scan_iter(done_key("*", "*"), count=1000)
+    hashes = client.scan_iter(done_prefix("*") + "*", count=1000)
     return sum(client.hlen(key) for key in hashes)
 
 

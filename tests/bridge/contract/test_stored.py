@@ -8,9 +8,10 @@ from evalrelay.bridge.contract import stored
 from evalrelay.bridge.contract.campaign_state import JOB_TTL_SECONDS
 from evalrelay.bridge.contract.job import Job
 from evalrelay.bridge.contract.stored import campaign_of, read_job, read_jobs
-from evalrelay.bridge.keys import job_dictionary_key, job_key, manifest_key
+from evalrelay.bridge.keys import job_dictionary_key, job_key, listed_key, manifest_key
 from evalrelay.bridge.prompt.request import PromptRequest
 from evalrelay.bridge.queue.campaigns import store_jobs, stored_jobs
+from evalrelay.bridge.results.manifest import listed_ids
 from tests.bridge.queue.test_campaigns import add_campaign
 from tests.conftest import direct_job
 
@@ -75,7 +76,12 @@ def test_each_stored_job_lives_as_long_as_its_campaign_and_is_in_its_manifest(
     store_jobs(client, planned)
     for job in planned:
         assert 0.99 * JOB_TTL_SECONDS < client.ttl(job_key(job.job_id)) <= JOB_TTL_SECONDS
-    assert client.smembers(manifest_key("c")) == {job.job_id for job in planned}
+    assert sorted(listed_ids(client, "c")) == sorted(job.job_id for job in planned)
+    assert client.get(listed_key("c")) == "3"
+    store_jobs(client, planned[:2])  # stored again: listed once
+    assert client.get(listed_key("c")) == "3"
+    for job in planned:
+        assert client.ttl(manifest_key("c", job.job_id)) > 0.99 * JOB_TTL_SECONDS
 
 
 def test_stored_jobs_of_a_campaign_read_back(client: redis.Redis) -> None:

@@ -26,10 +26,11 @@ from evalrelay.bridge.connection import client_for
 from evalrelay.bridge.delivery.outstanding import carried_jobs
 from evalrelay.bridge.inbox.taker import Taker
 from evalrelay.bridge.inbox.watcher import InboxEvent, Watcher
-from evalrelay.bridge.keys import campaigns_key, manifest_key, outstanding_key
+from evalrelay.bridge.keys import campaigns_key, outstanding_key
 from evalrelay.bridge.queue.campaigns import list_campaigns, load_info
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.queue.rebuild import read_record, record_path
+from evalrelay.bridge.results.manifest import listed_ids
 from tests.conftest import (
     FAST_RECOVERY,
     HoldingRelay,
@@ -360,7 +361,7 @@ def test_watcher_killed_mid_submission_is_finished_by_the_next_as_the_same_campa
     sent_before = client.llen("api")
     assert 0 < jobs_queued(client, "api") < count
     (campaign_id,) = client.zrange(campaigns_key(), 0, -1)
-    assert client.scard(manifest_key(campaign_id)) == count
+    assert len(list(listed_ids(client, campaign_id))) == count
     assert client.zcard(outstanding_key("api")) == count
 
     processes.start("watch", str(inbox), "--target", "mock", "--name", "w2", name="w2")

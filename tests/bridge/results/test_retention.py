@@ -14,11 +14,11 @@ from evalrelay.bridge.keys import (
     counts_key,
     done_key,
     job_key,
-    manifest_key,
     results_home_key,
 )
 from evalrelay.bridge.queue.campaigns import progress, store_jobs
 from evalrelay.bridge.results.collector import Collector
+from evalrelay.bridge.results.manifest import manifest_record
 from evalrelay.bridge.results.result import Status
 from evalrelay.bridge.results.retention import RETENTION_SECONDS, is_compacted, reopen
 from tests.bridge.queue.test_campaigns import add_campaign
@@ -44,7 +44,7 @@ def test_a_complete_campaign_keeps_only_its_record(client: redis.Redis, tmp_path
     assert is_compacted(client, "c")
     for job_id in ("a", "b", "d"):
         assert not client.exists(job_key(job_id), done_key("c", job_id))
-    assert not client.exists(manifest_key("c"), collected_key("c"))
+    assert not client.exists(*manifest_record("c"), collected_key("c"))
     assert client.hgetall(counts_key("c")) == {"ok": "2", "timeout": "1"}
     for key in (campaign_key("c"), compacted_key("c"), counts_key("c"), results_home_key("c")):
         assert 0 < client.ttl(key) <= RETENTION_SECONDS, key
