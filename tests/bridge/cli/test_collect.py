@@ -47,16 +47,25 @@ def test_collect_says_when_a_campaign_is_complete_and_where(
     out = tmp_path / "out"
     processes.worker(client, "w@test")
     processes.start("collect", "--out", str(out), name="collect")
+    _, results = collected_detached(processes, root, out, 3, "mock")
+    assert len(read_jsonl(results)) == 3
+
+
+def collected_detached(
+    processes: Processes, root: Path, out: Path, count: int, *targets: str
+) -> tuple[str, Path]:
+    """`run --detach` of the project's `evals.yaml` on `targets`, once the `collect` service
+    says it wrote the campaign's `count` results: its id and its results file."""
+    chosen = [option for target in targets for option in ("--target", target)]
     submitted = subprocess.run(
-        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "mock",
-         "--detach"],
+        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", *chosen, "--detach"],
         env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     campaign = submitted.stdout.strip()
     results = out / f"{campaign}.jsonl"
-    line = f"campaign {campaign} complete: 3 results in {results}"
+    line = f"campaign {campaign} complete: {count} results in {results}"
     wait_for(lambda: line in processes.log("collect"), 60, "collect to say it is complete")
-    assert len(read_jsonl(results)) == 3
+    return campaign, results
 
 
 GRADED_TARGETS = (
@@ -77,15 +86,7 @@ def test_the_collect_service_keeps_no_answers_and_its_report_child_writes_the_st
     out = tmp_path / "out"
     processes.worker(client, "w@test")
     collect = processes.start("collect", "--out", str(out), name="collect")
-    submitted = subprocess.run(
-        [sys.executable, "-m", "evalrelay", "run", "evals.yaml", "--target", "right",
-         "--target", "wrong", "--detach"],
-        env=processes.env, cwd=root, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    campaign = submitted.stdout.strip()
-    results = out / f"{campaign}.jsonl"
-    line = f"campaign {campaign} complete: 24 results in {results}"
-    wait_for(lambda: line in processes.log("collect"), 60, "collect to say it is complete")
+    campaign, results = collected_detached(processes, root, out, 24, "right", "wrong")
     written = json.loads(summary_path(out, campaign).read_text())
     expected = summary_on_disk(results, campaign, 24)
     assert written["statistics"] == expected.as_json()["statistics"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from tests.conftest import (
     read_jsonl,
     wait_for,
 )
-from tests.worker.providers.vendor_server import Reply, Seen, openai_chat, serving
+from tests.worker.providers.vendor_server import Reply, Seen, VendorServer, openai_chat, serving
 
 SLOW_FAILURES = """\
 targets:
@@ -67,6 +68,29 @@ JOBS, FAILING = 30, (1, 2, 4)
 """The cases the server fails (HTTP 500) until told otherwise: among the first sent."""
 
 
+def running_campaign(
+    project: WriteFiles, processes: Processes, client: redis.Redis, server: VendorServer
+) -> tuple[Path, subprocess.Popen[bytes], Path]:
+    """`JOBS` cases (`ask #i#`) to `server`, run by a worker of two: the project's folder,
+    the `run` following them, and its results file once it is there."""
+    root = project(
+        {
+            "targets.yaml": f"""\
+            targets:
+              - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
+                  base_url: "{server.url}/v1", max_retries: 0}}
+            """,
+            "evals/e.yaml": one_turn_cases(JOBS, question="ask #{i}#"),
+        }
+    )
+    processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
+    evals, out = str(root / "evals/e.yaml"), str(root / "out")
+    running = processes.start("run", evals, "--target", "mini", "--out", out, name="run")
+    wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
+    (jsonl,) = (root / "out").glob("*.jsonl")
+    return root, running, jsonl
+
+
 def test_retry_while_the_campaign_runs_has_its_collector_set_failures_aside_and_loses_nothing(
     project: WriteFiles, processes: Processes, client: redis.Redis
 ) -> None:
@@ -85,21 +109,7 @@ def test_retry_while_the_campaign_runs_has_its_collector_set_failures_aside_and_
 
     reply = Reply(openai_chat(), delay=0.4, status_of=status_of, hold=hold)
     with serving(reply) as server:
-        root = project(
-            {
-                "targets.yaml": f"""\
-                targets:
-                  - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
-                      base_url: "{server.url}/v1", max_retries: 0}}
-                """,
-                "evals/e.yaml": one_turn_cases(JOBS, question="ask #{i}#"),
-            }
-        )
-        processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
-        evals, out = str(root / "evals/e.yaml"), str(root / "out")
-        running = processes.start("run", evals, "--target", "mini", "--out", out, name="run")
-        wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
-        (jsonl,) = (root / "out").glob("*.jsonl")
+        root, running, jsonl = running_campaign(project, processes, client, server)
         campaign = jsonl.stem
 
         def failed() -> int:
@@ -171,21 +181,7 @@ def test_retry_of_ok_lines_while_the_campaign_runs_plans_them_again_from_its_fil
             wait_for(retried.is_set, 90, "the retry")
 
     with serving(Reply(openai_chat(), hold=hold)) as server:
-        root = project(
-            {
-                "targets.yaml": f"""\
-                targets:
-                  - {{name: mini, provider: openai-compatible, model: gpt-4o-mini,
-                      base_url: "{server.url}/v1", max_retries: 0}}
-                """,
-                "evals/e.yaml": one_turn_cases(JOBS, question="ask #{i}#"),
-            }
-        )
-        processes.worker(client, "w@test", "--concurrency", "2", extra_env={"OPENAI_API_KEY": "k"})
-        evals, out = str(root / "evals/e.yaml"), str(root / "out")
-        running = processes.start("run", evals, "--target", "mini", "--out", out, name="run")
-        wait_for(lambda: list((root / "out").glob("*.jsonl")), 30, "the results file")
-        (jsonl,) = (root / "out").glob("*.jsonl")
+        root, running, jsonl = running_campaign(project, processes, client, server)
         wait_for(lambda: len(read_jsonl(jsonl)) == JOBS - 1, 60, "every line but the held one")
         assert not any(client.exists(job_key(str(line["job_id"]))) for line in read_jsonl(jsonl))
         again = evalrelay("retry", jsonl.stem, "--status", "ok", env=processes.env, cwd=root)
