@@ -199,7 +199,6 @@ def done_key(campaign_id: str, job_id: str) -> str:
     return done_prefix(campaign_id) + job_bucket(job_id)
 
 
-
 def lease_key(job_id: str) -> str:
     """String with a TTL: the token of the worker running the job, renewed by its heartbeat."""
     return f"{PREFIX}:lease:{job_id}"

@@ -41,7 +41,6 @@ from evalrelay.bridge.lua_scripts import STORE_JOBS
 from evalrelay.bridge.queue.blobs import store_blobs, store_task_files
 from evalrelay.bridge.queue.celery_queue import JobQueue
 from evalrelay.bridge.results.manifest import list_jobs, listed_ids
-from evalrelay.bridge.results.manifest import listed as listed_count
 from evalrelay.bridge.results.retention import compact_record
 
 WRITE_CHUNK = 1000
@@ -361,7 +360,7 @@ def progress_many(client: redis.Redis, campaign_ids: Sequence[str]) -> dict[str,
     found = {}
     for i, campaign_id in enumerate(campaign_ids):
         raw, count, done, counts, compacted = replies[5 * i : 5 * i + 5]
-        listed = listed_count(count)
+        listed = int(count or 0)
         total = CampaignInfo.model_validate_json(raw).total if raw else listed
         record = compact_record(compacted)
         counted = record.counts if record else {k: int(v) for k, v in counts.items()}

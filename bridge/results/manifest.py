@@ -32,11 +32,6 @@ def list_jobs(pipe: Any, campaign_id: str, job_ids: Iterable[str], seconds: int)
     pipe.eval(LIST_JOBS, len(parts) + 1, listed_key(campaign_id), *parts, *args)
 
 
-def listed(raw: str | None) -> int:
-    """The count `listed_key` holds (a GET's reply), 0 for none."""
-    return int(raw or 0)
-
-
 def listed_ids(client: redis.Redis, campaign_id: str) -> Iterator[str]:
     """Every id the campaign's manifest lists, `PARTS_AT_ONCE` of its hashes at a time."""
     keys = manifest_keys(campaign_id)
